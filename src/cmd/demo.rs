@@ -1,0 +1,10 @@
+//! `driftd demo`. OWNER: see README of the skeleton; stub until implemented.
+
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("driftd demo is not implemented yet")
+}

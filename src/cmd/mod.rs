@@ -1,0 +1,28 @@
+//! One file per subcommand: argument struct (clap) and a `run` that returns the exit code.
+//! Errors returned from `run` are printed by `main` and exit with status 2.
+
+pub mod check;
+pub mod commit;
+pub mod demo;
+pub mod drift;
+pub mod history;
+pub mod serve;
+pub mod sim;
+pub mod sources;
+
+/// Starts a multi-threaded tokio runtime for subcommands that need one.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// Sets up `tracing` logs on stderr, filtered by `RUST_LOG` (default `info`).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -1,0 +1,1 @@
+//! `driftd demo`: simulator + example app + scripted drift, for newcomers.

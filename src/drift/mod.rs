@@ -1,0 +1,1 @@
+//! The drift index and the engine that keeps it current.

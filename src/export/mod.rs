@@ -1,0 +1,1 @@
+//! Outputs: HTTP API, Prometheus metrics, Kubernetes Events.

@@ -1,0 +1,57 @@
+//! The `driftd` command: only wires subcommands to the library.
+
+use clap::{Parser, Subcommand};
+use driftd::cmd;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "driftd",
+    version,
+    about = "Kubernetes drift detection against committed desired state"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Record a new revision of a source's desired objects.
+    Commit(cmd::commit::Args),
+    /// List sources with their newest revision.
+    Sources(cmd::sources::Args),
+    /// List the revisions of one source.
+    History(cmd::history::Args),
+    /// Run the drift daemon.
+    Serve(cmd::serve::Args),
+    /// Print the current drift from a running daemon.
+    Drift(cmd::drift::Args),
+    /// Compare desired files with live object files, offline.
+    Check(cmd::check::Args),
+    /// Run the cluster simulator (a Kubernetes API server for tests and demos).
+    Sim(cmd::sim::Args),
+    /// Start a simulator, commit the example app, drift it, and serve /drift and /metrics.
+    Demo(cmd::demo::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Commit(a) => cmd::commit::run(a),
+        Command::Sources(a) => cmd::sources::run(a),
+        Command::History(a) => cmd::history::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
+        Command::Drift(a) => cmd::drift::run(a),
+        Command::Check(a) => cmd::check::run(a),
+        Command::Sim(a) => cmd::sim::run(a),
+        Command::Demo(a) => cmd::demo::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! `driftd serve` wiring: store, watchers, drift engine, HTTP server.

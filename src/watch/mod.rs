@@ -1,0 +1,1 @@
+//! kube-runtime watchers for the kinds in the desired state.
