@@ -30,6 +30,7 @@ impl ResourceType {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // a table row builder: positional on purpose
 const fn rt(
     group: &'static str,
     version: &'static str,
