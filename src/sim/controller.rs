@@ -1,0 +1,3 @@
+//! Placeholder; see below.
+use super::store::Store;
+pub async fn run(_store: Store) {}
