@@ -3,6 +3,7 @@
 //! subresources), discovery, Table output and the `/_sim` admin endpoints.
 
 use super::discovery;
+use super::openapi;
 use super::select::Selector;
 use super::status::ApiError;
 use super::store::{scale_of, ListParams, Notice, ResourceInfo, Store, WriteCtx};
@@ -147,6 +148,12 @@ async fn route(
         }
         ["version"] => return Ok(json_response(200, &discovery::version())),
         ["healthz"] | ["livez"] | ["readyz"] => return Ok((StatusCode::OK, "ok").into_response()),
+        ["openapi", "v3"] => return Ok(json_response(200, &openapi::root(&types))),
+        ["openapi", "v3", gv @ ..] => {
+            return openapi::gv_document(&gv.join("/"), &types)
+                .map(|d| json_response(200, &d))
+                .ok_or_else(not_found_path)
+        }
         ["api"] => return Ok(json_response(200, &discovery::api_versions(&app.addr))),
         ["apis"] => return Ok(json_response(200, &discovery::api_group_list(&types))),
         ["api", "v1"] => {
@@ -445,6 +452,15 @@ impl PatchType {
 }
 
 fn parse_body(body: &Bytes) -> Result<Value, ApiError> {
+    if body.starts_with(b"k8s\x00") {
+        // Protobuf envelope: not served (JSON only), worded like kube-apiserver's
+        // unsupported-media-type answer so clients can tell.
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
+        ));
+    }
     serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!(
             "the object provided is unrecognized (not valid JSON: {e})"

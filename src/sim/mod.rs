@@ -25,6 +25,7 @@ pub mod defaults;
 mod discovery;
 pub mod fields;
 mod http;
+mod openapi;
 pub mod select;
 pub mod smp;
 pub mod status;
