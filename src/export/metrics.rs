@@ -235,3 +235,49 @@ fn object_labels(entry: &DriftEntry) -> Vec<String> {
         entry.class.as_str().to_string(),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, class: DriftClass) -> DriftEntry {
+        DriftEntry {
+            source: "shop".into(),
+            revision: 1,
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("shop".into()),
+            name: name.into(),
+            class,
+            since: (class != DriftClass::InSync).then(|| "2026-11-30T10:00:00Z".parse().unwrap()),
+            changes: vec![],
+        }
+    }
+
+    #[test]
+    fn per_object_series_are_capped_and_counted() {
+        let m = Metrics::new(1);
+        m.ensure_source("shop");
+        let a = entry("a", DriftClass::Modified);
+        let b = entry("b", DriftClass::Missing);
+        m.on_entry_change(None, Some(&a));
+        m.on_entry_change(None, Some(&b));
+        // Re-evaluating b while still capped must not count it twice.
+        m.on_entry_change(Some(&b), Some(&b));
+        let text = m.render();
+        assert!(text.contains(r#"driftd_object_drift{class="modified",kind="ConfigMap",name="a",namespace="shop",source="shop"} 1"#), "{text}");
+        assert!(!text.contains(r#"name="b""#), "{text}");
+        assert!(text.contains("driftd_object_drift_series_omitted_total 1"), "{text}");
+        assert!(text.contains(r#"driftd_object_drift_since_timestamp_seconds{class="modified",kind="ConfigMap",name="a",namespace="shop",source="shop"} 1796032800"#), "{text}");
+        assert!(text.contains(r#"driftd_objects{class="missing",source="shop"} 1"#), "{text}");
+        assert!(text.contains(r#"driftd_objects{class="in_sync",source="shop"} 0"#), "{text}");
+
+        // a resolves: its series goes, freeing the slot for the next drift.
+        m.on_entry_change(Some(&a), Some(&entry("a", DriftClass::InSync)));
+        let text = m.render();
+        assert!(!text.contains(r#"driftd_object_drift{class="modified""#), "{text}");
+        assert!(text.contains(r#"driftd_objects{class="in_sync",source="shop"} 1"#), "{text}");
+        m.remove_source("shop");
+        assert!(!m.render().contains(r#"source="shop""#));
+    }
+}
