@@ -20,9 +20,18 @@ pub struct Write<'a> {
     pub time: &'a str,
 }
 
-/// Struct-typed fields the Go types always serialize (non-pointer structs), so they never
-/// count as "added" themselves and get no `.` entry, as in real managedFields.
-const ALWAYS_PRESENT: &[&str] = &["spec", "template", "metadata", "strategy", "status"];
+/// Fields the Go types always serialize (non-pointer structs, lists without `omitempty`),
+/// so they never count as "added" themselves and get no `.` entry, as in real managedFields
+/// (e.g. `f:containers` has none while `f:ports` has one).
+const ALWAYS_PRESENT: &[&str] = &[
+    "spec",
+    "template",
+    "metadata",
+    "strategy",
+    "status",
+    "containers",
+    "resources",
+];
 
 /// The keys an associative list is keyed by (`x-kubernetes-list-map-keys`), if any.
 fn list_keys(kind: &str, names: &[&str]) -> Option<Vec<&'static str>> {

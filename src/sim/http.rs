@@ -367,9 +367,9 @@ async fn route(
                 "status": "Success", "details": details}),
             ))
         }
-        _ => Err(ApiError::method_not_allowed(format!(
-            "the server does not allow this method on the requested resource"
-        ))),
+        _ => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
     }
 }
 

@@ -146,12 +146,14 @@ pub fn now_rfc3339() -> String {
 fn new_uid() -> String {
     let b: [u8; 16] = rand::rng().random();
     let h = hex::encode(b);
+    // RFC 4122 version 4 layout, like the UUIDs kube-apiserver assigns.
+    let variant = ["8", "9", "a", "b"][usize::from(b[8] & 3)];
     format!(
-        "{}-{}-4{}-{}-{}",
+        "{}-{}-4{}-{variant}{}-{}",
         &h[0..8],
         &h[8..12],
         &h[13..16],
-        &h[16..20],
+        &h[17..20],
         &h[20..32]
     )
 }
@@ -717,7 +719,8 @@ impl Store {
                 md.remove(f);
             }
         }
-        if info.has("status") && !info.custom || info.custom && info.has("status") {
+        // Status is the controllers' to write: create resets it (registries' PrepareForCreate).
+        if info.has("status") {
             if let Some(o) = obj.as_object_mut() {
                 o.remove("status");
             }
