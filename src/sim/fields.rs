@@ -69,9 +69,12 @@ struct Walker<'a> {
 
 impl Walker<'_> {
     fn added(&mut self, names: &mut Vec<String>, path: &mut Path, new: &Value) {
-        let always = names
-            .last()
-            .is_some_and(|n| ALWAYS_PRESENT.contains(&n.as_str()));
+        // Only a field itself (not an item of a list held in that field) can be always-present.
+        let is_field = path.last().is_some_and(|e| e.starts_with("f:"));
+        let always = is_field
+            && names
+                .last()
+                .is_some_and(|n| ALWAYS_PRESENT.contains(&n.as_str()));
         let has_children = match new {
             Value::Object(m) => !m.is_empty(),
             Value::Array(a) => !a.is_empty() && self.keys(names).is_some(),
