@@ -40,6 +40,9 @@ pub struct ManifestObject {
 }
 
 /// A rejected input: names the file, the document and (when known) the field.
+///
+/// Displays as `file: document N: field F <reason>`, so with a field the reason reads as a
+/// predicate ("is required"), without one as a sentence.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}: document {document}: {}{reason}", field_prefix(.field))]
 pub struct ManifestError {
@@ -51,7 +54,7 @@ pub struct ManifestError {
 
 fn field_prefix(field: &Option<String>) -> String {
     match field {
-        Some(f) => format!("field {f}: "),
+        Some(f) => format!("field {f} "),
         None => String::new(),
     }
 }
@@ -323,12 +326,15 @@ fn split_yaml(text: &str, file: &str) -> Result<Vec<RawDocument>, ManifestError>
     let parsed: Result<Vec<serde_saphyr::Spanned<Value>>, _> =
         serde_saphyr::from_multiple_with_options(text, yaml_options());
     let values = parsed.map_err(|e| {
-        let loc = e.location();
-        let line = loc.map(|l| l.line()).filter(|&l| l > 0);
-        let document = line.map_or(0, |l| document_at(&starts, l));
+        let loc = e.location().filter(|l| l.line() > 0);
+        let document = loc.map_or(0, |l| document_at(&starts, l.line()));
         let reason = yaml_reason(&e);
-        let reason = match line {
-            Some(l) => format!("invalid YAML at line {l}: {reason}"),
+        let reason = match loc {
+            Some(l) => format!(
+                "invalid YAML at line {} column {}: {reason}",
+                l.line(),
+                l.column()
+            ),
             None => format!("invalid YAML: {reason}"),
         };
         ManifestError::new(file, document, None, reason)
@@ -349,8 +355,12 @@ fn split_yaml(text: &str, file: &str) -> Result<Vec<RawDocument>, ManifestError>
 
 fn yaml_reason(e: &serde_saphyr::Error) -> String {
     let text = e.without_snippet().to_string();
-    // The rendered message may end with its own " at line N column M"; we say the line.
+    // The rendered message may end with its own " at line N, column M"; we say where.
     let first = text.lines().next().unwrap_or("").trim();
+    let first = match first.rfind(" at line ") {
+        Some(i) if first[i..].contains("column") => &first[..i],
+        _ => first,
+    };
     if first.is_empty() {
         "parse error".into()
     } else {
@@ -438,12 +448,21 @@ fn finish(
             name,
         };
         if let Some(first) = seen.get(&key) {
-            return Err(ManifestError::new(
-                &origin.file,
-                origin.document,
-                (!prefix.is_empty()).then(|| prefix.trim_end_matches('.').to_string()),
-                format!("{key} is defined twice: also in {first}"),
-            ));
+            return Err(if prefix.is_empty() {
+                ManifestError::new(
+                    &origin.file,
+                    origin.document,
+                    None,
+                    format!("{key} is defined twice: also in {first}"),
+                )
+            } else {
+                ManifestError::new(
+                    &origin.file,
+                    origin.document,
+                    Some(prefix.trim_end_matches('.').to_string()),
+                    format!("defines {key} a second time: also in {first}"),
+                )
+            });
         }
         seen.insert(key.clone(), origin.clone());
         out.push(ManifestObject {
@@ -484,15 +503,19 @@ fn flatten(
         )
     };
     let Value::Object(map) = &value else {
-        let reason = format!("expected a Kubernetes object, found {}", type_name(&value));
         return Err(if prefix.is_empty() {
-            ManifestError::new(&origin.file, origin.document, None, reason)
+            ManifestError::new(
+                &origin.file,
+                origin.document,
+                None,
+                format!("expected a Kubernetes object, found {}", type_name(&value)),
+            )
         } else {
             ManifestError::new(
                 &origin.file,
                 origin.document,
                 Some(prefix.trim_end_matches('.').to_string()),
-                reason,
+                format!("must be an object, found {}", type_name(&value)),
             )
         });
     };
@@ -685,7 +708,7 @@ mod tests {
             assert_eq!(err.document, 1, "{text}");
             assert!(
                 err.to_string()
-                    .contains(&format!("in.yaml: document 1: field {field}")),
+                    .contains(&format!("in.yaml: document 1: field {field} ")),
                 "{err}"
             );
         }
