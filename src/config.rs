@@ -135,8 +135,8 @@ impl Config {
                 set_path(&mut table, key, env_value(&raw));
             }
         }
-        let config: Config = serde_path_to_error::deserialize(toml::Value::Table(table))
-            .map_err(|e| {
+        let config: Config =
+            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
                 let key = e.path().to_string();
                 let key_var = env_var_for(&key);
                 let origin = if env(&key_var).is_some() {

@@ -119,14 +119,22 @@ pub async fn run(
         ..Config::default()
     };
     let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-    let daemon = tokio::spawn(crate::serve::run(config, client.clone(), shutdown, move |addr| {
-        let _ = addr_tx.send(addr);
-    }));
+    let daemon = tokio::spawn(crate::serve::run(
+        config,
+        client.clone(),
+        shutdown,
+        move |addr| {
+            let _ = addr_tx.send(addr);
+        },
+    ));
     let addr = addr_rx.await.context("daemon did not start")?;
     let url = format!("http://{addr}");
     println!("driftd listening on {url}");
     println!();
-    println!("driftd demo: a simulated cluster at {} runs the example app", sim.url());
+    println!(
+        "driftd demo: a simulated cluster at {} runs the example app",
+        sim.url()
+    );
     println!(
         "  committed: source `shop`, revision {} ({} objects) in {}",
         revision.id,
@@ -135,7 +143,10 @@ pub async fn run(
     );
     println!("  open:      {url}/drift   {url}/metrics");
     println!("  try:       driftd drift --server {url}");
-    println!("             KUBECONFIG={} kubectl -n shop get deploy,cm,events.v1.events.k8s.io", kubeconfig.display());
+    println!(
+        "             KUBECONFIG={} kubectl -n shop get deploy,cm,events.v1.events.k8s.io",
+        kubeconfig.display()
+    );
     println!(
         "  in {}s the demo changes the web image and a ConfigMap value, as a person with kubectl would.",
         options.edit_after.as_secs()

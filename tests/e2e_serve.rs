@@ -77,7 +77,14 @@ fn drift_appears_resolves_and_follows_new_revisions() {
     assert_eq!(daemon.drift("")["objects"].as_array().unwrap().len(), 0);
 
     // A person changes the image by hand.
-    sim.kubectl(&["-n", "shop", "set", "image", "deployment/web", "app=nginx:1.28"]);
+    sim.kubectl(&[
+        "-n",
+        "shop",
+        "set",
+        "image",
+        "deployment/web",
+        "app=nginx:1.28",
+    ]);
     let web = wait_for("web drift in /drift", T, || {
         find(&daemon.drift(""), "Deployment", "web").cloned()
     });
@@ -119,19 +126,43 @@ fn drift_appears_resolves_and_follows_new_revisions() {
         ("name", "web"),
         ("class", "modified"),
     ];
-    assert_eq!(metric_line(&metrics, "driftd_object_drift", &labels), Some(1.0));
-    assert!(metric_line(&metrics, "driftd_object_drift_since_timestamp_seconds", &labels).unwrap() > 1.7e9);
     assert_eq!(
-        metric_line(&metrics, "driftd_objects", &[("source", "shop"), ("class", "modified")]),
+        metric_line(&metrics, "driftd_object_drift", &labels),
+        Some(1.0)
+    );
+    assert!(
+        metric_line(
+            &metrics,
+            "driftd_object_drift_since_timestamp_seconds",
+            &labels
+        )
+        .unwrap()
+            > 1.7e9
+    );
+    assert_eq!(
+        metric_line(
+            &metrics,
+            "driftd_objects",
+            &[("source", "shop"), ("class", "modified")]
+        ),
         Some(1.0)
     );
     assert_eq!(
-        metric_line(&metrics, "driftd_objects", &[("source", "shop"), ("class", "in_sync")]),
+        metric_line(
+            &metrics,
+            "driftd_objects",
+            &[("source", "shop"), ("class", "in_sync")]
+        ),
         Some(4.0)
     );
-    assert_eq!(metric_line(&metrics, "driftd_ready", &[]).or_else(|| {
-        metrics.lines().find_map(|l| l.strip_prefix("driftd_ready ").and_then(|v| v.parse().ok()))
-    }), Some(1.0));
+    assert_eq!(
+        metric_line(&metrics, "driftd_ready", &[]).or_else(|| {
+            metrics
+                .lines()
+                .find_map(|l| l.strip_prefix("driftd_ready ").and_then(|v| v.parse().ok()))
+        }),
+        Some(1.0)
+    );
     assert!(metrics.contains("driftd_watch_events_total{kind=\"Deployment\"}"));
     assert!(metrics.contains("driftd_desired_revision_timestamp_seconds{source=\"shop\"}"));
     assert!(metrics.contains("driftd_diff_duration_seconds_bucket"));
@@ -150,13 +181,25 @@ fn drift_appears_resolves_and_follows_new_revisions() {
     let out = driftd(&["drift", "--server", &daemon.url]);
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success());
-    assert!(table.contains("SOURCE") && table.contains("web") && table.contains("modified"), "{table}");
+    assert!(
+        table.contains("SOURCE") && table.contains("web") && table.contains("modified"),
+        "{table}"
+    );
     assert!(table.contains("nginx:1.28"), "{table}");
 
     // Revert: resolved, and an Event says so.
-    sim.kubectl(&["-n", "shop", "set", "image", "deployment/web", "app=nginx:1.27"]);
+    sim.kubectl(&[
+        "-n",
+        "shop",
+        "set",
+        "image",
+        "deployment/web",
+        "app=nginx:1.27",
+    ]);
     wait_for("web back in sync", T, || {
-        find(&daemon.drift(""), "Deployment", "web").is_none().then_some(())
+        find(&daemon.drift(""), "Deployment", "web")
+            .is_none()
+            .then_some(())
     });
     wait_for("DriftResolved event", T, || {
         (!events(&sim, "DriftResolved", "web").is_empty()).then_some(())
@@ -170,9 +213,15 @@ fn drift_appears_resolves_and_follows_new_revisions() {
         find(&daemon.drift(""), "ConfigMap", "web-config").cloned()
     });
     assert_eq!(cm["class"], "missing");
-    sim.kubectl(&["apply", "-f", examples().join("10-config.yaml").to_str().unwrap()]);
+    sim.kubectl(&[
+        "apply",
+        "-f",
+        examples().join("10-config.yaml").to_str().unwrap(),
+    ]);
     wait_for("web-config back", T, || {
-        find(&daemon.drift(""), "ConfigMap", "web-config").is_none().then_some(())
+        find(&daemon.drift(""), "ConfigMap", "web-config")
+            .is_none()
+            .then_some(())
     });
 
     // A new revision that moves the image: re-evaluated without a restart.
@@ -181,7 +230,11 @@ fn drift_appears_resolves_and_follows_new_revisions() {
     for entry in std::fs::read_dir(examples()).unwrap() {
         let entry = entry.unwrap();
         let text = std::fs::read_to_string(entry.path()).unwrap();
-        std::fs::write(next.join(entry.file_name()), text.replace("nginx:1.27", "nginx:1.29")).unwrap();
+        std::fs::write(
+            next.join(entry.file_name()),
+            text.replace("nginx:1.27", "nginx:1.29"),
+        )
+        .unwrap();
     }
     let out = commit(&db, "shop", &next);
     assert!(out.contains("revision"), "{out}");

@@ -64,13 +64,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// Renders `/drift` as kubectl-style columns, one row per change.
 pub fn render_table(body: &serde_json::Value) -> String {
-    let text = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
+    let text = |v: &serde_json::Value, k: &str| {
+        v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string()
+    };
     let mut rows = vec![[
-        "SOURCE", "NAMESPACE", "KIND", "NAME", "CLASS", "SINCE", "FIELD", "DESIRED", "LIVE", "BY",
+        "SOURCE",
+        "NAMESPACE",
+        "KIND",
+        "NAME",
+        "CLASS",
+        "SINCE",
+        "FIELD",
+        "DESIRED",
+        "LIVE",
+        "BY",
     ]
     .map(String::from)
     .to_vec()];
-    let objects = body.get("objects").and_then(|o| o.as_array()).cloned().unwrap_or_default();
+    let objects = body
+        .get("objects")
+        .and_then(|o| o.as_array())
+        .cloned()
+        .unwrap_or_default();
     for o in &objects {
         let base = vec![
             text(o, "source"),
@@ -80,7 +95,11 @@ pub fn render_table(body: &serde_json::Value) -> String {
             text(o, "class"),
             text(o, "since"),
         ];
-        let changes = o.get("changes").and_then(|c| c.as_array()).cloned().unwrap_or_default();
+        let changes = o
+            .get("changes")
+            .and_then(|c| c.as_array())
+            .cloned()
+            .unwrap_or_default();
         if changes.is_empty() {
             let mut row = base.clone();
             row.extend(["".into(), "".into(), "".into(), "".into()]);

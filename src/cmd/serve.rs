@@ -28,7 +28,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     super::runtime()?.block_on(async move {
         let client = kube::Client::try_default().await.map_err(|e| {
-            anyhow::anyhow!("cannot connect to Kubernetes ({e}); set KUBECONFIG or run in a cluster")
+            anyhow::anyhow!(
+                "cannot connect to Kubernetes ({e}); set KUBECONFIG or run in a cluster"
+            )
         })?;
         crate::serve::run(config, client, crate::serve::shutdown_signal(), |addr| {
             println!("driftd listening on http://{addr}");

@@ -126,11 +126,15 @@ impl Engine {
     }
 
     /// Runs until `shutdown` completes.
-    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) -> crate::Result<()> {
+    pub async fn run(
+        mut self,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) -> crate::Result<()> {
         self.reload_desired_if_changed()?;
         let mut poll = tokio::time::interval(self.poll);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let settle_period = (self.settle / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        let settle_period =
+            (self.settle / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
         let mut settle_tick = tokio::time::interval(settle_period);
         tokio::pin!(shutdown);
         loop {
@@ -254,8 +258,13 @@ impl Engine {
                 self.relisting.insert(type_key, HashSet::new());
             }
             WatchEvent::Apply(object) => {
-                metrics.watch_events.with_label_values(&[&type_key.kind]).inc();
-                let Some(key) = ObjectKey::of(&object) else { return };
+                metrics
+                    .watch_events
+                    .with_label_values(&[&type_key.kind])
+                    .inc();
+                let Some(key) = ObjectKey::of(&object) else {
+                    return;
+                };
                 if let Some(seen) = self.relisting.get_mut(&type_key) {
                     seen.insert(key.clone());
                 }
@@ -265,8 +274,13 @@ impl Engine {
                 }
             }
             WatchEvent::Delete(object) => {
-                metrics.watch_events.with_label_values(&[&type_key.kind]).inc();
-                let Some(key) = ObjectKey::of(&object) else { return };
+                metrics
+                    .watch_events
+                    .with_label_values(&[&type_key.kind])
+                    .inc();
+                let Some(key) = ObjectKey::of(&object) else {
+                    return;
+                };
                 if self.live.remove(&key).is_some() {
                     self.evaluate(&key);
                 }
@@ -277,7 +291,10 @@ impl Engine {
                 self.list_complete(type_key);
             }
             WatchEvent::Error(err) => {
-                metrics.watch_errors.with_label_values(&[&type_key.kind]).inc();
+                metrics
+                    .watch_errors
+                    .with_label_values(&[&type_key.kind])
+                    .inc();
                 tracing::warn!(kind = %type_key, error = %err, "watch failed; retrying with backoff");
             }
         }
@@ -317,7 +334,9 @@ impl Engine {
 
     /// Compares one desired object with its live copy and updates the index.
     fn evaluate(&mut self, key: &ObjectKey) {
-        let Some(desired) = self.desired.get(key) else { return };
+        let Some(desired) = self.desired.get(key) else {
+            return;
+        };
         let type_key = TypeKey {
             api_version: desired.api_version.clone(),
             kind: key.kind.clone(),
@@ -405,7 +424,9 @@ impl Engine {
             .collect();
         for key in due {
             self.unsettled.remove(&key);
-            let Some(track) = self.tracks.get_mut(&key) else { continue };
+            let Some(track) = self.tracks.get_mut(&key) else {
+                continue;
+            };
             let observed = track.observed.clone();
             track.reported = observed.clone();
             let entry = self.handles.index.read().unwrap().get(&key).cloned();

@@ -27,11 +27,9 @@ impl EventRequest {
     /// `DriftDetected`: names the changed fields (never values: Secrets stay secret).
     pub fn detected(entry: &DriftEntry, live: Option<&Value>) -> EventRequest {
         let what = match entry.class {
-            crate::diff::DriftClass::Missing => format!(
-                "{} {} is missing from the cluster",
-                entry.kind,
-                entry.name
-            ),
+            crate::diff::DriftClass::Missing => {
+                format!("{} {} is missing from the cluster", entry.kind, entry.name)
+            }
             _ => {
                 let fields: Vec<String> = entry
                     .changes

@@ -1,8 +1,8 @@
 //! The HTTP API for on-call engineers and Prometheus: `GET /drift`, `/metrics`, `/healthz`,
 //! `/readyz`.
 
-use crate::drift::{DriftEntry, DriftFilter};
 use crate::drift::EngineHandles;
+use crate::drift::{DriftEntry, DriftFilter};
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -30,7 +30,10 @@ pub fn router(handles: EngineHandles) -> Router {
         .with_state(handles)
 }
 
-async fn drift(State(handles): State<EngineHandles>, Query(filter): Query<DriftFilter>) -> Response {
+async fn drift(
+    State(handles): State<EngineHandles>,
+    Query(filter): Query<DriftFilter>,
+) -> Response {
     let (ready, entries): (bool, Vec<DriftEntry>) = {
         let index = handles.index.read().unwrap();
         (index.ready(), index.query(&filter))
@@ -44,7 +47,10 @@ async fn drift(State(handles): State<EngineHandles>, Query(filter): Query<DriftF
 
 async fn metrics(State(handles): State<EngineHandles>) -> Response {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         handles.metrics.render(),
     )
         .into_response()

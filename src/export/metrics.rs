@@ -84,7 +84,10 @@ impl Metrics {
         )
         .unwrap();
         let watch_events = IntCounterVec::new(
-            Opts::new("driftd_watch_events_total", "Watch events received, by kind."),
+            Opts::new(
+                "driftd_watch_events_total",
+                "Watch events received, by kind.",
+            ),
             &["kind"],
         )
         .unwrap();
@@ -135,7 +138,9 @@ impl Metrics {
             Box::new(events_dropped.clone()),
             Box::new(build_info),
         ] {
-            registry.register(collector).expect("metric names are unique");
+            registry
+                .register(collector)
+                .expect("metric names are unique");
         }
         Metrics {
             registry,
@@ -267,16 +272,31 @@ mod tests {
         let text = m.render();
         assert!(text.contains(r#"driftd_object_drift{class="modified",kind="ConfigMap",name="a",namespace="shop",source="shop"} 1"#), "{text}");
         assert!(!text.contains(r#"name="b""#), "{text}");
-        assert!(text.contains("driftd_object_drift_series_omitted_total 1"), "{text}");
+        assert!(
+            text.contains("driftd_object_drift_series_omitted_total 1"),
+            "{text}"
+        );
         assert!(text.contains(r#"driftd_object_drift_since_timestamp_seconds{class="modified",kind="ConfigMap",name="a",namespace="shop",source="shop"} 1796032800"#), "{text}");
-        assert!(text.contains(r#"driftd_objects{class="missing",source="shop"} 1"#), "{text}");
-        assert!(text.contains(r#"driftd_objects{class="in_sync",source="shop"} 0"#), "{text}");
+        assert!(
+            text.contains(r#"driftd_objects{class="missing",source="shop"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"driftd_objects{class="in_sync",source="shop"} 0"#),
+            "{text}"
+        );
 
         // a resolves: its series goes, freeing the slot for the next drift.
         m.on_entry_change(Some(&a), Some(&entry("a", DriftClass::InSync)));
         let text = m.render();
-        assert!(!text.contains(r#"driftd_object_drift{class="modified""#), "{text}");
-        assert!(text.contains(r#"driftd_objects{class="in_sync",source="shop"} 1"#), "{text}");
+        assert!(
+            !text.contains(r#"driftd_object_drift{class="modified""#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"driftd_objects{class="in_sync",source="shop"} 1"#),
+            "{text}"
+        );
         m.remove_source("shop");
         assert!(!m.render().contains(r#"source="shop""#));
     }

@@ -36,7 +36,9 @@ pub struct Proc {
 impl Proc {
     pub fn spawn(name: &str, mut cmd: Command) -> Proc {
         cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -63,7 +65,10 @@ impl Proc {
                 Ok(_) => continue,
                 Err(_) => {
                     let status = self.child.try_wait().ok().flatten();
-                    panic!("{}: no line with {needle:?} (exit status {status:?})", self.name)
+                    panic!(
+                        "{}: no line with {needle:?} (exit status {status:?})",
+                        self.name
+                    )
                 }
             }
         }
