@@ -364,8 +364,30 @@ fn yaml_reason(e: &serde_saphyr::Error) -> String {
     if first.is_empty() {
         "parse error".into()
     } else {
-        first.to_string()
+        scrub_quoted(first)
     }
+}
+
+/// Replaces back-quoted input text in a parser message (e.g. "non-finite float `.inf`") with
+/// `…`, since it may come from a Secret; tags (`!!str`) are kept, they are not data.
+fn scrub_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(start) = rest.find('`') {
+        let Some(len) = rest[start + 1..].find('`') else {
+            break;
+        };
+        let quoted = &rest[start + 1..start + 1 + len];
+        out.push_str(&rest[..start]);
+        if quoted.starts_with('!') {
+            out.push_str(&rest[start..start + len + 2]);
+        } else {
+            out.push_str("`…`");
+        }
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The (1-based) line on which each document of the stream starts, in order.
@@ -741,6 +763,18 @@ mod tests {
         let err = parse(text).unwrap_err();
         assert!(!err.to_string().contains("aHVudGVyMg"), "{err}");
         assert!(!err.to_string().contains("c2VjcmV0"), "{err}");
+    }
+
+    #[test]
+    fn quoted_input_is_scrubbed_from_parser_messages() {
+        assert_eq!(
+            scrub_quoted("non-finite float `.inf` rejected, tag `!!str` unsupported"),
+            "non-finite float `…` rejected, tag `!!str` unsupported"
+        );
+        assert_eq!(scrub_quoted("unclosed `quote"), "unclosed `quote");
+        let err =
+            parse("apiVersion: v1\nkind: Secret\nmetadata: {name: a}\np: .inf\n").unwrap_err();
+        assert!(!err.reason.contains(".inf"), "{err}");
     }
 
     #[test]

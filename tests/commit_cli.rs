@@ -394,6 +394,27 @@ fn bad_input_exits_2_names_the_place_and_writes_nothing() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(!dir.path().join("new.db").exists());
+    // A bad source name is refused before the database is created.
+    let out = driftd(
+        dir.path(),
+        &[
+            "commit",
+            "--db",
+            "new.db",
+            "--source",
+            "no spaces",
+            "-f",
+            "-",
+        ],
+        Some(CM_A),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("invalid source name"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.path().join("new.db").exists());
     // A path that does not exist is named.
     let out = driftd(
         dir.path(),

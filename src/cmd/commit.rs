@@ -4,7 +4,7 @@
 //! creates or touches the database.
 
 use crate::manifest::{self, LoadOptions};
-use crate::store::{CommitOutcome, CommitRequest, Store};
+use crate::store::{validate_source_name, CommitOutcome, CommitRequest, Store};
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +35,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    validate_source_name(&args.source)?;
     let options = LoadOptions {
         default_namespace: args.namespace.clone(),
     };
