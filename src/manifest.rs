@@ -1,6 +1,9 @@
 //! Parse and validate desired-state files: YAML multi-document streams, JSON objects, and
 //! `kind: List` / `*List` wrappers, as `kubectl apply -f` and `helm template` produce them.
 //!
+//! Custom resources take their scope from a CustomResourceDefinition in the same input;
+//! without one they are assumed namespaced (no discovery at commit time).
+//!
 //! Loading happens in two steps: every file is split into raw documents (with their origin),
 //! then the whole input is validated at once, because a CustomResourceDefinition in one
 //! file decides the scope (and so the namespace defaulting) of custom resources in another,
@@ -75,12 +78,16 @@ impl ManifestError {
 pub struct LoadOptions {
     /// Namespace given to namespaced objects without one (`--namespace`, default `default`).
     pub default_namespace: String,
+    /// Scopes of custom resources known from elsewhere (CRDs already committed, possibly by
+    /// another source): (group, kind) -> namespaced. A CRD in the input itself wins.
+    pub custom_scopes: BTreeMap<(String, String), bool>,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
         LoadOptions {
             default_namespace: "default".into(),
+            custom_scopes: BTreeMap::new(),
         }
     }
 }
@@ -176,6 +183,15 @@ fn walk(
     }
     for entry in std::fs::read_dir(dir).map_err(io_err)? {
         let path = entry.map_err(io_err)?.path();
+        // Hidden entries (.git, .github workflows, editor swap files) are never manifests;
+        // kubectl -R would read them and fail on a CI config. Named explicitly, they are read.
+        if path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with('.'))
+        {
+            continue;
+        }
         let meta = std::fs::metadata(&path).map_err(|e| {
             ManifestError::new(
                 &path.display().to_string(),
@@ -444,11 +460,13 @@ fn finish(
             namespace,
             prefix,
         } = item;
+        let gk = (group.clone(), kind.clone());
         let namespaced = kinds::builtin_namespaced(&group, &kind)
-            .or_else(|| crd_scopes.get(&(group.clone(), kind.clone())).copied())
-            // A custom resource whose CRD is not in this input: most are namespaced, and a
-            // cluster-scoped one given without a namespace still gets a stable key once
-            // its CRD is committed alongside. Documented in the README.
+            .or_else(|| crd_scopes.get(&gk).copied())
+            .or_else(|| options.custom_scopes.get(&gk).copied())
+            // A custom resource whose CRD is not in this input: assume namespaced, as most
+            // are (we have no discovery at commit time). A cluster-scoped custom resource
+            // must then be committed together with its CRD to get a namespace-free key.
             .unwrap_or(true);
         let namespace = if namespaced {
             let ns = namespace.unwrap_or_else(|| options.default_namespace.clone());
@@ -624,21 +642,24 @@ fn flatten(
 
 /// Scopes declared by CustomResourceDefinitions in the input: (group, kind) -> namespaced.
 fn crd_scopes(items: &[Checked]) -> BTreeMap<(String, String), bool> {
-    let mut scopes = BTreeMap::new();
-    for item in items {
-        if item.group != "apiextensions.k8s.io" || item.kind != "CustomResourceDefinition" {
-            continue;
-        }
-        let spec = &item.object["spec"];
-        let (Some(group), Some(kind)) = (spec["group"].as_str(), spec["names"]["kind"].as_str())
-        else {
-            continue;
-        };
-        // spec.scope is required by the CRD API; "Cluster" is the only non-namespaced value.
-        let namespaced = spec["scope"].as_str() != Some("Cluster");
-        scopes.insert((group.to_string(), kind.to_string()), namespaced);
+    items
+        .iter()
+        .filter(|i| i.group == "apiextensions.k8s.io")
+        .filter_map(|i| crd_scope(&i.kind, &i.object))
+        .collect()
+}
+
+/// The ((group, kind), namespaced) a CustomResourceDefinition declares, if `object` is one.
+pub fn crd_scope(kind: &str, object: &Value) -> Option<((String, String), bool)> {
+    if kind != "CustomResourceDefinition" {
+        return None;
     }
-    scopes
+    let spec = &object["spec"];
+    let group = spec["group"].as_str()?;
+    let crd_kind = spec["names"]["kind"].as_str()?;
+    // spec.scope is required by the CRD API; "Cluster" is the only non-namespaced value.
+    let namespaced = spec["scope"].as_str() != Some("Cluster");
+    Some(((group.to_string(), crd_kind.to_string()), namespaced))
 }
 
 #[cfg(test)]
@@ -821,6 +842,7 @@ mod tests {
     fn namespace_defaulting_follows_scope() {
         let opts = LoadOptions {
             default_namespace: "team".into(),
+            custom_scopes: [(("example.com".to_string(), "Known".to_string()), false)].into(),
         };
         let text = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r, namespace: x}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\napiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g, namespace: x}\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\nspec:\n  group: example.com\n  scope: Cluster\n  names: {kind: Gadget, plural: gadgets}\n";
         let objs = parse_text(text, "in.yaml", &opts).unwrap();
@@ -828,6 +850,9 @@ mod tests {
         assert_eq!(objs[1].key.namespace.as_deref(), Some("team"));
         assert_eq!(objs[2].key.namespace, None, "CRD in the input says Cluster");
         assert_eq!(objs[3].key.namespace, None);
+        let text = "apiVersion: example.com/v1\nkind: Known\nmetadata: {name: k, namespace: x}\n";
+        let objs = parse_text(text, "in.yaml", &opts).unwrap();
+        assert_eq!(objs[0].key.namespace, None, "scope from custom_scopes");
     }
 
     #[test]
@@ -863,6 +888,9 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.path().join("b/notes.txt"), "not a manifest").unwrap();
+        std::fs::create_dir_all(dir.path().join(".github/workflows")).unwrap();
+        std::fs::write(dir.path().join(".github/workflows/ci.yml"), "on: push\n").unwrap();
+        std::fs::write(dir.path().join(".hidden.yaml"), "not: k8s\n").unwrap();
         let objs = load(&[dir.path().to_path_buf()], &LoadOptions::default()).unwrap();
         let names: Vec<_> = objs.iter().map(|o| o.key.name.as_str()).collect();
         assert_eq!(names, vec!["a", "z", "m"]);

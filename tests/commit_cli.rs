@@ -28,12 +28,11 @@ fn driftd(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("driftd starts");
     if let Some(text) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
+        // driftd may refuse before reading its input: a closed pipe is not our failure.
+        let written = child.stdin.take().unwrap().write_all(text.as_bytes());
+        if let Err(e) = written {
+            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+        }
     }
     child.wait_with_output().unwrap()
 }
@@ -493,4 +492,45 @@ fn a_database_from_a_newer_driftd_is_refused() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("newer driftd"), "{}", stderr(&out));
+}
+
+#[test]
+fn custom_resources_take_their_scope_from_crds_committed_by_another_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: clusterwidgets.example.com\nspec:\n  group: example.com\n  scope: Cluster\n  names: {kind: ClusterWidget, plural: clusterwidgets}\n  versions: [{name: v1, served: true, storage: true}]\n";
+    let crs = "apiVersion: example.com/v1\nkind: ClusterWidget\nmetadata: {name: w}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: nw}\n";
+    assert_ok(&driftd(
+        dir.path(),
+        &["commit", "--db", "d.db", "--source", "platform", "-f", "-"],
+        Some(crd),
+    ));
+    assert_ok(&driftd(
+        dir.path(),
+        &["commit", "--db", "d.db", "--source", "app", "-f", "-"],
+        Some(crs),
+    ));
+    let state = Store::open(&dir.path().join("d.db"))
+        .unwrap()
+        .desired_state()
+        .unwrap();
+    let ns = |kind: &str| {
+        state
+            .objects
+            .iter()
+            .find(|o| o.key.kind == kind)
+            .unwrap()
+            .key
+            .namespace
+            .clone()
+    };
+    assert_eq!(
+        ns("ClusterWidget"),
+        None,
+        "cluster-scoped by the committed CRD"
+    );
+    assert_eq!(
+        ns("Widget").as_deref(),
+        Some("default"),
+        "unknown: namespaced"
+    );
 }

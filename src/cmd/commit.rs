@@ -36,8 +36,30 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     validate_source_name(&args.source)?;
+    if args.namespace.trim().is_empty() {
+        anyhow::bail!("--namespace must not be empty");
+    }
+    // An existing database is opened first (reading does not write to it) so custom
+    // resources can take their scope from CRDs committed earlier, by any source. A missing
+    // one is only created once the input has proven valid.
+    let mut store = if args.db.exists() {
+        Some(Store::open(&args.db)?)
+    } else {
+        None
+    };
+    let custom_scopes = match &store {
+        Some(store) => store
+            .desired_state()?
+            .objects
+            .iter()
+            .filter(|o| o.key.group == "apiextensions.k8s.io")
+            .filter_map(|o| manifest::crd_scope(&o.key.kind, &o.object))
+            .collect(),
+        None => Default::default(),
+    };
     let options = LoadOptions {
         default_namespace: args.namespace.clone(),
+        custom_scopes,
     };
     let objects = manifest::load(&args.files, &options)?;
     if objects.is_empty() && !args.allow_empty {
@@ -56,7 +78,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .or_else(|| std::env::var("USER").ok())
         .filter(|a| !a.trim().is_empty())
         .unwrap_or_else(|| "unknown".to_string());
-    let mut store = Store::open(&args.db)?;
+    let mut store = match store.take() {
+        Some(store) => store,
+        None => Store::open(&args.db)?,
+    };
     let outcome = store
         .commit(&CommitRequest {
             source: &args.source,
