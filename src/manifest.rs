@@ -282,10 +282,14 @@ fn split_documents(
     format: Format,
 ) -> Result<Vec<RawDocument>, ManifestError> {
     let looks_json = text.trim_start().starts_with(['{', '[']);
-    if format == Format::Json || looks_json {
-        split_json(text, file)
-    } else {
-        split_yaml(text, file)
+    match format {
+        Format::Json => split_json(text, file),
+        // A YAML flow mapping (`{a: b}`) also starts with `{`: when the JSON reading fails
+        // but YAML reads it, take that; otherwise the JSON error is the one that helps.
+        Format::Sniff if looks_json => {
+            split_json(text, file).or_else(|json_err| split_yaml(text, file).map_err(|_| json_err))
+        }
+        Format::Sniff => split_yaml(text, file),
     }
 }
 
@@ -836,6 +840,14 @@ mod tests {
             err.reason.contains("invalid JSON") && err.reason.contains("line 1"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn yaml_flow_mappings_are_not_mistaken_for_json() {
+        let objs = parse("{apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n").unwrap();
+        assert_eq!(objs[0].key.name, "a");
+        let err = parse("{\"apiVersion\": \"v1\",,}").unwrap_err();
+        assert!(err.reason.contains("invalid JSON"), "{err}");
     }
 
     #[test]
