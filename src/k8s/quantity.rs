@@ -98,7 +98,7 @@ impl Quantity {
         if format == Format::BinarySI {
             let mut amount = self.int_magnitude().unwrap_or(MAX_ALLOWED);
             let mut power = 0;
-            while amount % 1024 == 0 && power < 6 {
+            while amount.is_multiple_of(1024) && power < 6 {
                 amount /= 1024;
                 power += 1;
             }
@@ -357,7 +357,7 @@ fn normalize(mantissa: &mut u128, exp: &mut i32) {
         *exp = 0;
         return;
     }
-    while *mantissa % 10 == 0 {
+    while mantissa.is_multiple_of(10) {
         *mantissa /= 10;
         *exp += 1;
     }
