@@ -74,6 +74,26 @@ impl Quantity {
         }
     }
 
+    /// The quantity rounded up (away from zero) to a multiple of 1m, as
+    /// `SetDefaults_ResourceList` does for every container resource (`RoundUp(-3)`).
+    /// Rounding that changes nothing keeps the stored spelling, like apimachinery.
+    pub fn rounded_up_to_milli(&self) -> Quantity {
+        if self.exp >= -3 {
+            return self.clone();
+        }
+        let p = 10u128.pow((-3 - self.exp) as u32);
+        let mut mantissa = self.mantissa.div_ceil(p);
+        let mut exp = -3;
+        normalize(&mut mantissa, &mut exp);
+        Quantity {
+            negative: self.negative,
+            mantissa,
+            exp,
+            format: self.format,
+            verbatim: None,
+        }
+    }
+
     /// The string kube-apiserver would serialize (`Quantity.MarshalJSON`).
     pub fn canonical(&self) -> String {
         if let Some(s) = &self.verbatim {
@@ -617,6 +637,18 @@ mod tests {
         assert!(!equal("10000T", "100Gi"));
         assert!(equal("not-a-quantity", "not-a-quantity"));
         assert!(!equal("not-a-quantity", "1"));
+    }
+
+    #[test]
+    fn resource_lists_round_up_to_milli() {
+        let r = |s: &str| parse(s).unwrap().rounded_up_to_milli().canonical();
+        assert_eq!(r("100m"), "100m");
+        assert_eq!(r("500u"), "1m");
+        assert_eq!(r("1001u"), "2m");
+        assert_eq!(r("1n"), "1m");
+        assert_eq!(r("-1n"), "-1m");
+        assert_eq!(r("1Gi"), "1Gi");
+        assert_eq!(r("+1"), "+1");
     }
 
     #[test]
