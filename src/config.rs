@@ -97,8 +97,12 @@ const ENV_KEYS: &[&str] = &[
     "events.reporting_controller",
 ];
 
-/// Environment variable that sets `key`.
+/// Environment variable that sets `key`. `database` is `DRIFTD_DB`, the name `driftd commit`,
+/// `sources` and `history` read too, so one variable points every command at one database.
 pub fn env_var_for(key: &str) -> String {
+    if key == "database" {
+        return "DRIFTD_DB".into();
+    }
     format!("DRIFTD_{}", key.replace('.', "_").to_uppercase())
 }
 

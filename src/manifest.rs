@@ -1,6 +1,9 @@
 //! Parse and validate desired-state files: YAML multi-document streams, JSON objects, and
 //! `kind: List` / `*List` wrappers, as `kubectl apply -f` and `helm template` produce them.
 //!
+//! Custom resources take their scope from a CustomResourceDefinition in the same input;
+//! without one they are assumed namespaced (no discovery at commit time).
+//!
 //! Loading happens in two steps: every file is split into raw documents (with their origin),
 //! then the whole input is validated at once, because a CustomResourceDefinition in one
 //! file decides the scope (and so the namespace defaulting) of custom resources in another,
@@ -40,6 +43,9 @@ pub struct ManifestObject {
 }
 
 /// A rejected input: names the file, the document and (when known) the field.
+///
+/// Displays as `file: document N: field F <reason>`, so with a field the reason reads as a
+/// predicate ("is required"), without one as a sentence.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}: document {document}: {}{reason}", field_prefix(.field))]
 pub struct ManifestError {
@@ -51,7 +57,7 @@ pub struct ManifestError {
 
 fn field_prefix(field: &Option<String>) -> String {
     match field {
-        Some(f) => format!("field {f}: "),
+        Some(f) => format!("field {f} "),
         None => String::new(),
     }
 }
@@ -72,12 +78,16 @@ impl ManifestError {
 pub struct LoadOptions {
     /// Namespace given to namespaced objects without one (`--namespace`, default `default`).
     pub default_namespace: String,
+    /// Scopes of custom resources known from elsewhere (CRDs already committed, possibly by
+    /// another source): (group, kind) -> namespaced. A CRD in the input itself wins.
+    pub custom_scopes: BTreeMap<(String, String), bool>,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
         LoadOptions {
             default_namespace: "default".into(),
+            custom_scopes: BTreeMap::new(),
         }
     }
 }
@@ -173,6 +183,15 @@ fn walk(
     }
     for entry in std::fs::read_dir(dir).map_err(io_err)? {
         let path = entry.map_err(io_err)?.path();
+        // Hidden entries (.git, .github workflows, editor swap files) are never manifests;
+        // kubectl -R would read them and fail on a CI config. Named explicitly, they are read.
+        if path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with('.'))
+        {
+            continue;
+        }
         let meta = std::fs::metadata(&path).map_err(|e| {
             ManifestError::new(
                 &path.display().to_string(),
@@ -263,10 +282,14 @@ fn split_documents(
     format: Format,
 ) -> Result<Vec<RawDocument>, ManifestError> {
     let looks_json = text.trim_start().starts_with(['{', '[']);
-    if format == Format::Json || looks_json {
-        split_json(text, file)
-    } else {
-        split_yaml(text, file)
+    match format {
+        Format::Json => split_json(text, file),
+        // A YAML flow mapping (`{a: b}`) also starts with `{`: when the JSON reading fails
+        // but YAML reads it, take that; otherwise the JSON error is the one that helps.
+        Format::Sniff if looks_json => {
+            split_json(text, file).or_else(|json_err| split_yaml(text, file).map_err(|_| json_err))
+        }
+        Format::Sniff => split_yaml(text, file),
     }
 }
 
@@ -323,12 +346,15 @@ fn split_yaml(text: &str, file: &str) -> Result<Vec<RawDocument>, ManifestError>
     let parsed: Result<Vec<serde_saphyr::Spanned<Value>>, _> =
         serde_saphyr::from_multiple_with_options(text, yaml_options());
     let values = parsed.map_err(|e| {
-        let loc = e.location();
-        let line = loc.map(|l| l.line()).filter(|&l| l > 0);
-        let document = line.map_or(0, |l| document_at(&starts, l));
+        let loc = e.location().filter(|l| l.line() > 0);
+        let document = loc.map_or(0, |l| document_at(&starts, l.line()));
         let reason = yaml_reason(&e);
-        let reason = match line {
-            Some(l) => format!("invalid YAML at line {l}: {reason}"),
+        let reason = match loc {
+            Some(l) => format!(
+                "invalid YAML at line {} column {}: {reason}",
+                l.line(),
+                l.column()
+            ),
             None => format!("invalid YAML: {reason}"),
         };
         ManifestError::new(file, document, None, reason)
@@ -349,13 +375,39 @@ fn split_yaml(text: &str, file: &str) -> Result<Vec<RawDocument>, ManifestError>
 
 fn yaml_reason(e: &serde_saphyr::Error) -> String {
     let text = e.without_snippet().to_string();
-    // The rendered message may end with its own " at line N column M"; we say the line.
+    // The rendered message may end with its own " at line N, column M"; we say where.
     let first = text.lines().next().unwrap_or("").trim();
+    let first = match first.rfind(" at line ") {
+        Some(i) if first[i..].contains("column") => &first[..i],
+        _ => first,
+    };
     if first.is_empty() {
         "parse error".into()
     } else {
-        first.to_string()
+        scrub_quoted(first)
     }
+}
+
+/// Replaces back-quoted input text in a parser message (e.g. "non-finite float `.inf`") with
+/// `…`, since it may come from a Secret; tags (`!!str`) are kept, they are not data.
+fn scrub_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(start) = rest.find('`') {
+        let Some(len) = rest[start + 1..].find('`') else {
+            break;
+        };
+        let quoted = &rest[start + 1..start + 1 + len];
+        out.push_str(&rest[..start]);
+        if quoted.starts_with('!') {
+            out.push_str(&rest[start..start + len + 2]);
+        } else {
+            out.push_str("`…`");
+        }
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The (1-based) line on which each document of the stream starts, in order.
@@ -412,11 +464,13 @@ fn finish(
             namespace,
             prefix,
         } = item;
+        let gk = (group.clone(), kind.clone());
         let namespaced = kinds::builtin_namespaced(&group, &kind)
-            .or_else(|| crd_scopes.get(&(group.clone(), kind.clone())).copied())
-            // A custom resource whose CRD is not in this input: most are namespaced, and a
-            // cluster-scoped one given without a namespace still gets a stable key once
-            // its CRD is committed alongside. Documented in the README.
+            .or_else(|| crd_scopes.get(&gk).copied())
+            .or_else(|| options.custom_scopes.get(&gk).copied())
+            // A custom resource whose CRD is not in this input: assume namespaced, as most
+            // are (we have no discovery at commit time). A cluster-scoped custom resource
+            // must then be committed together with its CRD to get a namespace-free key.
             .unwrap_or(true);
         let namespace = if namespaced {
             let ns = namespace.unwrap_or_else(|| options.default_namespace.clone());
@@ -438,12 +492,21 @@ fn finish(
             name,
         };
         if let Some(first) = seen.get(&key) {
-            return Err(ManifestError::new(
-                &origin.file,
-                origin.document,
-                (!prefix.is_empty()).then(|| prefix.trim_end_matches('.').to_string()),
-                format!("{key} is defined twice: also in {first}"),
-            ));
+            return Err(if prefix.is_empty() {
+                ManifestError::new(
+                    &origin.file,
+                    origin.document,
+                    None,
+                    format!("{key} is defined twice: also in {first}"),
+                )
+            } else {
+                ManifestError::new(
+                    &origin.file,
+                    origin.document,
+                    Some(prefix.trim_end_matches('.').to_string()),
+                    format!("defines {key} a second time: also in {first}"),
+                )
+            });
         }
         seen.insert(key.clone(), origin.clone());
         out.push(ManifestObject {
@@ -484,15 +547,19 @@ fn flatten(
         )
     };
     let Value::Object(map) = &value else {
-        let reason = format!("expected a Kubernetes object, found {}", type_name(&value));
         return Err(if prefix.is_empty() {
-            ManifestError::new(&origin.file, origin.document, None, reason)
+            ManifestError::new(
+                &origin.file,
+                origin.document,
+                None,
+                format!("expected a Kubernetes object, found {}", type_name(&value)),
+            )
         } else {
             ManifestError::new(
                 &origin.file,
                 origin.document,
                 Some(prefix.trim_end_matches('.').to_string()),
-                reason,
+                format!("must be an object, found {}", type_name(&value)),
             )
         });
     };
@@ -579,21 +646,24 @@ fn flatten(
 
 /// Scopes declared by CustomResourceDefinitions in the input: (group, kind) -> namespaced.
 fn crd_scopes(items: &[Checked]) -> BTreeMap<(String, String), bool> {
-    let mut scopes = BTreeMap::new();
-    for item in items {
-        if item.group != "apiextensions.k8s.io" || item.kind != "CustomResourceDefinition" {
-            continue;
-        }
-        let spec = &item.object["spec"];
-        let (Some(group), Some(kind)) = (spec["group"].as_str(), spec["names"]["kind"].as_str())
-        else {
-            continue;
-        };
-        // spec.scope is required by the CRD API; "Cluster" is the only non-namespaced value.
-        let namespaced = spec["scope"].as_str() != Some("Cluster");
-        scopes.insert((group.to_string(), kind.to_string()), namespaced);
+    items
+        .iter()
+        .filter(|i| i.group == "apiextensions.k8s.io")
+        .filter_map(|i| crd_scope(&i.kind, &i.object))
+        .collect()
+}
+
+/// The ((group, kind), namespaced) a CustomResourceDefinition declares, if `object` is one.
+pub fn crd_scope(kind: &str, object: &Value) -> Option<((String, String), bool)> {
+    if kind != "CustomResourceDefinition" {
+        return None;
     }
-    scopes
+    let spec = &object["spec"];
+    let group = spec["group"].as_str()?;
+    let crd_kind = spec["names"]["kind"].as_str()?;
+    // spec.scope is required by the CRD API; "Cluster" is the only non-namespaced value.
+    let namespaced = spec["scope"].as_str() != Some("Cluster");
+    Some(((group.to_string(), crd_kind.to_string()), namespaced))
 }
 
 #[cfg(test)]
@@ -685,7 +755,7 @@ mod tests {
             assert_eq!(err.document, 1, "{text}");
             assert!(
                 err.to_string()
-                    .contains(&format!("in.yaml: document 1: field {field}")),
+                    .contains(&format!("in.yaml: document 1: field {field} ")),
                 "{err}"
             );
         }
@@ -718,6 +788,18 @@ mod tests {
         let err = parse(text).unwrap_err();
         assert!(!err.to_string().contains("aHVudGVyMg"), "{err}");
         assert!(!err.to_string().contains("c2VjcmV0"), "{err}");
+    }
+
+    #[test]
+    fn quoted_input_is_scrubbed_from_parser_messages() {
+        assert_eq!(
+            scrub_quoted("non-finite float `.inf` rejected, tag `!!str` unsupported"),
+            "non-finite float `…` rejected, tag `!!str` unsupported"
+        );
+        assert_eq!(scrub_quoted("unclosed `quote"), "unclosed `quote");
+        let err =
+            parse("apiVersion: v1\nkind: Secret\nmetadata: {name: a}\np: .inf\n").unwrap_err();
+        assert!(!err.reason.contains(".inf"), "{err}");
     }
 
     #[test]
@@ -761,9 +843,18 @@ mod tests {
     }
 
     #[test]
+    fn yaml_flow_mappings_are_not_mistaken_for_json() {
+        let objs = parse("{apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n").unwrap();
+        assert_eq!(objs[0].key.name, "a");
+        let err = parse("{\"apiVersion\": \"v1\",,}").unwrap_err();
+        assert!(err.reason.contains("invalid JSON"), "{err}");
+    }
+
+    #[test]
     fn namespace_defaulting_follows_scope() {
         let opts = LoadOptions {
             default_namespace: "team".into(),
+            custom_scopes: [(("example.com".to_string(), "Known".to_string()), false)].into(),
         };
         let text = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r, namespace: x}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\napiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g, namespace: x}\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\nspec:\n  group: example.com\n  scope: Cluster\n  names: {kind: Gadget, plural: gadgets}\n";
         let objs = parse_text(text, "in.yaml", &opts).unwrap();
@@ -771,6 +862,9 @@ mod tests {
         assert_eq!(objs[1].key.namespace.as_deref(), Some("team"));
         assert_eq!(objs[2].key.namespace, None, "CRD in the input says Cluster");
         assert_eq!(objs[3].key.namespace, None);
+        let text = "apiVersion: example.com/v1\nkind: Known\nmetadata: {name: k, namespace: x}\n";
+        let objs = parse_text(text, "in.yaml", &opts).unwrap();
+        assert_eq!(objs[0].key.namespace, None, "scope from custom_scopes");
     }
 
     #[test]
@@ -806,6 +900,9 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.path().join("b/notes.txt"), "not a manifest").unwrap();
+        std::fs::create_dir_all(dir.path().join(".github/workflows")).unwrap();
+        std::fs::write(dir.path().join(".github/workflows/ci.yml"), "on: push\n").unwrap();
+        std::fs::write(dir.path().join(".hidden.yaml"), "not: k8s\n").unwrap();
         let objs = load(&[dir.path().to_path_buf()], &LoadOptions::default()).unwrap();
         let names: Vec<_> = objs.iter().map(|o| o.key.name.as_str()).collect();
         assert_eq!(names, vec!["a", "z", "m"]);

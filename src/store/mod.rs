@@ -18,7 +18,7 @@ use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
-pub use revisions::{canonical_json, content_hash};
+pub use revisions::{canonical_json, content_hash, validate_source_name};
 
 /// Store failures; each names what the user can do about it.
 #[derive(Debug, thiserror::Error)]

@@ -70,7 +70,9 @@ pub fn content_hash(objects: &[ManifestObject]) -> String {
     hex::encode(hasher.finalize())
 }
 
-fn validate_source_name(name: &str) -> Result<(), StoreError> {
+/// Checks a source name before anything is opened or written (names end up in tables,
+/// metric labels and Events, so they stay short and plain).
+pub fn validate_source_name(name: &str) -> Result<(), StoreError> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/');
     if name.is_empty() || name.len() > MAX_SOURCE_NAME || !name.chars().all(ok_char) {
         return Err(StoreError::Rejected(format!(
