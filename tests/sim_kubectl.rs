@@ -367,3 +367,111 @@ regarding: {apiVersion: apps/v1, kind: Deployment, name: web, namespace: default
     let got = sim.kubectl_json(&["get", "events.v1.events.k8s.io", "web.1"]);
     assert_eq!(got["series"]["count"], 2);
 }
+
+#[test]
+fn apply_set_image_strategic_patch_and_edit() {
+    let sim = SimProc::start(&[]);
+    let file = sim.file("web.yaml", WEB);
+    sim.kubectl(&["apply", "-f", &file]);
+    // Second apply after editing the manifest: new image, one env var dropped, one added.
+    let edited = WEB.replace("nginx:1.25", "nginx:1.26").replace(
+        "        - {name: MODE, value: prod}\n",
+        "        - {name: LEVEL, value: debug}\n",
+    );
+    let file = sim.file("web.yaml", &edited);
+    let out = sim.kubectl(&["apply", "-f", &file]);
+    assert!(out.contains("deployment.apps/web configured"), "{out}");
+    assert!(out.contains("service/web unchanged"), "{out}");
+    let d = sim.kubectl_json(&["get", "deployment", "web", "--show-managed-fields"]);
+    let c = &d["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["image"], "nginx:1.26");
+    assert_eq!(c["env"], json!([{"name": "LEVEL", "value": "debug"}]));
+    assert!(
+        d["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .is_string()
+    );
+    let csa = manager(&d, "kubectl-client-side-apply");
+    let key = r#"k:{"name":"app"}"#;
+    assert!(
+        csa["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"][key]["f:image"]
+            .is_object()
+    );
+    assert_eq!(d["metadata"]["generation"], 2);
+
+    // Server-side defaults, as kube-apiserver fills them in.
+    assert_eq!(c["imagePullPolicy"], "IfNotPresent");
+    assert_eq!(c["terminationMessagePath"], "/dev/termination-log");
+    assert_eq!(
+        c["resources"]["requests"]["cpu"], "1",
+        "1000m is stored canonically"
+    );
+    assert_eq!(c["ports"][0]["protocol"], "TCP");
+    assert_eq!(d["spec"]["strategy"]["type"], "RollingUpdate");
+    assert_eq!(d["spec"]["revisionHistoryLimit"], 10);
+    let svc = sim.kubectl_json(&["get", "service", "web"]);
+    assert!(svc["spec"]["clusterIP"]
+        .as_str()
+        .unwrap()
+        .starts_with("10."));
+    assert_eq!(svc["spec"]["ports"][0]["protocol"], "TCP");
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 80);
+    let secret = sim.kubectl_json(&["get", "secret", "creds"]);
+    assert_eq!(secret["data"]["password"], "aHVudGVyMg==");
+    assert!(secret.get("stringData").is_none());
+
+    // kubectl set image: a strategic merge patch, recorded as kubectl-set.
+    sim.kubectl(&["set", "image", "deployment/web", "app=nginx:1.26.1"]);
+    wait_pods(&sim, 2, "nginx:1.26.1");
+    let d = sim.kubectl_json(&["get", "deployment", "web", "--show-managed-fields"]);
+    let set = manager(&d, "kubectl-set");
+    assert_eq!(
+        set["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"][key],
+        json!({"f:image": {}})
+    );
+
+    // Default `kubectl patch` is strategic: a keyed list item merges instead of replacing.
+    sim.kubectl(&["patch", "deployment", "web", "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"app","env":[{"name":"EXTRA","value":"1"}]}]}}}}"#]);
+    let d = sim.kubectl_json(&["get", "deployment", "web"]);
+    let env = &d["spec"]["template"]["spec"]["containers"][0]["env"];
+    let names: Vec<&str> = env
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"EXTRA") && names.contains(&"LEVEL"),
+        "{env}"
+    );
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.26.1"
+    );
+
+    // kubectl edit with an editor that bumps the replicas.
+    let editor = sim.file(
+        "edit.sh",
+        "#!/bin/sh\nsed -i 's/^  replicas: 2$/  replicas: 4/' \"$1\"\n",
+    );
+    std::process::Command::new("chmod")
+        .args(["+x", &editor])
+        .status()
+        .unwrap();
+    let out = sim.kubectl_output(
+        &["edit", "deployment", "web"],
+        &[("EDITOR", &editor), ("KUBE_EDITOR", &editor)],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = sim.kubectl_json(&["get", "deployment", "web", "--show-managed-fields"]);
+    assert_eq!(d["spec"]["replicas"], 4);
+    assert_eq!(
+        manager(&d, "kubectl-edit")["fieldsV1"]["f:spec"],
+        json!({"f:replicas": {}})
+    );
+    wait_pods(&sim, 4, "nginx:1.26.1");
+}
