@@ -509,3 +509,37 @@ fn apply_set_image_strategic_patch_and_edit() {
     );
     wait_pods(&sim, 4, "nginx:1.26.1");
 }
+
+#[test]
+fn generator_commands_sending_protobuf_work_for_simple_kinds() {
+    let sim = SimProc::start(&[]);
+    sim.kubectl(&["create", "namespace", "team-a"]);
+    sim.kubectl(&[
+        "create",
+        "configmap",
+        "cfg",
+        "-n",
+        "team-a",
+        "--from-literal=color=blue",
+    ]);
+    sim.kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "pw",
+        "-n",
+        "team-a",
+        "--from-literal=pw=s3cret",
+    ]);
+    let ns = sim.kubectl_json(&["get", "namespace", "team-a"]);
+    assert_eq!(ns["status"]["phase"], "Active");
+    assert!(ns["metadata"].get("generateName").is_none());
+    let cm = sim.kubectl_json(&["get", "configmap", "cfg", "-n", "team-a"]);
+    assert_eq!(cm["data"], json!({"color": "blue"}));
+    let secret = sim.kubectl_json(&["get", "secret", "pw", "-n", "team-a"]);
+    assert_eq!(secret["data"]["pw"], "czNjcmV0");
+    assert_eq!(secret["type"], "Opaque");
+    // Kinds whose protobuf form is not decoded get a clear 415 instead of a wrong object.
+    let err = sim.kubectl_err(&["create", "deployment", "d", "--image=nginx"]);
+    assert!(err.contains("send JSON"), "{err}");
+}

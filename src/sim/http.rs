@@ -456,14 +456,9 @@ impl PatchType {
 }
 
 fn parse_body(body: &Bytes) -> Result<Value, ApiError> {
-    if body.starts_with(b"k8s\x00") {
-        // Protobuf envelope: not served (JSON only), worded like kube-apiserver's
-        // unsupported-media-type answer so clients can tell.
-        return Err(ApiError::new(
-            415,
-            "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
-        ));
+    if body.starts_with(super::proto::MAGIC) {
+        return super::proto::decode(body)
+            .map_err(|m| ApiError::new(415, "UnsupportedMediaType", m));
     }
     serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!(

@@ -27,6 +27,7 @@ mod events;
 pub mod fields;
 mod http;
 mod openapi;
+mod proto;
 pub mod select;
 pub mod smp;
 pub mod status;
