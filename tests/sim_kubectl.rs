@@ -543,3 +543,77 @@ fn generator_commands_sending_protobuf_work_for_simple_kinds() {
     let err = sim.kubectl_err(&["create", "deployment", "d", "--image=nginx"]);
     assert!(err.contains("send JSON"), "{err}");
 }
+
+#[test]
+fn stateful_sets_and_daemon_sets_get_pods_and_status() {
+    let sim = SimProc::start(&[]);
+    let file = sim.file(
+        "wl.yaml",
+        r#"apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  replicas: 2
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: "postgres:16"}]}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: agent, image: "fluent-bit:3"}]}
+"#,
+    );
+    sim.kubectl(&["create", "-f", &file]);
+    let names = wait_for("statefulset pods", T, || {
+        let pods = sim.kubectl_json(&["get", "pods", "-l", "app=db"]);
+        let mut names: Vec<String> = pods["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["status"]["phase"] == "Running")
+            .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        (names.len() == 2).then_some(names)
+    });
+    assert_eq!(names, ["db-0", "db-1"]);
+    let sts = wait_for("statefulset status", T, || {
+        let s = sim.kubectl_json(&["get", "statefulset", "db"]);
+        (s["status"]["readyReplicas"] == 2).then_some(s)
+    });
+    assert_eq!(
+        sts["status"]["currentRevision"],
+        sts["status"]["updateRevision"]
+    );
+
+    let ds = wait_for("daemonset status", T, || {
+        let d = sim.kubectl_json(&["get", "daemonset", "agent"]);
+        (d["status"]["numberReady"] == 1).then_some(d)
+    });
+    assert_eq!(ds["status"]["desiredNumberScheduled"], 1);
+    let pods = sim.kubectl_json(&["get", "pods", "-l", "app=agent"]);
+    assert_eq!(
+        pods["items"][0]["metadata"]["ownerReferences"][0]["kind"],
+        "DaemonSet"
+    );
+
+    // A template change replaces the StatefulSet's pods with the new revision.
+    sim.kubectl(&["patch", "statefulset", "db", "--type", "json", "-p",
+        r#"[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"postgres:17"}]"#]);
+    wait_for("pods on the new revision", T, || {
+        let pods = sim.kubectl_json(&["get", "pods", "-l", "app=db"]);
+        let items = pods["items"].as_array().unwrap();
+        (items.len() == 2
+            && items
+                .iter()
+                .all(|p| p["spec"]["containers"][0]["image"] == "postgres:17"))
+        .then_some(())
+    });
+}
