@@ -617,3 +617,40 @@ spec:
         .then_some(())
     });
 }
+
+#[test]
+fn rollout_status_scale_wait_and_undo() {
+    let sim = SimProc::start(&[]);
+    let file = sim.file("web.yaml", WEB);
+    sim.kubectl(&["apply", "-f", &file]);
+    let out = sim.kubectl(&["rollout", "status", "deployment/web", "--timeout=15s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    sim.kubectl(&["scale", "deployment", "web", "--replicas=3"]);
+    wait_pods(&sim, 3, "nginx:1.25");
+    let out = sim.kubectl(&[
+        "wait",
+        "--for=condition=Available",
+        "deployment/web",
+        "--timeout=15s",
+    ]);
+    assert!(out.contains("condition met"), "{out}");
+
+    sim.kubectl(&["set", "image", "deployment/web", "app=nginx:1.28"]);
+    wait_pods(&sim, 3, "nginx:1.28");
+    sim.kubectl(&["rollout", "undo", "deployment/web"]);
+    wait_pods(&sim, 3, "nginx:1.25");
+    // The first ReplicaSet is reused as revision 3, not duplicated.
+    let rs = sim.kubectl_json(&["get", "replicasets"]);
+    let items = rs["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2);
+    let active = items.iter().find(|r| r["spec"]["replicas"] == 3).unwrap();
+    assert_eq!(
+        active["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "3"
+    );
+    let history = sim.kubectl(&["rollout", "history", "deployment/web"]);
+    assert!(
+        history.contains('2') && history.contains('3') && !history.contains("\n1 "),
+        "{history}"
+    );
+}

@@ -183,7 +183,7 @@ fn collect(store: &Store, t: &Types, n: &Notice, dirty: &mut Dirty) {
 /// values differ from a real cluster's, but the shape is the same).
 pub fn pod_template_hash(template: &Value) -> String {
     let mut h: u32 = 0x811c9dc5;
-    for b in template.to_string().bytes() {
+    for b in canonical(template).bytes() {
         h ^= u32::from(b);
         h = h.wrapping_mul(0x01000193);
     }
@@ -192,6 +192,45 @@ pub fn pod_template_hash(template: &Value) -> String {
         .bytes()
         .map(|b| ALPHANUMS[usize::from(b) % ALPHANUMS.len()] as char)
         .collect()
+}
+
+/// JSON with object keys sorted, so equal templates hash equally whatever their key order.
+fn canonical(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| {
+                    format!(
+                        "{}:{}",
+                        Value::String((*k).clone()),
+                        canonical(&m[k.as_str()])
+                    )
+                })
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(canonical).collect::<Vec<_>>().join(",")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// A ReplicaSet template without the label the controller adds, for comparing with the
+/// Deployment's template (the deployment controller's `EqualIgnoreHash`).
+fn without_hash(template: &Value) -> Value {
+    let mut t = template.clone();
+    if let Some(labels) = t
+        .pointer_mut("/metadata/labels")
+        .and_then(Value::as_object_mut)
+    {
+        labels.remove("pod-template-hash");
+    }
+    t
 }
 
 fn owner_ref(obj: &Value, api_version: &str, kind: &str) -> Value {
@@ -290,7 +329,14 @@ fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
         .unwrap_or(1);
     let owned = owned_by(store.all(&t.rs), ns, &uid);
     let max_rev = owned.iter().map(revision).max().unwrap_or(0);
-    let current = owned.iter().find(|r| meta(r, "name") == rs_name).cloned();
+    // An existing ReplicaSet with this template (e.g. after `kubectl rollout undo`) is
+    // reused and becomes the newest revision, as the deployment controller does.
+    let current = owned
+        .iter()
+        .find(|r| r.pointer("/spec/template").map(without_hash).as_ref() == Some(&template))
+        .or_else(|| owned.iter().find(|r| meta(r, "name") == rs_name))
+        .cloned();
+    let rs_name = current.as_ref().map(|r| meta(r, "name")).unwrap_or(rs_name);
 
     let mut rs_template = template.clone();
     rs_template["metadata"]["labels"]["pod-template-hash"] = json!(hash);
