@@ -7,7 +7,7 @@ mod sim_support;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
 use serde_json::{json, Value};
 use sim_support::SimProc;
@@ -405,4 +405,73 @@ async fn scale_subresource_and_status_are_separate_from_spec() {
         rs.list(&ListParams::default()).await.unwrap().items.len(),
         1
     );
+}
+
+#[tokio::test]
+async fn finalizers_hold_deletion_and_orphan_keeps_dependents() {
+    let sim = SimProc::start(&[]);
+    let client = sim.client().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let mut held = cm("held", json!({}));
+    held.metadata.finalizers = Some(vec!["example.com/keep".into()]);
+    api.create(&PostParams::default(), &held).await.unwrap();
+    let first = api.delete("held", &Default::default()).await.unwrap();
+    let terminating = first
+        .left()
+        .expect("object returned while finalizers hold it");
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    assert!(api
+        .get("held")
+        .await
+        .unwrap()
+        .metadata
+        .deletion_timestamp
+        .is_some());
+    api.patch(
+        "held",
+        &Default::default(),
+        &kube::api::Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(api_err(api.get("held").await.unwrap_err()).code, 404);
+
+    // Orphan propagation: the owner goes, the dependent stays without the reference.
+    let owner = api
+        .create(&PostParams::default(), &cm("owner", json!({})))
+        .await
+        .unwrap();
+    let mut dependent = cm("dependent", json!({}));
+    dependent.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+        "uid": owner.metadata.uid.clone().unwrap()}))
+    .unwrap()]);
+    api.create(&PostParams::default(), &dependent)
+        .await
+        .unwrap();
+    api.delete("owner", &DeleteParams::orphan()).await.unwrap();
+    let kept = api.get("dependent").await.unwrap();
+    assert!(kept
+        .metadata
+        .owner_references
+        .unwrap_or_default()
+        .is_empty());
+
+    // Background propagation (the default) removes dependents with their owner.
+    let owner = api
+        .create(&PostParams::default(), &cm("owner2", json!({})))
+        .await
+        .unwrap();
+    let mut dependent = cm("dependent2", json!({}));
+    dependent.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "owner2",
+        "uid": owner.metadata.uid.clone().unwrap()}))
+    .unwrap()]);
+    api.create(&PostParams::default(), &dependent)
+        .await
+        .unwrap();
+    api.delete("owner2", &DeleteParams::background())
+        .await
+        .unwrap();
+    assert_eq!(api_err(api.get("dependent2").await.unwrap_err()).code, 404);
 }

@@ -6,7 +6,7 @@ use super::discovery;
 use super::openapi;
 use super::select::Selector;
 use super::status::ApiError;
-use super::store::{scale_of, ListParams, Notice, ResourceInfo, Store, WriteCtx};
+use super::store::{scale_of, DeleteOpts, ListParams, Notice, ResourceInfo, Store, WriteCtx};
 use super::table;
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
@@ -334,25 +334,41 @@ async fn route(
             Ok(json_response(200, &out))
         }
         ("delete", Some(name), None) => {
-            let opts: Value = if body.is_empty() {
+            let body_opts: Value = if body.is_empty() {
                 json!({})
             } else {
                 parse_body(&body)?
             };
-            let precondition = opts
-                .pointer("/preconditions/resourceVersion")
-                .and_then(Value::as_str);
-            let dry_run = ctx.dry_run
-                || opts
-                    .get("dryRun")
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| a.iter().any(|d| d == "All"));
-            let deleted = store.delete(info, ns, name, precondition, dry_run)?;
-            if info.kind == "Pod" && !info.custom {
-                // Pods are deleted gracefully, so kube-apiserver returns the object.
-                return Ok(json_response(200, &deleted));
+            let s = |p: &str| {
+                body_opts
+                    .pointer(p)
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            };
+            let opts = DeleteOpts {
+                precondition_rv: s("/preconditions/resourceVersion"),
+                precondition_uid: s("/preconditions/uid"),
+                propagation: s("/propagationPolicy")
+                    .or_else(|| q.get("propagationPolicy").cloned())
+                    .or_else(|| {
+                        // The deprecated orphanDependents flag, still sent by old clients.
+                        (body_opts.get("orphanDependents") == Some(&json!(true)))
+                            .then(|| "Orphan".into())
+                    }),
+                dry_run: ctx.dry_run
+                    || body_opts
+                        .get("dryRun")
+                        .and_then(Value::as_array)
+                        .is_some_and(|a| a.iter().any(|d| d == "All")),
+            };
+            let deletion = store.delete_with(info, ns, name, &opts)?;
+            if !deletion.gone || (info.kind == "Pod" && !info.custom) {
+                // Not deleted yet (finalizers), or a Pod (graceful deletion): kube-apiserver
+                // returns the object.
+                return Ok(json_response(200, &deletion.object));
             }
-            let uid = deleted
+            let uid = deletion
+                .object
                 .pointer("/metadata/uid")
                 .cloned()
                 .unwrap_or(Value::Null);

@@ -129,6 +129,25 @@ pub struct Store {
     tx: broadcast::Sender<Notice>,
 }
 
+/// What a DELETE request asked for (`DeleteOptions`).
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOpts {
+    pub precondition_rv: Option<String>,
+    pub precondition_uid: Option<String>,
+    /// `Orphan`, `Background` or `Foreground` (the last two behave alike here: deletion is
+    /// immediate, dependents go with it).
+    pub propagation: Option<String>,
+    pub dry_run: bool,
+}
+
+/// The outcome of a DELETE: the object as last seen, and whether it is gone (false while
+/// finalizers hold it).
+#[derive(Debug, Clone)]
+pub struct Deletion {
+    pub object: Value,
+    pub gone: bool,
+}
+
 /// Parameters of a list call.
 #[derive(Debug, Default, Clone)]
 pub struct ListParams {
@@ -965,7 +984,14 @@ impl Store {
             _ => {}
         }
         // Identity fields come from storage whatever the client sent.
-        for f in ["uid", "creationTimestamp", "generation", "resourceVersion"] {
+        for f in [
+            "uid",
+            "creationTimestamp",
+            "generation",
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ] {
             match old.pointer(&format!("/metadata/{f}")) {
                 Some(v) => set_meta(&mut new, f, v.clone()),
                 None => {
@@ -1019,7 +1045,20 @@ impl Store {
             }
             return Ok(old_out);
         }
-        let stored = g.commit(&self.tx, info, key, Some(new), "MODIFIED");
+        // The last finalizer removed from a terminating object completes its deletion.
+        let finalized = new.pointer("/metadata/deletionTimestamp").is_some()
+            && new
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_none_or(|f| f.is_empty());
+        let stored = if finalized {
+            g.commit(&self.tx, info, key.clone(), Some(new), "MODIFIED");
+            let gone = g.commit(&self.tx, info, key, None, "DELETED");
+            g.cascade(&self.tx, info, &gone);
+            gone
+        } else {
+            g.commit(&self.tx, info, key, Some(new), "MODIFIED")
+        };
         if info.kind == "CustomResourceDefinition" && !info.custom {
             g.refresh_crds();
         }
@@ -1036,6 +1075,24 @@ impl Store {
         precondition_rv: Option<&str>,
         dry_run: bool,
     ) -> Result<Value, ApiError> {
+        let opts = DeleteOpts {
+            precondition_rv: precondition_rv.map(str::to_string),
+            dry_run,
+            ..DeleteOpts::default()
+        };
+        self.delete_with(info, ns, name, &opts).map(|d| d.object)
+    }
+
+    /// DELETE with `DeleteOptions`: objects with finalizers only get a deletionTimestamp
+    /// and go away when an update empties `metadata.finalizers`; `Orphan` propagation
+    /// strips the owner reference from dependents instead of deleting them.
+    pub fn delete_with(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        opts: &DeleteOpts,
+    ) -> Result<Deletion, ApiError> {
         if info.kind == "Namespace"
             && !info.custom
             && ["default", "kube-system", "kube-public"].contains(&name)
@@ -1064,20 +1121,66 @@ impl Store {
             .and_then(|m| m.get(&key))
             .cloned()
             .ok_or_else(|| ApiError::not_found(info.gr(), name))?;
-        if let Some(rv) = precondition_rv.filter(|rv| !rv.is_empty()) {
+        if let Some(rv) = opts.precondition_rv.as_deref().filter(|rv| !rv.is_empty()) {
             if Some(rv) != meta_str(&old, "resourceVersion") {
                 return Err(ApiError::conflict(info.gr(), name));
             }
         }
-        if dry_run {
-            return Ok(Self::output(info, old));
+        if let Some(uid) = opts.precondition_uid.as_deref().filter(|u| !u.is_empty()) {
+            if Some(uid) != meta_str(&old, "uid") {
+                return Err(ApiError {
+                    details: Some(info.gr().details_pub(name)),
+                    ..ApiError::new(
+                        409,
+                        "Conflict",
+                        format!(
+                            "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                            info.gr().qualified(),
+                            meta_str(&old, "uid").unwrap_or("")
+                        ),
+                    )
+                });
+            }
+        }
+        if opts.dry_run {
+            return Ok(Deletion {
+                object: Self::output(info, old),
+                gone: true,
+            });
+        }
+        let has_finalizers = old
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+        if has_finalizers {
+            if old.pointer("/metadata/deletionTimestamp").is_some() {
+                return Ok(Deletion {
+                    object: Self::output(info, old),
+                    gone: false,
+                });
+            }
+            let mut terminating = old.clone();
+            set_meta(&mut terminating, "deletionTimestamp", json!(now_rfc3339()));
+            set_meta(&mut terminating, "deletionGracePeriodSeconds", json!(0));
+            let stored = g.commit(&self.tx, info, key, Some(terminating), "MODIFIED");
+            return Ok(Deletion {
+                object: Self::output(info, stored),
+                gone: false,
+            });
         }
         let deleted = g.commit(&self.tx, info, key, None, "DELETED");
-        g.cascade(&self.tx, info, &deleted);
+        if opts.propagation.as_deref() == Some("Orphan") {
+            g.orphan(&self.tx, meta_str(&deleted, "uid").unwrap_or(""));
+        } else {
+            g.cascade(&self.tx, info, &deleted);
+        }
         if info.kind == "CustomResourceDefinition" && !info.custom {
             g.refresh_crds();
         }
-        Ok(Self::output(info, deleted))
+        Ok(Deletion {
+            object: Self::output(info, deleted),
+            gone: true,
+        })
     }
 
     /// Every stored object of a type (all namespaces), for the controller.
@@ -1267,6 +1370,47 @@ impl Inner {
             }
         }
         objects
+    }
+
+    /// Removes owner references to `uid` from every dependent (orphan propagation).
+    fn orphan(&mut self, tx: &broadcast::Sender<Notice>, uid: &str) {
+        let mut changed = Vec::new();
+        for t in &self.types {
+            let Some(map) = self.objects.get(&t.storage_key()) else {
+                continue;
+            };
+            for (key, obj) in map {
+                let Some(refs) = obj
+                    .pointer("/metadata/ownerReferences")
+                    .and_then(Value::as_array)
+                else {
+                    continue;
+                };
+                if refs
+                    .iter()
+                    .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
+                {
+                    let kept: Vec<Value> = refs
+                        .iter()
+                        .filter(|r| r.get("uid").and_then(Value::as_str) != Some(uid))
+                        .cloned()
+                        .collect();
+                    let mut o = obj.clone();
+                    if kept.is_empty() {
+                        o["metadata"]
+                            .as_object_mut()
+                            .map(|m| m.remove("ownerReferences"));
+                    } else {
+                        o["metadata"]["ownerReferences"] = Value::Array(kept);
+                    }
+                    changed.push((t.clone(), key.clone(), o));
+                }
+            }
+        }
+        changed.dedup_by(|a, b| a.0.storage_key() == b.0.storage_key() && a.1 == b.1);
+        for (t, key, o) in changed {
+            self.commit(tx, &t, key, Some(o), "MODIFIED");
+        }
     }
 
     fn cascade(&mut self, tx: &broadcast::Sender<Notice>, info: &ResourceInfo, deleted: &Value) {
