@@ -1,10 +1,41 @@
-//! `driftd serve`. OWNER: see README of the skeleton; stub until implemented.
+//! `driftd serve`: the long-running drift daemon.
 
+use crate::config::Config;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// TOML configuration file (see config.example.toml).
+    #[arg(long, env = "DRIFTD_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// SQLite database (overrides `database`).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// HTTP listen address (overrides `listen`).
+    #[arg(long)]
+    pub listen: Option<std::net::SocketAddr>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("driftd serve is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    super::init_logging();
+    let mut config = Config::load(args.config.as_deref())?;
+    if let Some(db) = args.db {
+        config.database = db;
+    }
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    super::runtime()?.block_on(async move {
+        let client = kube::Client::try_default().await.map_err(|e| {
+            anyhow::anyhow!(
+                "cannot connect to Kubernetes ({e}); set KUBECONFIG or run in a cluster"
+            )
+        })?;
+        crate::serve::run(config, client, crate::serve::shutdown_signal(), |addr| {
+            println!("driftd listening on http://{addr}");
+        })
+        .await
+    })?;
+    Ok(ExitCode::SUCCESS)
 }

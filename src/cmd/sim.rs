@@ -1,10 +1,55 @@
-//! `driftd sim`. OWNER: see README of the skeleton; stub until implemented.
+//! `driftd sim`: runs the cluster simulator until SIGINT/SIGTERM.
 
+use crate::sim::{SimOptions, Simulator};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// Where to write a kubeconfig pointing at the simulator (written atomically).
+    #[arg(long)]
+    pub kubeconfig_out: Option<PathBuf>,
+    /// Past changes kept for watches to resume from; older resourceVersions get 410 Expired.
+    #[arg(long, default_value_t = 10_000)]
+    pub history_limit: usize,
+    /// Seconds between BOOKMARK events on watches that allow them.
+    #[arg(long, default_value_t = 5)]
+    pub bookmark_interval_secs: u64,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("driftd sim is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    super::init_logging();
+    let rt = super::runtime()?;
+    rt.block_on(async move {
+        let opts = SimOptions {
+            history_limit: args.history_limit,
+            bookmark_interval: Duration::from_secs(args.bookmark_interval_secs.max(1)),
+            controllers: true,
+        };
+        let sim = Simulator::start_with(args.listen, opts)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+        println!("url: {}", sim.url());
+        if let Some(path) = &args.kubeconfig_out {
+            sim.write_kubeconfig(path)
+                .map_err(|e| anyhow::anyhow!("cannot write kubeconfig {}: {e}", path.display()))?;
+            println!("kubeconfig: {}", path.display());
+        }
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        tracing::info!(url = %sim.url(), "simulator ready");
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("simulator stopping");
+        drop(sim);
+        Ok(ExitCode::SUCCESS)
+    })
 }

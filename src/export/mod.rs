@@ -1,1 +1,5 @@
-//! Outputs: HTTP API, Prometheus metrics, Kubernetes Events.
+//! Outputs: HTTP API (`/drift`, `/metrics`, health), Prometheus metrics, Kubernetes Events.
+
+pub mod events;
+pub mod http;
+pub mod metrics;

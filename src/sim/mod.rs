@@ -1,37 +1,207 @@
-//! The cluster simulator: an HTTP server speaking the Kubernetes REST/watch protocol.
+//! The cluster simulator: an HTTP server speaking the Kubernetes REST/watch protocol, so the
+//! real `kube` client and `kubectl` can be pointed at it in tests and demos.
 //!
-//! OWNER: simulator helper. Interface fixed; bodies are stubs until implemented.
+//! Serves discovery, list/watch/get/create/update/patch (merge, JSON, strategic)/delete for
+//! every type in [`crate::k8s::kinds::BUILTIN`] plus CRD-defined kinds, `status` and `scale`
+//! subresources, Table output for `kubectl get`, and runs a small Deployment controller
+//! (ReplicaSets and Running Pods, status written as `kube-controller-manager`).
+//! Server-side apply is not supported (415, like a server without it).
+//!
+//! # Fault injection
+//! As a library ([`Simulator::fail_next`], [`Simulator::set_latency`], [`Simulator::compact`],
+//! [`Simulator::close_watches`]) and over HTTP (JSON bodies):
+//! - `POST /_sim/faults` `{"resource": "deployments"|"*", "verb": "list"?, "count": N, "code": 503}`:
+//!   the next N matching requests fail with a `Status` of that code (verbs: list, watch, get,
+//!   create, update, patch, delete, deletecollection; omitted = any). `DELETE /_sim/faults` clears.
+//! - `POST /_sim/latency` `{"millis": N}`: delay every API request by N ms (0 turns it off).
+//! - `POST /_sim/compact`: drop the watch history; watches and continue tokens from an older
+//!   resourceVersion get `410 Expired`.
+//! - `POST /_sim/close-watches`: end every open watch stream (clients must re-watch).
+//! - `POST /_sim/history-limit` `{"limit": N}`: how many past changes watches can resume from.
+//! - `GET /_sim/stats`: `{"resourceVersion": "...", "openWatches": N}`.
 
+mod controller;
 pub mod defaults;
+mod discovery;
+pub mod fields;
+mod http;
+mod openapi;
+pub mod select;
 pub mod smp;
+pub mod status;
+pub mod store;
+mod table;
+
+pub use http::Fault;
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Tunables; `Default` suits tests and demos.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// Past changes kept for watches to resume from (older resourceVersions get 410).
+    pub history_limit: usize,
+    /// How often watches with `allowWatchBookmarks` get a BOOKMARK.
+    pub bookmark_interval: Duration,
+    /// Run the in-process Deployment controller.
+    pub controllers: bool,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            history_limit: 10_000,
+            bookmark_interval: Duration::from_secs(5),
+            controllers: true,
+        }
+    }
+}
 
 /// A running simulator. Dropping it stops the server.
 pub struct Simulator {
     addr: SocketAddr,
+    app: Arc<http::App>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Simulator {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.app.store.close_watches();
+    }
 }
 
 impl Simulator {
     /// Binds `listen` (port 0 picks a free port) and starts serving.
     pub async fn start(listen: SocketAddr) -> std::io::Result<Simulator> {
-        Ok(Simulator { addr: listen })
+        Simulator::start_with(listen, SimOptions::default()).await
     }
+
+    /// Like [`Simulator::start`] with explicit options.
+    pub async fn start_with(listen: SocketAddr, opts: SimOptions) -> std::io::Result<Simulator> {
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        let addr = listener.local_addr()?;
+        let app = Arc::new(http::App {
+            store: store::Store::new(opts.history_limit),
+            faults: Mutex::new(Vec::new()),
+            latency: Mutex::new(Duration::ZERO),
+            bookmark_interval: opts.bookmark_interval,
+            open_watches: Default::default(),
+            addr: addr.to_string(),
+        });
+        let router = axum::Router::new()
+            .fallback(http::handle)
+            .with_state(app.clone());
+        let mut tasks = vec![tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router).await {
+                tracing::error!(error = %e, "simulator server stopped");
+            }
+        })];
+        if opts.controllers {
+            tasks.push(tokio::spawn(controller::run(app.store.clone())));
+        }
+        tracing::info!(%addr, "simulator listening");
+        Ok(Simulator { addr, app, tasks })
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
+
     /// `http://127.0.0.1:PORT`
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
+
     /// A kubeconfig (YAML) whose current context points at this simulator.
     pub fn kubeconfig_yaml(&self) -> String {
-        String::new()
+        format!(
+            "apiVersion: v1
+kind: Config
+clusters:
+- name: driftd-sim
+  cluster:
+    server: {url}
+contexts:
+- name: driftd-sim
+  context:
+    cluster: driftd-sim
+    user: driftd-sim
+    namespace: default
+current-context: driftd-sim
+users:
+- name: driftd-sim
+  user: {{}}
+preferences: {{}}
+",
+            url = self.url()
+        )
     }
+
     /// Writes the kubeconfig atomically (write to temp, rename) so watchers of the path
     /// never read half a file.
-    pub fn write_kubeconfig(&self, _path: &Path) -> std::io::Result<()> {
-        Ok(())
+    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let file = path
+            .file_name()
+            .map(|f| f.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(".{file}.tmp-{}", std::process::id()));
+        std::fs::write(&tmp, self.kubeconfig_yaml())?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Direct access to storage (bypasses faults and latency), for tests and the demo.
+    pub fn store(&self) -> &store::Store {
+        &self.app.store
+    }
+
+    /// Fails the next `count` requests for `resource` (plural or `*`), any verb, with `code`.
+    pub fn fail_next(&self, resource: &str, count: u32, code: u16) {
+        self.add_fault(Fault {
+            resource: resource.into(),
+            verb: None,
+            count,
+            code,
+        });
+    }
+
+    pub fn add_fault(&self, fault: Fault) {
+        if fault.count > 0 {
+            self.app
+                .faults
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(fault);
+        }
+    }
+
+    /// Delays every API request by `latency`.
+    pub fn set_latency(&self, latency: Duration) {
+        *self.app.latency.lock().unwrap_or_else(|e| e.into_inner()) = latency;
+    }
+
+    /// Drops watch history: resuming from any resourceVersion before now gets 410 Expired.
+    pub fn compact(&self) {
+        self.app.store.compact();
+    }
+
+    /// Ends every open watch stream.
+    pub fn close_watches(&self) {
+        self.app.store.close_watches();
+    }
+
+    /// Watch streams currently open (tests wait on this instead of sleeping).
+    pub fn open_watches(&self) -> usize {
+        self.app.open_watches.load(Ordering::SeqCst)
     }
 }

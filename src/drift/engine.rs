@@ -1,0 +1,469 @@
+//! The drift engine: one task that owns the desired state, the live copies of desired
+//! objects, and the drift index. Watch events and new commits come in; index updates,
+//! metrics, episodes and Events go out.
+//!
+//! Two clocks on purpose: `/drift` and `/metrics` change as soon as a comparison does (within
+//! a second of a watch event), while Events and episodes only record a state that held for
+//! `settle_seconds`, so a controller that briefly rewrites a field makes no event pair.
+
+use super::{DriftEntry, SharedIndex};
+use crate::diff::{ClusterFacts, CompareInput, Comparison, Differ, DriftClass};
+use crate::export::events::{EventRequest, EventSink};
+use crate::export::metrics::Metrics;
+use crate::k8s::ObjectKey;
+use crate::store::{DesiredObject, Store};
+use crate::watch::{Supervisor, TypeKey, WatchEvent, WatchMessage};
+use jiff::Timestamp;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// What the outputs last said about an object (Events, episodes).
+#[derive(Debug, Clone, PartialEq)]
+struct Reported {
+    class: DriftClass,
+    paths: Vec<String>,
+}
+
+/// Settle bookkeeping of one object: what comparisons see now, since when, and what was
+/// last reported.
+#[derive(Debug)]
+struct Track {
+    observed: Option<Reported>,
+    observed_at: Instant,
+    reported: Option<Reported>,
+}
+
+/// Handles shared with the HTTP server.
+#[derive(Clone)]
+pub struct EngineHandles {
+    pub index: SharedIndex,
+    pub metrics: Arc<Metrics>,
+}
+
+/// See the module documentation.
+pub struct Engine {
+    store: Store,
+    differ: Differ,
+    facts: ClusterFacts,
+    supervisor: Supervisor,
+    inbox: mpsc::Receiver<WatchMessage>,
+    events: Option<EventSink>,
+    handles: EngineHandles,
+    settle: Duration,
+    poll: Duration,
+    data_version: Option<i64>,
+    desired: HashMap<ObjectKey, DesiredObject>,
+    by_type: BTreeMap<TypeKey, BTreeSet<ObjectKey>>,
+    /// Live copies of desired objects only: memory follows the desired state.
+    live: HashMap<ObjectKey, Value>,
+    /// Types whose watcher finished a list (or that the cluster does not serve).
+    listed: HashSet<TypeKey>,
+    /// Keys seen since the current (re-)list of a type began.
+    relisting: HashMap<TypeKey, HashSet<ObjectKey>>,
+    /// Desired keys added after their type was listed: not judged until the next list.
+    awaiting_list: HashSet<ObjectKey>,
+    tracks: HashMap<ObjectKey, Track>,
+    /// Keys whose observed state differs from the reported one.
+    unsettled: HashSet<ObjectKey>,
+    /// First-seen times of episodes still open at start, so a restart keeps "since".
+    open_since: HashMap<ObjectKey, Timestamp>,
+    sources: BTreeSet<String>,
+}
+
+impl Engine {
+    /// Builds an engine over `store`, watching through `client`.
+    pub fn new(
+        store: Store,
+        client: kube::Client,
+        config: &crate::config::Config,
+        handles: EngineHandles,
+        events: Option<EventSink>,
+    ) -> crate::Result<Engine> {
+        let key = store.installation_key()?;
+        let (sender, inbox) = mpsc::channel(1024);
+        let mut tracks = HashMap::new();
+        let mut open_since = HashMap::new();
+        for episode in store.open_episodes()? {
+            let class = class_from_str(&episode.class);
+            open_since.insert(episode.key.clone(), episode.first_seen);
+            tracks.insert(
+                episode.key.clone(),
+                Track {
+                    observed: None,
+                    observed_at: Instant::now(),
+                    reported: Some(Reported {
+                        class,
+                        paths: episode.paths.clone(),
+                    }),
+                },
+            );
+        }
+        Ok(Engine {
+            store,
+            differ: Differ::new(&key),
+            facts: ClusterFacts::default(),
+            supervisor: Supervisor::new(client, sender),
+            inbox,
+            events,
+            handles,
+            settle: config.settle(),
+            poll: Duration::from_millis(config.desired_poll_millis),
+            data_version: None,
+            desired: HashMap::new(),
+            by_type: BTreeMap::new(),
+            live: HashMap::new(),
+            listed: HashSet::new(),
+            relisting: HashMap::new(),
+            awaiting_list: HashSet::new(),
+            tracks,
+            unsettled: HashSet::new(),
+            open_since,
+            sources: BTreeSet::new(),
+        })
+    }
+
+    /// Runs until `shutdown` completes.
+    pub async fn run(
+        mut self,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) -> crate::Result<()> {
+        self.reload_desired_if_changed()?;
+        let mut poll = tokio::time::interval(self.poll);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let settle_period =
+            (self.settle / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        let mut settle_tick = tokio::time::interval(settle_period);
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => return Ok(()),
+                Some(message) = self.inbox.recv() => {
+                    self.on_watch(message);
+                    // Drain what else is queued before settling, to batch bursts.
+                    while let Ok(message) = self.inbox.try_recv() {
+                        self.on_watch(message);
+                    }
+                    self.settle_due();
+                }
+                _ = poll.tick() => {
+                    if let Err(err) = self.reload_desired_if_changed() {
+                        tracing::error!(error = %err, "cannot read the desired state; keeping the last one");
+                    }
+                }
+                _ = settle_tick.tick() => self.settle_due(),
+            }
+        }
+    }
+
+    fn reload_desired_if_changed(&mut self) -> crate::Result<()> {
+        let version = self.store.data_version()?;
+        if self.data_version == Some(version) {
+            return Ok(());
+        }
+        self.data_version = Some(version);
+        let state = self.store.desired_state()?;
+        let mut desired = HashMap::new();
+        let mut by_type: BTreeMap<TypeKey, BTreeSet<ObjectKey>> = BTreeMap::new();
+        for object in state.objects {
+            by_type
+                .entry(TypeKey {
+                    api_version: object.api_version.clone(),
+                    kind: object.key.kind.clone(),
+                })
+                .or_default()
+                .insert(object.key.clone());
+            desired.insert(object.key.clone(), object);
+        }
+        if self.desired == desired {
+            return Ok(());
+        }
+        // Objects no longer desired: forget them, close their episodes.
+        let gone: Vec<ObjectKey> = self
+            .desired
+            .keys()
+            .filter(|k| !desired.contains_key(*k))
+            .cloned()
+            .collect();
+        for key in &gone {
+            self.forget(key);
+        }
+        // New keys of a type already listed: their live copy was not kept; re-list the type.
+        let mut relist = BTreeSet::new();
+        for (type_key, keys) in &by_type {
+            if self.listed.contains(type_key) {
+                for key in keys {
+                    if !self.desired.contains_key(key) {
+                        self.awaiting_list.insert(key.clone());
+                        relist.insert(type_key.clone());
+                    }
+                }
+            }
+        }
+        let wanted: BTreeSet<TypeKey> = by_type.keys().cloned().collect();
+        self.listed.retain(|t| wanted.contains(t));
+        self.relisting.retain(|t, _| wanted.contains(t));
+        self.desired = desired;
+        self.by_type = by_type;
+        self.supervisor.restart(&relist);
+        self.supervisor.sync(&wanted);
+
+        let sources: BTreeSet<String> = state.revisions.iter().map(|r| r.source.clone()).collect();
+        for removed in self.sources.difference(&sources) {
+            self.handles.metrics.remove_source(removed);
+        }
+        for revision in &state.revisions {
+            self.handles.metrics.ensure_source(&revision.source);
+            self.handles.metrics.set_revision_timestamp(
+                &revision.source,
+                revision.committed_at.as_millisecond() as f64 / 1000.0,
+            );
+        }
+        self.sources = sources;
+        tracing::info!(
+            objects = self.desired.len(),
+            kinds = self.by_type.len(),
+            "desired state loaded"
+        );
+        let keys: Vec<ObjectKey> = self.desired.keys().cloned().collect();
+        for key in keys {
+            self.evaluate(&key);
+        }
+        self.update_readiness();
+        Ok(())
+    }
+
+    fn forget(&mut self, key: &ObjectKey) {
+        self.live.remove(key);
+        self.awaiting_list.remove(key);
+        self.unsettled.remove(key);
+        let old = self.handles.index.write().unwrap().remove(key);
+        self.handles.metrics.on_entry_change(old.as_ref(), None);
+        if let Some(track) = self.tracks.remove(key) {
+            if track.reported.is_some() {
+                if let Err(err) = self.store.resolve_drift(key, Timestamp::now()) {
+                    tracing::error!(object = %key, error = %err, "cannot close drift episode");
+                }
+            }
+        }
+    }
+
+    fn on_watch(&mut self, message: WatchMessage) {
+        let WatchMessage { type_key, event } = message;
+        let metrics = &self.handles.metrics;
+        match event {
+            WatchEvent::Init => {
+                self.relisting.insert(type_key, HashSet::new());
+            }
+            WatchEvent::Apply(object) => {
+                metrics
+                    .watch_events
+                    .with_label_values(&[&type_key.kind])
+                    .inc();
+                let Some(key) = ObjectKey::of(&object) else {
+                    return;
+                };
+                if let Some(seen) = self.relisting.get_mut(&type_key) {
+                    seen.insert(key.clone());
+                }
+                if self.desired.contains_key(&key) {
+                    self.live.insert(key.clone(), object);
+                    self.evaluate(&key);
+                }
+            }
+            WatchEvent::Delete(object) => {
+                metrics
+                    .watch_events
+                    .with_label_values(&[&type_key.kind])
+                    .inc();
+                let Some(key) = ObjectKey::of(&object) else {
+                    return;
+                };
+                if self.live.remove(&key).is_some() {
+                    self.evaluate(&key);
+                }
+            }
+            WatchEvent::InitDone => self.list_complete(type_key),
+            WatchEvent::NotServed => {
+                self.relisting.insert(type_key.clone(), HashSet::new());
+                self.list_complete(type_key);
+            }
+            WatchEvent::Error(err) => {
+                metrics
+                    .watch_errors
+                    .with_label_values(&[&type_key.kind])
+                    .inc();
+                tracing::warn!(kind = %type_key, error = %err, "watch failed; retrying with backoff");
+            }
+        }
+    }
+
+    /// A (re-)list finished: desired objects it did not return are gone.
+    fn list_complete(&mut self, type_key: TypeKey) {
+        let seen = self.relisting.remove(&type_key).unwrap_or_default();
+        let keys: Vec<ObjectKey> = self
+            .by_type
+            .get(&type_key)
+            .map(|k| k.iter().cloned().collect())
+            .unwrap_or_default();
+        self.listed.insert(type_key.clone());
+        for key in &keys {
+            if !seen.contains(key) {
+                self.live.remove(key);
+            }
+            self.awaiting_list.remove(key);
+            self.evaluate(key);
+        }
+        tracing::debug!(kind = %type_key, objects = keys.len(), "list complete");
+        self.update_readiness();
+    }
+
+    fn update_readiness(&mut self) {
+        let ready = self.by_type.keys().all(|t| self.listed.contains(t));
+        let mut index = self.handles.index.write().unwrap();
+        if ready && !index.ready() {
+            tracing::info!("every watcher finished its first list: ready");
+        }
+        // Once ready, stay ready: a re-list after a commit is not an outage.
+        let ready = ready || index.ready();
+        index.set_ready(ready);
+        self.handles.metrics.ready.set(i64::from(ready));
+    }
+
+    /// Compares one desired object with its live copy and updates the index.
+    fn evaluate(&mut self, key: &ObjectKey) {
+        let Some(desired) = self.desired.get(key) else {
+            return;
+        };
+        let type_key = TypeKey {
+            api_version: desired.api_version.clone(),
+            kind: key.kind.clone(),
+        };
+        if !self.listed.contains(&type_key) || self.awaiting_list.contains(key) {
+            return;
+        }
+        let started = Instant::now();
+        let comparison: Comparison = self.differ.compare(&CompareInput {
+            desired: &desired.object,
+            live: self.live.get(key),
+            previous: desired.previous.as_ref(),
+            facts: &self.facts,
+        });
+        self.handles
+            .metrics
+            .diff_duration
+            .observe(started.elapsed().as_secs_f64());
+
+        let mut index = self.handles.index.write().unwrap();
+        let previous_since = index
+            .get(key)
+            .filter(|e| e.class != DriftClass::InSync)
+            .and_then(|e| e.since);
+        let since = match comparison.class {
+            DriftClass::InSync => None,
+            _ => previous_since
+                .or_else(|| self.open_since.get(key).copied())
+                .or_else(|| Some(Timestamp::now())),
+        };
+        if comparison.class == DriftClass::InSync {
+            self.open_since.remove(key);
+        }
+        let entry = DriftEntry {
+            source: desired.source.clone(),
+            revision: desired.revision,
+            api_version: desired.api_version.clone(),
+            kind: key.kind.clone(),
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+            class: comparison.class,
+            since,
+            changes: comparison.changes,
+        };
+        let observed = (entry.class != DriftClass::InSync).then(|| Reported {
+            class: entry.class,
+            paths: entry.paths(),
+        });
+        let old = index.upsert(key.clone(), entry.clone());
+        drop(index);
+        if old.as_ref() != Some(&entry) {
+            self.handles
+                .metrics
+                .on_entry_change(old.as_ref(), Some(&entry));
+        }
+
+        let track = self.tracks.entry(key.clone()).or_insert_with(|| Track {
+            observed: None,
+            observed_at: Instant::now(),
+            reported: None,
+        });
+        if track.observed != observed {
+            track.observed = observed;
+            track.observed_at = Instant::now();
+        }
+        if track.observed != track.reported {
+            self.unsettled.insert(key.clone());
+        } else {
+            self.unsettled.remove(key);
+        }
+    }
+
+    /// Reports (episodes + Events) every observed state that held for the settle time.
+    fn settle_due(&mut self) {
+        let now = Instant::now();
+        let due: Vec<ObjectKey> = self
+            .unsettled
+            .iter()
+            .filter(|k| {
+                self.tracks
+                    .get(*k)
+                    .is_some_and(|t| now.duration_since(t.observed_at) >= self.settle)
+            })
+            .cloned()
+            .collect();
+        for key in due {
+            self.unsettled.remove(&key);
+            let Some(track) = self.tracks.get_mut(&key) else {
+                continue;
+            };
+            let observed = track.observed.clone();
+            track.reported = observed.clone();
+            let entry = self.handles.index.read().unwrap().get(&key).cloned();
+            let Some(entry) = entry else { continue };
+            match observed {
+                Some(state) => {
+                    let since = entry.since.unwrap_or_else(Timestamp::now);
+                    if let Err(err) = self.store.record_drift(
+                        &key,
+                        &entry.source,
+                        state.class.as_str(),
+                        since,
+                        &state.paths,
+                    ) {
+                        tracing::error!(object = %key, error = %err, "cannot record drift episode");
+                    }
+                    tracing::info!(object = %key, class = state.class.as_str(), paths = ?state.paths, "drift detected");
+                    self.publish(EventRequest::detected(&entry, self.live.get(&key)));
+                }
+                None => {
+                    if let Err(err) = self.store.resolve_drift(&key, Timestamp::now()) {
+                        tracing::error!(object = %key, error = %err, "cannot close drift episode");
+                    }
+                    tracing::info!(object = %key, "drift resolved");
+                    self.publish(EventRequest::resolved(&entry, self.live.get(&key)));
+                }
+            }
+        }
+    }
+
+    fn publish(&self, request: EventRequest) {
+        if let Some(sink) = &self.events {
+            sink.send(request, &self.handles.metrics);
+        }
+    }
+}
+
+fn class_from_str(class: &str) -> DriftClass {
+    serde_json::from_value(Value::String(class.to_string())).unwrap_or(DriftClass::Modified)
+}

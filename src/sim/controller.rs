@@ -1,0 +1,444 @@
+//! A minimal in-process workload controller: for each Deployment one ReplicaSet per pod
+//! template (named `<deployment>-<pod-template-hash>`) and Running, Ready Pods named
+//! `<replicaset>-<5 random>`, as kube-controller-manager's deployment and replicaset
+//! controllers and the kubelet would leave them. Template changes roll out at once: the new
+//! ReplicaSet is scaled up and old ones to zero. Status is written through the `status`
+//! subresource (managers `kube-controller-manager` and `kubelet`), so watchers see the same
+//! event sequence shape as on a cluster.
+
+use super::store::{now_rfc3339, random_suffix, ResourceInfo, Store, WriteCtx};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::store::Notice;
+
+const MANAGER: &str = "kube-controller-manager";
+const REVISION: &str = "deployment.kubernetes.io/revision";
+
+struct Types {
+    deploy: ResourceInfo,
+    rs: ResourceInfo,
+    pod: ResourceInfo,
+}
+
+/// Runs until the store's channel closes.
+pub async fn run(store: Store) {
+    let mut rx = store.subscribe();
+    let (Some(deploy), Some(rs), Some(pod)) = (
+        store.resolve("apps", "v1", "deployments"),
+        store.resolve("apps", "v1", "replicasets"),
+        store.resolve("", "v1", "pods"),
+    ) else {
+        return;
+    };
+    let t = Types { deploy, rs, pod };
+    loop {
+        let mut dirty = BTreeSet::new();
+        let mut resync = false;
+        match rx.recv().await {
+            Ok(n) => collect(&store, &t, &n, &mut dirty),
+            Err(RecvError::Lagged(_)) => resync = true,
+            Err(RecvError::Closed) => return,
+        }
+        loop {
+            match rx.try_recv() {
+                Ok(n) => collect(&store, &t, &n, &mut dirty),
+                Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => resync = true,
+                Err(_) => break,
+            }
+        }
+        if resync {
+            for d in store.all(&t.deploy) {
+                dirty.insert((meta(&d, "namespace"), meta(&d, "name")));
+            }
+        }
+        for (ns, name) in dirty {
+            reconcile(&store, &t, &ns, &name);
+        }
+    }
+}
+
+fn meta(obj: &Value, field: &str) -> String {
+    obj.pointer(&format!("/metadata/{field}"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+fn controller_owner<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
+    obj.pointer("/metadata/ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| {
+            r.get("kind").and_then(Value::as_str) == Some(kind)
+                && r.get("controller") == Some(&json!(true))
+        })
+}
+
+/// Maps a change to the Deployment it concerns, if any.
+fn collect(store: &Store, t: &Types, n: &Notice, dirty: &mut BTreeSet<(String, String)>) {
+    let Notice::Change(c) = n else { return };
+    let ns = c.namespace.clone();
+    let deploy_of_rs = |rs: &Value| {
+        controller_owner(rs, "Deployment")
+            .and_then(|r| r.get("name").and_then(Value::as_str))
+            .map(str::to_string)
+    };
+    let name = match (c.group.as_str(), c.plural.as_str()) {
+        ("apps", "deployments") => Some(meta(&c.object, "name")),
+        ("apps", "replicasets") => deploy_of_rs(&c.object),
+        ("", "pods") => controller_owner(&c.object, "ReplicaSet")
+            .and_then(|r| r.get("name").and_then(Value::as_str))
+            .and_then(|rs| store.get(&t.rs, Some(&ns), rs).ok())
+            .and_then(|rs| deploy_of_rs(&rs)),
+        _ => None,
+    };
+    if let Some(name) = name {
+        dirty.insert((ns, name));
+    }
+}
+
+/// `pod-template-hash`: FNV-32a of the template, rendered with the same alphabet as
+/// `rand.SafeEncodeString` (the real hash input is Go's deep-print of the struct, so the
+/// values differ from a real cluster's, but the shape is the same).
+pub fn pod_template_hash(template: &Value) -> String {
+    let mut h: u32 = 0x811c9dc5;
+    for b in template.to_string().bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x01000193);
+    }
+    const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    h.to_string()
+        .bytes()
+        .map(|b| ALPHANUMS[usize::from(b) % ALPHANUMS.len()] as char)
+        .collect()
+}
+
+fn owner_ref(obj: &Value, api_version: &str, kind: &str) -> Value {
+    json!({"apiVersion": api_version, "kind": kind, "name": meta(obj, "name"), "uid": meta(obj, "uid"),
+           "controller": true, "blockOwnerDeletion": true})
+}
+
+fn owned_by(objs: Vec<Value>, ns: &str, uid: &str) -> Vec<Value> {
+    objs.into_iter()
+        .filter(|o| meta(o, "namespace") == ns)
+        .filter(|o| {
+            o.pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|refs| {
+                    refs.iter()
+                        .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
+                })
+        })
+        .collect()
+}
+
+fn revision(obj: &Value) -> i64 {
+    obj.pointer("/metadata/annotations")
+        .and_then(|a| a.get(REVISION))
+        .and_then(Value::as_str)
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0)
+}
+
+fn is_ready(pod: &Value) -> bool {
+    pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
+}
+
+/// Keeps a condition's timestamps when nothing about it changed, so steady state writes nothing.
+fn condition(
+    old: Option<&Value>,
+    ty: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    with_update: bool,
+) -> Value {
+    let prev = old.and_then(Value::as_array).and_then(|cs| {
+        cs.iter()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some(ty))
+    });
+    let same = prev.is_some_and(|p| {
+        p.get("status").and_then(Value::as_str) == Some(status)
+            && p.get("reason").and_then(Value::as_str) == Some(reason)
+            && p.get("message").and_then(Value::as_str) == Some(message)
+    });
+    let now = now_rfc3339();
+    let keep = |f: &str| {
+        prev.filter(|_| same)
+            .and_then(|p| p.get(f).cloned())
+            .unwrap_or_else(|| json!(now))
+    };
+    let mut c = json!({"type": ty, "status": status});
+    if with_update {
+        c["lastUpdateTime"] = keep("lastUpdateTime");
+    }
+    c["lastTransitionTime"] = keep("lastTransitionTime");
+    c["reason"] = json!(reason);
+    c["message"] = json!(message);
+    c
+}
+
+fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
+    let ctx = WriteCtx::new(MANAGER);
+    let Ok(d) = store.get(&t.deploy, Some(ns), name) else {
+        return;
+    };
+    let uid = meta(&d, "uid");
+    let Some(template) = d.pointer("/spec/template").cloned() else {
+        return;
+    };
+    let hash = pod_template_hash(&template);
+    let rs_name = format!("{name}-{hash}");
+    let replicas = d
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let owned = owned_by(store.all(&t.rs), ns, &uid);
+    let max_rev = owned.iter().map(revision).max().unwrap_or(0);
+    let current = owned.iter().find(|r| meta(r, "name") == rs_name).cloned();
+
+    let mut rs_template = template.clone();
+    rs_template["metadata"]["labels"]["pod-template-hash"] = json!(hash);
+    let new_rs = match current {
+        Some(rs) => {
+            let rev = revision(&rs);
+            let rev = if rev < max_rev { max_rev + 1 } else { rev };
+            store
+                .write(&t.rs, Some(ns), &rs_name, None, &ctx, |old| {
+                    let mut new = old.clone();
+                    new["spec"]["replicas"] = json!(replicas);
+                    let a = &mut new["metadata"]["annotations"];
+                    a[REVISION] = json!(rev.to_string());
+                    a["deployment.kubernetes.io/desired-replicas"] = json!(replicas.to_string());
+                    a["deployment.kubernetes.io/max-replicas"] = json!((replicas + 1).to_string());
+                    Ok(new)
+                })
+                .ok()
+        }
+        None => {
+            let mut selector = d.pointer("/spec/selector").cloned().unwrap_or(json!({}));
+            selector["matchLabels"]["pod-template-hash"] = json!(hash);
+            let rs = json!({
+                "apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {
+                    "name": rs_name, "namespace": ns,
+                    "labels": rs_template["metadata"]["labels"].clone(),
+                    "annotations": {
+                        "deployment.kubernetes.io/desired-replicas": replicas.to_string(),
+                        "deployment.kubernetes.io/max-replicas": (replicas + 1).to_string(),
+                        REVISION: (max_rev + 1).to_string(),
+                    },
+                    "ownerReferences": [owner_ref(&d, "apps/v1", "Deployment")],
+                },
+                "spec": {"replicas": replicas, "selector": selector, "template": rs_template},
+            });
+            store.create(&t.rs, Some(ns), rs, &ctx).ok()
+        }
+    };
+    let Some(new_rs) = new_rs else { return };
+    let mut total = (0, 0);
+    for rs in owned.iter().filter(|r| meta(r, "name") != rs_name) {
+        let rs = store
+            .write(&t.rs, Some(ns), &meta(rs, "name"), None, &ctx, |old| {
+                let mut new = old.clone();
+                new["spec"]["replicas"] = json!(0);
+                Ok(new)
+            })
+            .unwrap_or_else(|_| rs.clone());
+        let (n, ready) = reconcile_pods(store, t, ns, &rs);
+        total = (total.0 + n, total.1 + ready);
+    }
+    let (updated, updated_ready) = reconcile_pods(store, t, ns, &new_rs);
+    total = (total.0 + updated, total.1 + updated_ready);
+
+    // The revision annotation is an ordinary (main resource) update by the controller.
+    let rev = revision(&new_rs).to_string();
+    if d.pointer("/metadata/annotations")
+        .and_then(|a| a.get(REVISION))
+        .and_then(Value::as_str)
+        != Some(&rev)
+    {
+        let _ = store.write(&t.deploy, Some(ns), name, None, &ctx, |old| {
+            let mut new = old.clone();
+            new["metadata"]["annotations"][REVISION] = json!(rev);
+            Ok(new)
+        });
+    }
+    let _ = store.write(&t.deploy, Some(ns), name, Some("status"), &ctx, |old| {
+        let mut new = old.clone();
+        let conds = old.pointer("/status/conditions");
+        let available = updated_ready >= replicas;
+        let mut status = json!({
+            "observedGeneration": old.pointer("/metadata/generation").cloned().unwrap_or(json!(1)),
+            "replicas": total.0,
+            "updatedReplicas": updated,
+            "readyReplicas": total.1,
+            "availableReplicas": total.1,
+        });
+        if total.0 > total.1 {
+            status["unavailableReplicas"] = json!(total.0 - total.1);
+        }
+        for k in [
+            "replicas",
+            "updatedReplicas",
+            "readyReplicas",
+            "availableReplicas",
+        ] {
+            // Zero counts are omitted (omitempty), as on a real cluster.
+            if status[k] == json!(0) {
+                status.as_object_mut().map(|s| s.remove(k));
+            }
+        }
+        status["conditions"] = json!([
+            if available {
+                condition(
+                    conds,
+                    "Available",
+                    "True",
+                    "MinimumReplicasAvailable",
+                    "Deployment has minimum availability.",
+                    true,
+                )
+            } else {
+                condition(
+                    conds,
+                    "Available",
+                    "False",
+                    "MinimumReplicasUnavailable",
+                    "Deployment does not have minimum availability.",
+                    true,
+                )
+            },
+            condition(
+                conds,
+                "Progressing",
+                "True",
+                "NewReplicaSetAvailable",
+                &format!("ReplicaSet \"{rs_name}\" has successfully progressed."),
+                true
+            ),
+        ]);
+        new["status"] = status;
+        Ok(new)
+    });
+}
+
+/// Brings a ReplicaSet's pods to its replica count and writes its status; returns
+/// (pods, ready pods).
+fn reconcile_pods(store: &Store, t: &Types, ns: &str, rs: &Value) -> (i64, i64) {
+    let ctx = WriteCtx::new(MANAGER);
+    let want = rs
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let mut pods = owned_by(store.all(&t.pod), ns, &meta(rs, "uid"));
+    pods.sort_by_key(|p| meta(p, "creationTimestamp"));
+    while (pods.len() as i64) > want {
+        let p = pods.pop().expect("non-empty");
+        let _ = store.delete(&t.pod, Some(ns), &meta(&p, "name"), None, false);
+    }
+    let rs_name = meta(rs, "name");
+    while (pods.len() as i64) < want {
+        let template = rs.pointer("/spec/template").cloned().unwrap_or(json!({}));
+        let mut pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": format!("{rs_name}-{}", random_suffix(5)),
+                "generateName": format!("{rs_name}-"),
+                "namespace": ns,
+                "labels": template.pointer("/metadata/labels").cloned().unwrap_or(json!({})),
+                "ownerReferences": [owner_ref(rs, "apps/v1", "ReplicaSet")],
+            },
+            "spec": template.get("spec").cloned().unwrap_or(json!({})),
+        });
+        if let Some(a) = template.pointer("/metadata/annotations") {
+            pod["metadata"]["annotations"] = a.clone();
+        }
+        pod["spec"]["nodeName"] = json!("driftd-sim-node");
+        let Ok(created) = store.create(&t.pod, Some(ns), pod, &ctx) else {
+            break;
+        };
+        let running = store
+            .write(
+                &t.pod,
+                Some(ns),
+                &meta(&created, "name"),
+                Some("status"),
+                &WriteCtx::new("kubelet"),
+                |old| {
+                    let mut new = old.clone();
+                    new["status"] = running_status(old, pods.len());
+                    Ok(new)
+                },
+            )
+            .unwrap_or(created);
+        pods.push(running);
+    }
+    let ready = pods.iter().filter(|p| is_ready(p)).count() as i64;
+    let n = pods.len() as i64;
+    let _ = store.write(&t.rs, Some(ns), &rs_name, Some("status"), &ctx, |old| {
+        let mut new = old.clone();
+        let mut status = json!({"replicas": n, "observedGeneration": old.pointer("/metadata/generation").cloned().unwrap_or(json!(1))});
+        if n > 0 {
+            status["fullyLabeledReplicas"] = json!(n);
+        }
+        if ready > 0 {
+            status["readyReplicas"] = json!(ready);
+            status["availableReplicas"] = json!(ready);
+        }
+        new["status"] = status;
+        Ok(new)
+    });
+    (n, ready)
+}
+
+/// What the kubelet reports for a started pod whose containers all run.
+fn running_status(pod: &Value, index: usize) -> Value {
+    let now = now_rfc3339();
+    let containers = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let statuses: Vec<Value> = containers
+        .iter()
+        .map(|c| {
+            let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+            let digest = hex::encode(sha2::Sha256::digest(image.as_bytes()));
+            json!({
+                "name": c.get("name").cloned().unwrap_or(json!("")),
+                "image": image,
+                "imageID": format!("{image}@sha256:{digest}"),
+                "containerID": format!("containerd://{}", hex::encode(sha2::Sha256::digest(format!("{}{}", meta(pod, "uid"), image).as_bytes()))),
+                "ready": true,
+                "started": true,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+                "lastState": {},
+            })
+        })
+        .collect();
+    let has_resources = containers.iter().any(|c| {
+        c.pointer("/resources/requests")
+            .is_some_and(|r| r.as_object().is_some_and(|m| !m.is_empty()))
+            || c.pointer("/resources/limits")
+                .is_some_and(|r| r.as_object().is_some_and(|m| !m.is_empty()))
+    });
+    let cond = |ty: &str| json!({"type": ty, "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+    let ip = format!("10.244.0.{}", 10 + index % 240);
+    json!({
+        "phase": "Running",
+        "conditions": [cond("PodReadyToStartContainers"), cond("Initialized"), cond("Ready"), cond("ContainersReady"), cond("PodScheduled")],
+        "hostIP": "10.0.0.10",
+        "hostIPs": [{"ip": "10.0.0.10"}],
+        "podIP": ip,
+        "podIPs": [{"ip": ip}],
+        "startTime": now,
+        "containerStatuses": statuses,
+        "qosClass": if has_resources { "Burstable" } else { "BestEffort" },
+    })
+}
+
+use sha2::Digest;

@@ -1,0 +1,85 @@
+//! Just enough OpenAPI v3 for kubectl: per group-version documents listing each kind's
+//! PATCH operation (`x-kubernetes-group-version-kind`) with the `fieldValidation` query
+//! parameter, which is how kubectl's QueryParamVerifierV3 decides the server validates fields
+//! itself (so `kubectl create/apply` need no client-side schema). Request bodies do not
+//! advertise strategic merge patch, so kubectl computes apply patches from its compiled-in
+//! types, exactly as it does against servers without OpenAPI. No schemas are served.
+
+use super::store::ResourceInfo;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+fn gv_path(t: &ResourceInfo) -> String {
+    if t.group.is_empty() {
+        format!("api/{}", t.version)
+    } else {
+        format!("apis/{}/{}", t.group, t.version)
+    }
+}
+
+/// `/openapi/v3/{gv}` for one group-version, or None if nothing is served there.
+pub fn gv_document(gv: &str, types: &[ResourceInfo]) -> Option<Value> {
+    let here: Vec<&ResourceInfo> = types.iter().filter(|t| gv_path(t) == gv).collect();
+    if here.is_empty() {
+        return None;
+    }
+    let mut paths = Map::new();
+    for t in here {
+        let base = if t.namespaced {
+            format!("/{gv}/namespaces/{{namespace}}/{}/{{name}}", t.plural)
+        } else {
+            format!("/{gv}/{}/{{name}}", t.plural)
+        };
+        let param = |name: &str, place: &str| json!({"name": name, "in": place, "schema": {"type": "string", "uniqueItems": true}});
+        let mut params = vec![
+            param("name", "path"),
+            param("dryRun", "query"),
+            param("fieldManager", "query"),
+            param("fieldValidation", "query"),
+            param("pretty", "query"),
+        ];
+        if t.namespaced {
+            params.push(param("namespace", "path"));
+        }
+        paths.insert(
+            base,
+            json!({
+                "patch": {
+                    "parameters": params,
+                    "operationId": format!("patch{}", t.kind),
+                    "requestBody": {"content": {
+                        "application/json-patch+json": {"schema": {"type": "object"}},
+                        "application/merge-patch+json": {"schema": {"type": "object"}},
+                    }},
+                    "responses": {"200": {"description": "OK"}},
+                    "x-kubernetes-action": "patch",
+                    "x-kubernetes-group-version-kind": {"group": t.group, "version": t.version, "kind": t.kind},
+                },
+            }),
+        );
+    }
+    Some(json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.32.0"},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }))
+}
+
+/// `/openapi/v3`: the group-version index with content hashes, as kube-apiserver serves it.
+pub fn root(types: &[ResourceInfo]) -> Value {
+    let mut paths = Map::new();
+    for t in types {
+        let gv = gv_path(t);
+        if paths.contains_key(&gv) {
+            continue;
+        }
+        let doc = gv_document(&gv, types).unwrap_or_default();
+        let hash = hex::encode(Sha256::digest(doc.to_string().as_bytes()));
+        paths.insert(
+            gv.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash={}", &hash[..32].to_uppercase())}),
+        );
+    }
+    json!({"paths": paths})
+}

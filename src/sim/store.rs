@@ -1,0 +1,1274 @@
+//! The simulator's storage: typed object maps, one global resourceVersion counter, a bounded
+//! history of watch events and the write rules kube-apiserver's registries apply (server-set
+//! metadata, status/spec separation, optimistic concurrency, defaults, managedFields, garbage
+//! collection of dependents).
+
+use super::fields;
+use super::select::Selector;
+use super::status::{ApiError, Gr};
+use crate::k8s::kinds::BUILTIN;
+use rand::Rng;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::broadcast;
+
+/// One servable resource type (built-in or from a CRD), as discovery describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceInfo {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub subresources: Vec<String>,
+    /// Served because a CustomResourceDefinition says so.
+    pub custom: bool,
+}
+
+impl ResourceInfo {
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+    pub fn gr(&self) -> Gr<'_> {
+        Gr {
+            group: &self.group,
+            resource: &self.plural,
+        }
+    }
+    pub fn has(&self, sub: &str) -> bool {
+        self.subresources.iter().any(|s| s == sub)
+    }
+    fn storage_key(&self) -> (String, String) {
+        (self.group.clone(), self.plural.clone())
+    }
+}
+
+/// A change as watchers see it. `prev` is the object before the change, kept so lists at
+/// an older resourceVersion (continue tokens, `resourceVersionMatch=Exact`) can be rebuilt.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub rv: u64,
+    pub kind: &'static str,
+    pub group: String,
+    pub plural: String,
+    pub namespace: String,
+    pub object: Value,
+    pub prev: Option<Value>,
+}
+
+/// What the broadcast channel carries to watch streams and the controller.
+#[derive(Debug, Clone)]
+pub enum Notice {
+    Change(Arc<Change>),
+    /// Fault injection: every open watch stream ends.
+    CloseWatches,
+}
+
+/// Who writes, as recorded in managedFields.
+#[derive(Debug, Clone)]
+pub struct WriteCtx {
+    pub manager: String,
+    pub dry_run: bool,
+}
+
+impl WriteCtx {
+    pub fn new(manager: &str) -> WriteCtx {
+        WriteCtx {
+            manager: manager.to_string(),
+            dry_run: false,
+        }
+    }
+}
+
+type Key = (String, String);
+type Objects = BTreeMap<Key, Value>;
+
+struct Inner {
+    types: Vec<ResourceInfo>,
+    objects: BTreeMap<(String, String), Objects>,
+    rv: u64,
+    history: VecDeque<Arc<Change>>,
+    history_limit: usize,
+    /// Every change with rv > window_start is still in `history`.
+    window_start: u64,
+}
+
+/// Shared storage; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Mutex<Inner>>,
+    tx: broadcast::Sender<Notice>,
+}
+
+/// Parameters of a list call.
+#[derive(Debug, Default, Clone)]
+pub struct ListParams {
+    pub namespace: Option<String>,
+    pub labels: Selector,
+    pub fields: Selector,
+    pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
+    pub limit: Option<usize>,
+    pub continue_token: Option<String>,
+}
+
+/// A watch ready to stream: what to send first, then live notices.
+pub struct WatchStart {
+    pub initial: Vec<(&'static str, Value, u64)>,
+    pub rx: broadcast::Receiver<Notice>,
+    pub start_rv: u64,
+}
+
+const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// Five characters as `generateName` and the ReplicaSet controller append.
+pub fn random_suffix(n: usize) -> String {
+    let mut r = rand::rng();
+    (0..n)
+        .map(|_| ALPHANUMS[r.random_range(0..ALPHANUMS.len())] as char)
+        .collect()
+}
+
+pub fn now_rfc3339() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+fn new_uid() -> String {
+    let b: [u8; 16] = rand::rng().random();
+    let h = hex::encode(b);
+    format!(
+        "{}-{}-4{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// Kinds whose registry strategy maintains `metadata.generation` (workloads and anything
+/// with a spec the controllers observe); custom resources always get one.
+fn tracks_generation(info: &ResourceInfo) -> bool {
+    info.custom
+        || matches!(
+            info.group.as_str(),
+            "apps" | "batch" | "autoscaling" | "networking.k8s.io" | "apiextensions.k8s.io"
+        )
+}
+
+fn is_dns1123_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns1123_label)
+}
+
+fn validate_name(info: &ResourceInfo, name: &str) -> Result<(), ApiError> {
+    let (ok, msg) = match info.kind.as_str() {
+        "Namespace" => (
+            is_dns1123_label(name),
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+        ),
+        "Service" => (
+            is_dns1123_label(name) && name.starts_with(|c: char| c.is_ascii_lowercase()),
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+        ),
+        _ => (
+            is_dns1123_subdomain(name),
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        ),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            &info.group,
+            &info.kind,
+            name,
+            "metadata.name",
+            &format!("Invalid value: \"{name}\": {msg}"),
+        ))
+    }
+}
+
+/// A few of kube-apiserver's validations that users hit most (selector/template mismatch,
+/// containers without image); not the full validation suite.
+fn validate_object(info: &ResourceInfo, name: &str, obj: &Value) -> Result<(), ApiError> {
+    let invalid = |field: &str, detail: &str| {
+        Err(ApiError::invalid(
+            &info.group,
+            &info.kind,
+            name,
+            field,
+            detail,
+        ))
+    };
+    let pod_spec = match crate::k8s::merge_keys::pod_spec_prefix(&info.kind) {
+        Some(prefix) if !info.custom => {
+            let ptr: String = prefix.iter().map(|p| format!("/{p}")).collect();
+            obj.pointer(&ptr)
+        }
+        _ => None,
+    };
+    if let Some(spec) = pod_spec {
+        let prefix = crate::k8s::merge_keys::pod_spec_prefix(&info.kind)
+            .unwrap_or(&[])
+            .join(".");
+        match spec.get("containers").and_then(Value::as_array) {
+            Some(cs) if !cs.is_empty() => {
+                for (i, c) in cs.iter().enumerate() {
+                    if c.get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .is_empty()
+                    {
+                        return invalid(
+                            &format!("{prefix}.containers[{i}].name"),
+                            "Required value",
+                        );
+                    }
+                    if c.get("image")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .is_empty()
+                    {
+                        return invalid(
+                            &format!("{prefix}.containers[{i}].image"),
+                            "Required value",
+                        );
+                    }
+                }
+            }
+            _ => return invalid(&format!("{prefix}.containers"), "Required value"),
+        }
+    }
+    if matches!(
+        info.kind.as_str(),
+        "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet"
+    ) && !info.custom
+    {
+        let Some(sel) = obj.pointer("/spec/selector") else {
+            return invalid("spec.selector", "Required value");
+        };
+        let labels = obj.pointer("/spec/template/metadata/labels");
+        if !label_selector_matches(sel, labels) {
+            let shown = labels.map(|l| l.to_string()).unwrap_or_else(|| "{}".into());
+            return invalid(
+                "spec.template.metadata.labels",
+                &format!("Invalid value: {shown}: `selector` does not match template `labels`"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Whether a `metav1.LabelSelector` (matchLabels + matchExpressions) selects `labels`.
+/// An empty selector selects everything, as `metav1.LabelSelectorAsSelector` does.
+pub fn label_selector_matches(sel: &Value, labels: Option<&Value>) -> bool {
+    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    if let Some(ml) = sel.get("matchLabels").and_then(Value::as_object) {
+        if !ml.iter().all(|(k, v)| get(k) == v.as_str()) {
+            return false;
+        }
+    }
+    if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
+        for e in exprs {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+            let vals: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let v = get(key);
+            let ok = match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+                "In" => v.is_some_and(|v| vals.contains(&v)),
+                "NotIn" => !v.is_some_and(|v| vals.contains(&v)),
+                "Exists" => v.is_some(),
+                "DoesNotExist" => v.is_none(),
+                _ => false,
+            };
+            if !ok {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Spec-like content: everything outside metadata and status, which `generation` tracks.
+fn spec_part(obj: &Value) -> Value {
+    let mut o = obj.as_object().cloned().unwrap_or_default();
+    for k in ["metadata", "status", "apiVersion", "kind"] {
+        o.remove(k);
+    }
+    Value::Object(o)
+}
+
+/// An object without the bookkeeping that changes on every write (for no-op detection).
+fn comparable(obj: &Value) -> Value {
+    let mut o = obj.clone();
+    if let Some(md) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+        md.remove("managedFields");
+        md.remove("resourceVersion");
+    }
+    o
+}
+
+fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str()
+}
+
+fn set_meta(obj: &mut Value, field: &str, v: Value) {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    obj["metadata"][field] = v;
+}
+
+fn builtin_types() -> Vec<ResourceInfo> {
+    BUILTIN
+        .iter()
+        .map(|r| ResourceInfo {
+            group: r.group.into(),
+            version: r.version.into(),
+            kind: r.kind.into(),
+            plural: r.plural.into(),
+            singular: r.kind.to_lowercase(),
+            namespaced: r.namespaced,
+            short_names: r.short_names.iter().map(|s| s.to_string()).collect(),
+            categories: r.categories.iter().map(|s| s.to_string()).collect(),
+            subresources: r.subresources.iter().map(|s| s.to_string()).collect(),
+            custom: false,
+        })
+        .collect()
+}
+
+/// The resource types a CRD object makes servable (one per served version).
+fn crd_types(crd: &Value) -> Vec<ResourceInfo> {
+    let s = |p: &str| {
+        crd.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let strs = |p: &str| -> Vec<String> {
+        crd.pointer(p)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let kind = s("/spec/names/kind");
+    let mut singular = s("/spec/names/singular");
+    if singular.is_empty() {
+        singular = kind.to_lowercase();
+    }
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    versions
+        .iter()
+        .filter(|v| v.get("served").and_then(Value::as_bool).unwrap_or(true))
+        .map(|v| {
+            let mut subs = Vec::new();
+            if v.pointer("/subresources/status").is_some() {
+                subs.push("status".to_string());
+            }
+            if v.pointer("/subresources/scale").is_some() {
+                subs.push("scale".to_string());
+            }
+            ResourceInfo {
+                group: s("/spec/group"),
+                version: v.get("name").and_then(Value::as_str).unwrap_or("").into(),
+                kind: kind.clone(),
+                plural: s("/spec/names/plural"),
+                singular: singular.clone(),
+                namespaced: s("/spec/scope") != "Cluster",
+                short_names: strs("/spec/names/shortNames"),
+                categories: strs("/spec/names/categories"),
+                subresources: subs,
+                custom: true,
+            }
+        })
+        .collect()
+}
+
+fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
+    use base64::Engine;
+    let bad = || ApiError::bad_request(format!("invalid continue token: {token:?}"));
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| bad())?;
+    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
+    let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
+    let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;
+    Ok((rv, start.to_string()))
+}
+
+fn encode_continue(rv: u64, start: &str) -> String {
+    use base64::Engine;
+    let v = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start});
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+}
+
+const INITIAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+impl Store {
+    pub fn new(history_limit: usize) -> Store {
+        let (tx, _) = broadcast::channel(8192);
+        let store = Store {
+            inner: Arc::new(Mutex::new(Inner {
+                types: builtin_types(),
+                objects: BTreeMap::new(),
+                rv: 0,
+                history: VecDeque::new(),
+                history_limit: history_limit.max(1),
+                window_start: 0,
+            })),
+            tx,
+        };
+        let ns = store
+            .resolve("", "v1", "namespaces")
+            .expect("namespaces is built in");
+        for name in INITIAL_NAMESPACES {
+            let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+            store
+                .create(&ns, None, obj, &WriteCtx::new("kube-apiserver"))
+                .expect("initial namespace");
+        }
+        store
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Notice> {
+        self.tx.subscribe()
+    }
+
+    pub fn current_rv(&self) -> u64 {
+        self.lock().rv
+    }
+
+    /// All servable types (built-in first, then CRD-defined).
+    pub fn types(&self) -> Vec<ResourceInfo> {
+        self.lock().types.clone()
+    }
+
+    pub fn resolve(&self, group: &str, version: &str, plural: &str) -> Option<ResourceInfo> {
+        self.lock()
+            .types
+            .iter()
+            .find(|t| t.group == group && t.version == version && t.plural == plural)
+            .cloned()
+    }
+
+    /// Finds a type by group and kind, whatever the version (for owner references).
+    pub fn resolve_kind(&self, group: &str, kind: &str) -> Option<ResourceInfo> {
+        self.lock()
+            .types
+            .iter()
+            .find(|t| t.group == group && t.kind == kind)
+            .cloned()
+    }
+
+    pub fn set_history_limit(&self, limit: usize) {
+        let mut g = self.lock();
+        g.history_limit = limit.max(1);
+        g.trim();
+    }
+
+    /// Forgets all watch history, as an etcd compaction would: watches and continue
+    /// tokens from before now get 410 Expired.
+    pub fn compact(&self) {
+        let mut g = self.lock();
+        g.history.clear();
+        g.window_start = g.rv;
+    }
+
+    pub fn close_watches(&self) {
+        let _ = self.tx.send(Notice::CloseWatches);
+    }
+
+    fn output(info: &ResourceInfo, mut obj: Value) -> Value {
+        // One storage per group/resource; the object reads as the version it was asked for.
+        obj["apiVersion"] = json!(info.api_version());
+        obj
+    }
+
+    pub fn get(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        let g = self.lock();
+        g.get(info, ns, name)
+            .cloned()
+            .map(|o| Self::output(info, o))
+            .ok_or_else(|| ApiError::not_found(info.gr(), name))
+    }
+
+    /// Lists objects, honouring resourceVersion semantics, selectors and paging.
+    pub fn list(&self, info: &ResourceInfo, p: &ListParams) -> Result<Value, ApiError> {
+        let g = self.lock();
+        let (snapshot_rv, start_after) = match &p.continue_token {
+            Some(tok) if !tok.is_empty() => {
+                let (rv, start) = decode_continue(tok)?;
+                if rv < g.window_start {
+                    return Err(ApiError::expired(
+                        "The provided continue parameter is too old to display a consistent list result. \
+                         You can start a new list without the continue parameter, or use the continue token \
+                         in this response to retrieve the remainder of the results. Continuing with the \
+                         provided token results in an inconsistent list - objects that were created, modified, \
+                         or deleted between the time the first chunk was returned and now may show up in the list.",
+                    ));
+                }
+                (rv, Some(start))
+            }
+            _ => {
+                let requested = match p.resource_version.as_deref() {
+                    None | Some("") | Some("0") => None,
+                    Some(s) => Some(s.parse::<u64>().map_err(|_| {
+                        ApiError::bad_request(format!("invalid resource version: {s:?}"))
+                    })?),
+                };
+                match (requested, p.resource_version_match.as_deref()) {
+                    (Some(rv), _) if rv > g.rv => {
+                        return Err(ApiError::new(
+                            504,
+                            "Timeout",
+                            format!("Too large resource version: {rv}, current: {}", g.rv),
+                        ))
+                    }
+                    (Some(rv), Some("Exact")) => {
+                        if rv < g.window_start {
+                            return Err(ApiError::expired(format!(
+                                "The resourceVersion for the provided list is too old. (requested {rv}, oldest {})",
+                                g.window_start
+                            )));
+                        }
+                        (rv, None)
+                    }
+                    (None, Some("Exact")) => {
+                        return Err(ApiError::bad_request(
+                            "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"\"",
+                        ))
+                    }
+                    _ => (g.rv, None),
+                }
+            }
+        };
+        let objects = g.snapshot(info, snapshot_rv);
+        let mut items = Vec::new();
+        let mut next = None;
+        for ((ns, name), obj) in objects.iter() {
+            if let Some(want) = &p.namespace {
+                if ns != want {
+                    continue;
+                }
+            }
+            let key = format!("{ns}/{name}");
+            if let Some(start) = &start_after {
+                if key.as_str() <= start.as_str() {
+                    continue;
+                }
+            }
+            if !p.labels.matches_labels(obj.pointer("/metadata/labels"))
+                || !p.fields.matches_fields(obj)
+            {
+                continue;
+            }
+            if p.limit.is_some_and(|l| l > 0 && items.len() >= l) {
+                next = Some(key_of_last(&items));
+                break;
+            }
+            items.push(Self::output(info, obj.clone()));
+        }
+        let mut metadata = json!({"resourceVersion": snapshot_rv.to_string()});
+        if let Some(last) = next {
+            metadata["continue"] = json!(encode_continue(snapshot_rv, &last));
+        }
+        Ok(json!({
+            "kind": format!("{}List", info.kind),
+            "apiVersion": info.api_version(),
+            "metadata": metadata,
+            "items": items,
+        }))
+    }
+
+    /// Sets up a watch: `resource_version` "" or "0" starts with synthetic ADDED events for
+    /// current objects; a number replays history after it, or fails with 410 if compacted.
+    pub fn watch(
+        &self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        resource_version: Option<&str>,
+    ) -> Result<WatchStart, ApiError> {
+        let g = self.lock();
+        let rx = self.tx.subscribe();
+        let in_ns = |ns: &str| namespace.is_none_or(|want| want == ns);
+        let initial = match resource_version {
+            None | Some("") | Some("0") => g
+                .objects
+                .get(&info.storage_key())
+                .map(|m| {
+                    m.iter()
+                        .filter(|((ns, _), _)| in_ns(ns))
+                        .map(|(_, o)| ("ADDED", Self::output(info, o.clone()), g.rv))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            Some(s) => {
+                let rv: u64 = s.parse().map_err(|_| {
+                    ApiError::bad_request(format!("invalid resource version: {s:?}"))
+                })?;
+                if rv < g.window_start {
+                    return Err(ApiError::expired(format!(
+                        "too old resource version: {rv} ({})",
+                        g.window_start
+                    )));
+                }
+                g.history
+                    .iter()
+                    .filter(|c| c.rv > rv && c.group == info.group && c.plural == info.plural)
+                    .filter(|c| in_ns(&c.namespace))
+                    .map(|c| (c.kind, Self::output(info, c.object.clone()), c.rv))
+                    .collect()
+            }
+        };
+        Ok(WatchStart {
+            initial,
+            rx,
+            start_rv: g.rv,
+        })
+    }
+
+    /// POST: creates an object in `ns` (None for cluster-scoped types).
+    pub fn create(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        mut obj: Value,
+        ctx: &WriteCtx,
+    ) -> Result<Value, ApiError> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
+        }
+        check_type(info, &obj)?;
+        if !obj.get("metadata").is_some_and(Value::is_object) {
+            obj["metadata"] = json!({});
+        }
+        let mut name = meta_str(&obj, "name").unwrap_or("").to_string();
+        if name.is_empty() {
+            match meta_str(&obj, "generateName") {
+                Some(prefix) if !prefix.is_empty() => {
+                    name = format!("{prefix}{}", random_suffix(5));
+                    set_meta(&mut obj, "name", json!(name));
+                }
+                _ => {
+                    return Err(ApiError::invalid(
+                        &info.group,
+                        &info.kind,
+                        "",
+                        "metadata.name",
+                        "Required value: name or generateName is required",
+                    ))
+                }
+            }
+        }
+        validate_name(info, &name)?;
+        let ns = self.check_namespace(info, ns, &mut obj)?;
+        // Fields a client may not set on create (kube-apiserver's BeforeCreate resets them).
+        if let Some(md) = obj["metadata"].as_object_mut() {
+            for f in [
+                "uid",
+                "resourceVersion",
+                "generation",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "selfLink",
+            ] {
+                md.remove(f);
+            }
+        }
+        if info.has("status") && !info.custom || info.custom && info.has("status") {
+            if let Some(o) = obj.as_object_mut() {
+                o.remove("status");
+            }
+        }
+        match info.kind.as_str() {
+            "Namespace" if !info.custom => obj["status"] = json!({"phase": "Active"}),
+            "CustomResourceDefinition" if !info.custom => {
+                let names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
+                obj["status"] = json!({
+                    "acceptedNames": names,
+                    "conditions": [
+                        {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": now_rfc3339()},
+                        {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": now_rfc3339()},
+                    ],
+                    "storedVersions": obj.pointer("/spec/versions").and_then(Value::as_array)
+                        .map(|vs| vs.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+                            .filter_map(|v| v.get("name").cloned()).collect::<Vec<_>>()).unwrap_or_default(),
+                });
+            }
+            _ => {}
+        }
+        crate::sim::defaults::apply(&info.api_version(), &info.kind, &mut obj);
+        validate_object(info, &name, &obj)?;
+        let now = now_rfc3339();
+        set_meta(&mut obj, "uid", json!(new_uid()));
+        set_meta(&mut obj, "creationTimestamp", json!(now));
+        if tracks_generation(info) {
+            set_meta(&mut obj, "generation", json!(1));
+        }
+        if let Some(md) = obj["metadata"].as_object_mut() {
+            md.remove("managedFields");
+        }
+        fields::record(
+            &info.kind,
+            None,
+            &mut obj,
+            &fields::Write {
+                manager: &ctx.manager,
+                subresource: None,
+                api_version: &info.api_version(),
+                time: &now,
+            },
+        );
+        let mut g = self.lock();
+        let key = (ns.clone().unwrap_or_default(), name.clone());
+        if g.objects
+            .get(&info.storage_key())
+            .is_some_and(|m| m.contains_key(&key))
+        {
+            return Err(ApiError::already_exists(info.gr(), &name));
+        }
+        if ctx.dry_run {
+            return Ok(Self::output(info, obj));
+        }
+        let stored = g.commit(&self.tx, info, key, Some(obj), "ADDED");
+        if info.kind == "CustomResourceDefinition" && !info.custom {
+            g.refresh_crds();
+        }
+        Ok(Self::output(info, stored))
+    }
+
+    fn check_namespace(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        obj: &mut Value,
+    ) -> Result<Option<String>, ApiError> {
+        if !info.namespaced {
+            if let Some(md) = obj["metadata"].as_object_mut() {
+                md.remove("namespace");
+            }
+            return Ok(None);
+        }
+        let Some(ns) = ns else {
+            return Err(ApiError::bad_request(
+                "the server could not find the requested resource",
+            ));
+        };
+        match meta_str(obj, "namespace") {
+            Some(body_ns) if !body_ns.is_empty() && body_ns != ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ))
+            }
+            _ => set_meta(obj, "namespace", json!(ns)),
+        }
+        let g = self.lock();
+        let exists = g
+            .objects
+            .get(&("".to_string(), "namespaces".to_string()))
+            .is_some_and(|m| m.contains_key(&(String::new(), ns.to_string())));
+        if !exists {
+            return Err(ApiError::not_found(
+                Gr {
+                    group: "",
+                    resource: "namespaces",
+                },
+                ns,
+            ));
+        }
+        Ok(Some(ns.to_string()))
+    }
+
+    /// PUT on the main resource or a subresource (`status`). `obj` is the full new object.
+    pub fn update(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        obj: Value,
+        subresource: Option<&str>,
+        ctx: &WriteCtx,
+    ) -> Result<Value, ApiError> {
+        self.write(info, ns, name, subresource, ctx, |_old| Ok(obj))
+    }
+
+    /// Read-modify-write under one lock: `f` turns the stored object into the requested one.
+    /// Applies resourceVersion preconditions, subresource rules, defaults, generation and
+    /// managedFields; a write that changes nothing is a no-op (no new resourceVersion).
+    pub fn write(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        ctx: &WriteCtx,
+        f: impl FnOnce(&Value) -> Result<Value, ApiError>,
+    ) -> Result<Value, ApiError> {
+        let ns_key = if info.namespaced {
+            ns.unwrap_or("")
+        } else {
+            ""
+        };
+        let key = (ns_key.to_string(), name.to_string());
+        let mut g = self.lock();
+        let old = g
+            .objects
+            .get(&info.storage_key())
+            .and_then(|m| m.get(&key))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(info.gr(), name))?;
+        let old_out = Self::output(info, old.clone());
+        let mut new = f(&old_out)?;
+        if !new.is_object() {
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
+        }
+        check_type(info, &new)?;
+        if !new.get("metadata").is_some_and(Value::is_object) {
+            new["metadata"] = json!({});
+        }
+        match meta_str(&new, "name") {
+            Some(n) if n == name => {}
+            None | Some("") => set_meta(&mut new, "name", json!(name)),
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "the name of the object (from the body) does not match the name on the URL",
+                ))
+            }
+        }
+        if info.namespaced {
+            match meta_str(&new, "namespace") {
+                Some(n) if !n.is_empty() && n != ns_key => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ))
+                }
+                _ => set_meta(&mut new, "namespace", json!(ns_key)),
+            }
+        }
+        match meta_str(&new, "resourceVersion") {
+            Some(rv) if !rv.is_empty() && Some(rv) != meta_str(&old, "resourceVersion") => {
+                return Err(ApiError::conflict(info.gr(), name));
+            }
+            _ => {}
+        }
+        // Subresource rules, as the registries' PrepareForUpdate implement them.
+        match subresource {
+            Some("status") => {
+                let status = new.get("status").cloned();
+                let mut merged = old.clone();
+                match status {
+                    Some(s) => merged["status"] = s,
+                    None => {
+                        merged.as_object_mut().map(|o| o.remove("status"));
+                    }
+                }
+                // Labels/annotations may change through status writes; spec may not.
+                for f in ["labels", "annotations"] {
+                    match new.pointer(&format!("/metadata/{f}")) {
+                        Some(v) => merged["metadata"][f] = v.clone(),
+                        None => {
+                            merged["metadata"].as_object_mut().map(|m| m.remove(f));
+                        }
+                    }
+                }
+                new = merged;
+            }
+            _ if info.has("status") => match old.get("status") {
+                Some(s) => new["status"] = s.clone(),
+                None => {
+                    new.as_object_mut().map(|o| o.remove("status"));
+                }
+            },
+            _ => {}
+        }
+        // Identity fields come from storage whatever the client sent.
+        for f in ["uid", "creationTimestamp", "generation", "resourceVersion"] {
+            match old.pointer(&format!("/metadata/{f}")) {
+                Some(v) => set_meta(&mut new, f, v.clone()),
+                None => {
+                    new["metadata"].as_object_mut().map(|m| m.remove(f));
+                }
+            }
+        }
+        // managedFields: absent or unchanged in the request means "keep the stored ones".
+        let requested_mf = new.pointer("/metadata/managedFields").cloned();
+        let stored_mf = old.pointer("/metadata/managedFields").cloned();
+        if requested_mf.is_none() || requested_mf == stored_mf {
+            match stored_mf {
+                Some(mf) => set_meta(&mut new, "managedFields", mf),
+                None => {
+                    new["metadata"]
+                        .as_object_mut()
+                        .map(|m| m.remove("managedFields"));
+                }
+            }
+        }
+        crate::sim::defaults::apply(&info.api_version(), &info.kind, &mut new);
+        validate_object(info, name, &new)?;
+        if tracks_generation(info) && spec_part(&new) != spec_part(&old) {
+            let gen = old
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            set_meta(&mut new, "generation", json!(gen + 1));
+        }
+        fields::record(
+            &info.kind,
+            Some(&old),
+            &mut new,
+            &fields::Write {
+                manager: &ctx.manager,
+                subresource,
+                api_version: &info.api_version(),
+                time: &now_rfc3339(),
+            },
+        );
+        if comparable(&new) == comparable(&old) || ctx.dry_run {
+            if ctx.dry_run {
+                return Ok(Self::output(info, new));
+            }
+            return Ok(old_out);
+        }
+        let stored = g.commit(&self.tx, info, key, Some(new), "MODIFIED");
+        if info.kind == "CustomResourceDefinition" && !info.custom {
+            g.refresh_crds();
+        }
+        Ok(Self::output(info, stored))
+    }
+
+    /// Deletes an object immediately and, like the garbage collector with background
+    /// propagation, its dependents (ownerReferences) and a namespace's contents.
+    pub fn delete(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        precondition_rv: Option<&str>,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        if info.kind == "Namespace"
+            && !info.custom
+            && ["default", "kube-system", "kube-public"].contains(&name)
+        {
+            return Err(ApiError {
+                details: Some(json!({"name": name, "kind": "namespaces"})),
+                ..ApiError::new(
+                    403,
+                    "Forbidden",
+                    format!(
+                        "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
+                    ),
+                )
+            });
+        }
+        let ns_key = if info.namespaced {
+            ns.unwrap_or("")
+        } else {
+            ""
+        };
+        let key = (ns_key.to_string(), name.to_string());
+        let mut g = self.lock();
+        let old = g
+            .objects
+            .get(&info.storage_key())
+            .and_then(|m| m.get(&key))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(info.gr(), name))?;
+        if let Some(rv) = precondition_rv.filter(|rv| !rv.is_empty()) {
+            if Some(rv) != meta_str(&old, "resourceVersion") {
+                return Err(ApiError::conflict(info.gr(), name));
+            }
+        }
+        if dry_run {
+            return Ok(Self::output(info, old));
+        }
+        let deleted = g.commit(&self.tx, info, key, None, "DELETED");
+        g.cascade(&self.tx, info, &deleted);
+        if info.kind == "CustomResourceDefinition" && !info.custom {
+            g.refresh_crds();
+        }
+        Ok(Self::output(info, deleted))
+    }
+
+    /// Every stored object of a type (all namespaces), for the controller.
+    pub fn all(&self, info: &ResourceInfo) -> Vec<Value> {
+        let g = self.lock();
+        g.objects
+            .get(&info.storage_key())
+            .map(|m| m.values().map(|o| Self::output(info, o.clone())).collect())
+            .unwrap_or_default()
+    }
+}
+
+fn key_of_last(items: &[Value]) -> String {
+    items
+        .last()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                meta_str(o, "namespace").unwrap_or(""),
+                meta_str(o, "name").unwrap_or("")
+            )
+        })
+        .unwrap_or_default()
+}
+
+fn check_type(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    if let Some(av) = obj.get("apiVersion").and_then(Value::as_str) {
+        let group = crate::k8s::kinds::split_api_version(av).0;
+        if group != info.group {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({av}) does not match the expected API version ({})",
+                info.api_version()
+            )));
+        }
+    }
+    if let Some(kind) = obj.get("kind").and_then(Value::as_str) {
+        if kind != info.kind {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({kind}) does not match the expected kind ({})",
+                info.kind
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Inner {
+    fn get(&self, info: &ResourceInfo, ns: Option<&str>, name: &str) -> Option<&Value> {
+        let ns = if info.namespaced {
+            ns.unwrap_or("")
+        } else {
+            ""
+        };
+        self.objects
+            .get(&info.storage_key())?
+            .get(&(ns.to_string(), name.to_string()))
+    }
+
+    fn trim(&mut self) {
+        while self.history.len() > self.history_limit {
+            if let Some(c) = self.history.pop_front() {
+                self.window_start = c.rv;
+            }
+        }
+    }
+
+    /// Stores (or removes, when `obj` is None) under a new resourceVersion and notifies watchers.
+    fn commit(
+        &mut self,
+        tx: &broadcast::Sender<Notice>,
+        info: &ResourceInfo,
+        key: Key,
+        obj: Option<Value>,
+        kind: &'static str,
+    ) -> Value {
+        self.rv += 1;
+        let rv = self.rv;
+        let map = self.objects.entry(info.storage_key()).or_default();
+        let prev = map.get(&key).cloned();
+        let mut object = match obj {
+            Some(o) => o,
+            None => {
+                map.remove(&key);
+                prev.clone().unwrap_or(Value::Null)
+            }
+        };
+        object["apiVersion"] = json!(info.api_version());
+        object["kind"] = json!(info.kind);
+        set_meta(&mut object, "resourceVersion", json!(rv.to_string()));
+        if kind != "DELETED" {
+            map.insert(key.clone(), object.clone());
+        }
+        let change = Arc::new(Change {
+            rv,
+            kind,
+            group: info.group.clone(),
+            plural: info.plural.clone(),
+            namespace: key.0,
+            object: object.clone(),
+            prev,
+        });
+        self.history.push_back(change.clone());
+        self.trim();
+        let _ = tx.send(Notice::Change(change));
+        object
+    }
+
+    /// The objects of a type as they were at `rv`, undoing later history.
+    fn snapshot(&self, info: &ResourceInfo, rv: u64) -> Objects {
+        let mut objects = self
+            .objects
+            .get(&info.storage_key())
+            .cloned()
+            .unwrap_or_default();
+        for c in self.history.iter().rev().take_while(|c| c.rv > rv) {
+            if c.group != info.group || c.plural != info.plural {
+                continue;
+            }
+            let key = (
+                c.namespace.clone(),
+                meta_str(&c.object, "name").unwrap_or("").to_string(),
+            );
+            match &c.prev {
+                Some(p) => {
+                    objects.insert(key, p.clone());
+                }
+                None => {
+                    objects.remove(&key);
+                }
+            }
+        }
+        objects
+    }
+
+    fn cascade(&mut self, tx: &broadcast::Sender<Notice>, info: &ResourceInfo, deleted: &Value) {
+        let uid = meta_str(deleted, "uid").unwrap_or("").to_string();
+        let ns_deleted = info.kind == "Namespace" && !info.custom;
+        let crd = (info.kind == "CustomResourceDefinition" && !info.custom).then(|| {
+            (
+                deleted
+                    .pointer("/spec/group")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                deleted
+                    .pointer("/spec/names/plural")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        });
+        let name = meta_str(deleted, "name").unwrap_or("").to_string();
+        let mut doomed = Vec::new();
+        for t in &self.types {
+            let Some(map) = self.objects.get(&t.storage_key()) else {
+                continue;
+            };
+            for (key, obj) in map {
+                let owned = obj
+                    .pointer("/metadata/ownerReferences")
+                    .and_then(Value::as_array)
+                    .is_some_and(|refs| {
+                        refs.iter()
+                            .any(|r| r.get("uid").and_then(Value::as_str) == Some(&uid))
+                    });
+                let in_ns = ns_deleted && t.namespaced && key.0 == name;
+                let of_crd = crd
+                    .as_ref()
+                    .is_some_and(|(g, p)| *g == t.group && *p == t.plural);
+                if owned || in_ns || of_crd {
+                    doomed.push((t.clone(), key.clone()));
+                }
+            }
+        }
+        doomed.dedup_by(|a, b| a.0.storage_key() == b.0.storage_key() && a.1 == b.1);
+        for (t, key) in doomed {
+            let exists = self
+                .objects
+                .get(&t.storage_key())
+                .is_some_and(|m| m.contains_key(&key));
+            if exists {
+                let gone = self.commit(tx, &t, key, None, "DELETED");
+                self.cascade(tx, &t, &gone);
+            }
+        }
+    }
+
+    fn refresh_crds(&mut self) {
+        let mut types = builtin_types();
+        let crds: Vec<Value> = self
+            .objects
+            .get(&(
+                "apiextensions.k8s.io".to_string(),
+                "customresourcedefinitions".to_string(),
+            ))
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default();
+        for crd in &crds {
+            types.extend(crd_types(crd));
+        }
+        self.types = types;
+    }
+}
+
+/// Builds a `Scale` (autoscaling/v1) view of a workload.
+pub fn scale_of(obj: &Value) -> Value {
+    let md = &obj["metadata"];
+    let selector = obj
+        .pointer("/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    let mut meta = Map::new();
+    for f in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(v) = md.get(f) {
+            meta.insert(f.into(), v.clone());
+        }
+    }
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": meta,
+        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(1))},
+        "status": {
+            "replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)),
+            "selector": selector,
+        },
+    })
+}

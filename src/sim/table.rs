@@ -1,0 +1,219 @@
+//! `meta.k8s.io/v1` Table responses for `kubectl get`'s default output, with the columns
+//! kube-apiserver's printers use for the common kinds and NAME/AGE otherwise.
+
+use serde_json::{json, Value};
+
+/// kubectl's `HumanDuration`-style age (`45s`, `3m20s`, `2h`, `5d`).
+pub fn human_age(created: Option<&str>) -> String {
+    let Some(ts) = created.and_then(|c| c.parse::<jiff::Timestamp>().ok()) else {
+        return "<unknown>".into();
+    };
+    let secs = (jiff::Timestamp::now().as_second() - ts.as_second()).max(0);
+    let (m, h, d) = (secs / 60, secs / 3600, secs / 86400);
+    if secs < 120 {
+        format!("{secs}s")
+    } else if m < 10 {
+        format!("{m}m{}s", secs % 60)
+    } else if h < 3 {
+        format!("{m}m")
+    } else if h < 8 {
+        format!("{h}h{}m", m % 60)
+    } else if h < 48 {
+        format!("{h}h")
+    } else {
+        format!("{d}d")
+    }
+}
+
+fn col(name: &str, ty: &str, format: &str) -> Value {
+    json!({"name": name, "type": ty, "format": format, "description": "", "priority": 0})
+}
+
+fn i(obj: &Value, ptr: &str) -> i64 {
+    obj.pointer(ptr).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn s<'a>(obj: &'a Value, ptr: &str) -> &'a str {
+    obj.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+fn len(obj: &Value, ptr: &str) -> usize {
+    match obj.pointer(ptr) {
+        Some(Value::Object(m)) => m.len(),
+        Some(Value::Array(a)) => a.len(),
+        _ => 0,
+    }
+}
+
+fn columns_and_cells(kind: &str, obj: &Value) -> (Vec<Value>, Vec<Value>) {
+    let name = json!(s(obj, "/metadata/name"));
+    let age = json!(human_age(
+        obj.pointer("/metadata/creationTimestamp")
+            .and_then(Value::as_str)
+    ));
+    match kind {
+        "Deployment" => (
+            vec![
+                col("Name", "string", "name"),
+                col("Ready", "string", ""),
+                col("Up-to-date", "string", ""),
+                col("Available", "string", ""),
+                col("Age", "string", ""),
+            ],
+            vec![
+                name,
+                json!(format!(
+                    "{}/{}",
+                    i(obj, "/status/readyReplicas"),
+                    i(obj, "/spec/replicas")
+                )),
+                json!(i(obj, "/status/updatedReplicas")),
+                json!(i(obj, "/status/availableReplicas")),
+                age,
+            ],
+        ),
+        "ReplicaSet" => (
+            vec![
+                col("Name", "string", "name"),
+                col("Desired", "integer", ""),
+                col("Current", "integer", ""),
+                col("Ready", "integer", ""),
+                col("Age", "string", ""),
+            ],
+            vec![
+                name,
+                json!(i(obj, "/spec/replicas")),
+                json!(i(obj, "/status/replicas")),
+                json!(i(obj, "/status/readyReplicas")),
+                age,
+            ],
+        ),
+        "Pod" => {
+            let statuses = obj
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array);
+            let total = len(obj, "/spec/containers");
+            let ready = statuses
+                .map(|a| a.iter().filter(|c| c["ready"] == json!(true)).count())
+                .unwrap_or(0);
+            let restarts: i64 = statuses
+                .map(|a| a.iter().map(|c| i(c, "/restartCount")).sum())
+                .unwrap_or(0);
+            (
+                vec![
+                    col("Name", "string", "name"),
+                    col("Ready", "string", ""),
+                    col("Status", "string", ""),
+                    col("Restarts", "string", ""),
+                    col("Age", "string", ""),
+                ],
+                vec![
+                    name,
+                    json!(format!("{ready}/{total}")),
+                    json!(s(obj, "/status/phase")),
+                    json!(restarts.to_string()),
+                    age,
+                ],
+            )
+        }
+        "Service" => {
+            let ports: Vec<String> = obj
+                .pointer("/spec/ports")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|p| {
+                            format!(
+                                "{}/{}",
+                                i(p, "/port"),
+                                p.get("protocol").and_then(Value::as_str).unwrap_or("TCP")
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let ports = if ports.is_empty() {
+                "<none>".to_string()
+            } else {
+                ports.join(",")
+            };
+            (
+                vec![
+                    col("Name", "string", "name"),
+                    col("Type", "string", ""),
+                    col("Cluster-IP", "string", ""),
+                    col("External-IP", "string", ""),
+                    col("Port(s)", "string", ""),
+                    col("Age", "string", ""),
+                ],
+                vec![
+                    name,
+                    json!(s(obj, "/spec/type")),
+                    json!(s(obj, "/spec/clusterIP")),
+                    json!("<none>"),
+                    json!(ports),
+                    age,
+                ],
+            )
+        }
+        "ConfigMap" => (
+            vec![
+                col("Name", "string", "name"),
+                col("Data", "integer", ""),
+                col("Age", "string", ""),
+            ],
+            vec![
+                name,
+                json!(len(obj, "/data") + len(obj, "/binaryData")),
+                age,
+            ],
+        ),
+        "Secret" => (
+            vec![
+                col("Name", "string", "name"),
+                col("Type", "string", ""),
+                col("Data", "integer", ""),
+                col("Age", "string", ""),
+            ],
+            vec![name, json!(s(obj, "/type")), json!(len(obj, "/data")), age],
+        ),
+        "Namespace" => (
+            vec![
+                col("Name", "string", "name"),
+                col("Status", "string", ""),
+                col("Age", "string", ""),
+            ],
+            vec![name, json!(s(obj, "/status/phase")), age],
+        ),
+        _ => (
+            vec![col("Name", "string", "name"), col("Age", "string", "")],
+            vec![name, age],
+        ),
+    }
+}
+
+/// Wraps objects (from a list or a single get) in a Table. `include` is the
+/// `includeObject` query parameter: `None`, `Object` or (default) `Metadata`.
+pub fn table(kind: &str, items: &[Value], list_meta: Value, include: &str) -> Value {
+    let mut columns = columns_and_cells(kind, &json!({})).0;
+    let rows: Vec<Value> = items
+        .iter()
+        .map(|o| {
+            let (cols, cells) = columns_and_cells(kind, o);
+            columns = cols;
+            let object = match include {
+                "None" => Value::Null,
+                "Object" => o.clone(),
+                _ => json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"].clone()}),
+            };
+            json!({"cells": cells, "object": object})
+        })
+        .collect();
+    json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta,
+        "columnDefinitions": columns,
+        "rows": rows,
+    })
+}

@@ -1,0 +1,113 @@
+//! Schema migrations: an append-only list of SQL steps, `PRAGMA user_version` = steps applied.
+//!
+//! Never edit a released step; add a new one. A database whose version is higher than the
+//! number of steps here was written by a newer driftd and is refused rather than misread.
+
+use super::StoreError;
+use rusqlite::{Connection, TransactionBehavior};
+
+/// Forward migrations, applied in order. Namespaces are stored as `''` for cluster-scoped
+/// objects so they take part in primary keys and unique indexes (SQL NULLs never collide).
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // 1: initial schema.
+    r#"
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value BLOB NOT NULL
+    );
+    CREATE TABLE sources (
+        id         INTEGER PRIMARY KEY,
+        name       TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE revisions (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        source_id    INTEGER NOT NULL REFERENCES sources(id),
+        author       TEXT NOT NULL,
+        message      TEXT NOT NULL,
+        committed_at TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        object_count INTEGER NOT NULL
+    );
+    CREATE INDEX revisions_by_source ON revisions(source_id, id);
+    CREATE TABLE revision_objects (
+        revision_id     INTEGER NOT NULL REFERENCES revisions(id),
+        grp             TEXT NOT NULL,
+        kind            TEXT NOT NULL,
+        namespace       TEXT NOT NULL,
+        name            TEXT NOT NULL,
+        api_version     TEXT NOT NULL,
+        body            TEXT NOT NULL,
+        origin_file     TEXT NOT NULL,
+        origin_document INTEGER NOT NULL,
+        PRIMARY KEY (revision_id, grp, kind, namespace, name)
+    ) WITHOUT ROWID;
+    CREATE INDEX revision_objects_by_key ON revision_objects(grp, kind, namespace, name);
+    CREATE TABLE episodes (
+        id          INTEGER PRIMARY KEY,
+        grp         TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        namespace   TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        source      TEXT NOT NULL,
+        class       TEXT NOT NULL,
+        first_seen  TEXT NOT NULL,
+        last_seen   TEXT NOT NULL,
+        resolved_at TEXT,
+        paths       TEXT NOT NULL
+    );
+    -- At most one open episode per object.
+    CREATE UNIQUE INDEX episodes_open ON episodes(grp, kind, namespace, name)
+        WHERE resolved_at IS NULL;
+    "#,
+];
+
+/// The schema version this binary writes.
+pub(crate) fn current_version() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
+fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |row| row.get(0))
+}
+
+/// Brings the schema up to date and creates the installation key, in one transaction.
+///
+/// Does not write when the database is already current, so opening a database only to read
+/// it (or to be refused a commit) leaves the file untouched.
+pub(crate) fn migrate(conn: &mut Connection, path: &str) -> Result<(), StoreError> {
+    let supported = current_version();
+    let found = user_version(conn)?;
+    if found > supported {
+        return Err(too_new(path, found, supported));
+    }
+    if found == supported {
+        return Ok(());
+    }
+    // IMMEDIATE: take the write lock before reading the version again, so two processes
+    // opening a fresh database at once do not both run step 1.
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found = user_version(&tx)?;
+    if found > supported {
+        return Err(too_new(path, found, supported));
+    }
+    for step in &MIGRATIONS[found as usize..] {
+        tx.execute_batch(step)?;
+    }
+    // PRAGMA cannot take bound parameters; the value is our own integer.
+    tx.execute_batch(&format!("PRAGMA user_version = {supported}"))?;
+    let key: [u8; 32] = rand::random();
+    tx.execute(
+        "INSERT OR IGNORE INTO meta (key, value) VALUES ('installation_key', ?1)",
+        [&key[..]],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
+fn too_new(path: &str, found: i64, supported: i64) -> StoreError {
+    StoreError::Schema(format!(
+        "database {path} has schema version {found}, but this driftd only knows versions up to \
+         {supported}: it was written by a newer driftd; upgrade driftd to use it"
+    ))
+}
