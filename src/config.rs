@@ -81,7 +81,10 @@ fn parse_kind(text: &str) -> Result<crate::watch::TypeKey, String> {
             }
         }
     };
-    if api_version.is_empty() || kind.is_empty() || !kind.starts_with(|c: char| c.is_ascii_uppercase()) {
+    if api_version.is_empty()
+        || kind.is_empty()
+        || !kind.starts_with(|c: char| c.is_ascii_uppercase())
+    {
         return Err(format!("`{text}` is not `Kind` or `apiVersion/Kind`"));
     }
     Ok(crate::watch::TypeKey { api_version, kind })
@@ -295,7 +298,11 @@ mod tests {
     #[test]
     fn unmanaged_kinds_resolve_to_watch_types() {
         let u = UnmanagedConfig {
-            kinds: vec!["Deployment".into(), "example.com/v1/Widget".into(), "v1/ConfigMap".into()],
+            kinds: vec![
+                "Deployment".into(),
+                "example.com/v1/Widget".into(),
+                "v1/ConfigMap".into(),
+            ],
             namespaces: vec![],
         };
         let keys = u.type_keys().unwrap();
