@@ -367,9 +367,9 @@ async fn route(
                 "status": "Success", "details": details}),
             ))
         }
-        _ => Err(ApiError::method_not_allowed(format!(
-            "the server does not allow this method on the requested resource"
-        ))),
+        _ => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
     }
 }
 
@@ -418,7 +418,11 @@ impl PatchType {
             "application/json-patch+json" => Ok(PatchType::Json),
             // Custom resources have no Go struct to read merge keys from, so kube-apiserver
             // refuses strategic merge patches for them with 415.
-            "application/strategic-merge-patch+json" if !info.custom => Ok(PatchType::Strategic),
+            "application/strategic-merge-patch+json"
+                if !info.custom && super::smp::supported(&info.api_version(), &info.kind) =>
+            {
+                Ok(PatchType::Strategic)
+            }
             _ => Err(ApiError::new(
                 415,
                 "UnsupportedMediaType",

@@ -146,12 +146,14 @@ pub fn now_rfc3339() -> String {
 fn new_uid() -> String {
     let b: [u8; 16] = rand::rng().random();
     let h = hex::encode(b);
+    // RFC 4122 version 4 layout, like the UUIDs kube-apiserver assigns.
+    let variant = ["8", "9", "a", "b"][usize::from(b[8] & 3)];
     format!(
-        "{}-{}-4{}-{}-{}",
+        "{}-{}-4{}-{variant}{}-{}",
         &h[0..8],
         &h[8..12],
         &h[13..16],
-        &h[16..20],
+        &h[17..20],
         &h[20..32]
     )
 }
@@ -717,7 +719,8 @@ impl Store {
                 md.remove(f);
             }
         }
-        if info.has("status") && !info.custom || info.custom && info.has("status") {
+        // Status is the controllers' to write: create resets it (registries' PrepareForCreate).
+        if info.has("status") {
             if let Some(o) = obj.as_object_mut() {
                 o.remove("status");
             }
@@ -739,7 +742,8 @@ impl Store {
             }
             _ => {}
         }
-        crate::sim::defaults::apply(&info.api_version(), &info.kind, &mut obj);
+        let mut alloc = Allocations::of(&self.lock());
+        crate::sim::defaults::apply_with(&mut alloc, &info.api_version(), &info.kind, &mut obj);
         validate_object(info, &name, &obj)?;
         let now = now_rfc3339();
         set_meta(&mut obj, "uid", json!(new_uid()));
@@ -947,7 +951,14 @@ impl Store {
                 }
             }
         }
-        crate::sim::defaults::apply(&info.api_version(), &info.kind, &mut new);
+        let mut alloc = Allocations::of(&g);
+        crate::sim::defaults::apply_update(
+            &mut alloc,
+            &info.api_version(),
+            &info.kind,
+            &old,
+            &mut new,
+        );
         validate_object(info, name, &new)?;
         if tracks_generation(info) && spec_part(&new) != spec_part(&old) {
             let gen = old
@@ -1076,6 +1087,62 @@ fn check_type(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
         }
     }
     Ok(())
+}
+
+/// ClusterIPs and NodePorts handed out at random among those no Service holds yet, as
+/// kube-apiserver's allocators do.
+struct Allocations {
+    ips: std::collections::HashSet<String>,
+    ports: std::collections::HashSet<u64>,
+}
+
+impl Allocations {
+    fn of(g: &Inner) -> Allocations {
+        let mut a = Allocations {
+            ips: Default::default(),
+            ports: Default::default(),
+        };
+        let services = g.objects.get(&(String::new(), "services".to_string()));
+        for svc in services.into_iter().flat_map(|m| m.values()) {
+            if let Some(ips) = svc.pointer("/spec/clusterIPs").and_then(Value::as_array) {
+                a.ips
+                    .extend(ips.iter().filter_map(Value::as_str).map(str::to_string));
+            }
+            if let Some(ports) = svc.pointer("/spec/ports").and_then(Value::as_array) {
+                a.ports
+                    .extend(ports.iter().filter_map(|p| p.get("nodePort")?.as_u64()));
+            }
+        }
+        a
+    }
+}
+
+impl crate::sim::defaults::Allocator for Allocations {
+    fn cluster_ip(&mut self) -> Option<String> {
+        // 10.96.0.0/12, skipping .0 and the first address (kubernetes.default).
+        let mut r = rand::rng();
+        for _ in 0..10_000 {
+            let off: u32 = r.random_range(2..(1 << 20) - 1);
+            let ip = std::net::Ipv4Addr::from(u32::from_be_bytes([10, 96, 0, 0]) + off).to_string();
+            if self.ips.insert(ip.clone()) {
+                return Some(ip);
+            }
+        }
+        None
+    }
+    fn node_port(&mut self) -> Option<u16> {
+        let mut r = rand::rng();
+        for _ in 0..10_000 {
+            let p: u16 = r.random_range(30000..=32767);
+            if self.ports.insert(u64::from(p)) {
+                return Some(p);
+            }
+        }
+        None
+    }
+    fn uid(&mut self) -> String {
+        new_uid()
+    }
 }
 
 impl Inner {
