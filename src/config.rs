@@ -35,6 +35,11 @@ pub struct Config {
     pub metrics: MetricsConfig,
     pub events: EventsConfig,
     pub unmanaged: UnmanagedConfig,
+    /// `[[ignore]]` rules: differences a team decided are not drift.
+    pub ignore: Vec<crate::diff::IgnoreRule>,
+    /// `[[controller_managers]]`: field managers whose fields in live `managedFields` are
+    /// never drift (controllers acting by design). Setting any replaces the default list.
+    pub controller_managers: Vec<crate::diff::ManagerMatch>,
 }
 
 /// `[unmanaged]`: opt-in coverage. Live objects of these kinds in these namespaces that no
@@ -119,6 +124,8 @@ impl Default for Config {
             metrics: MetricsConfig::default(),
             events: EventsConfig::default(),
             unmanaged: UnmanagedConfig::default(),
+            ignore: Vec::new(),
+            controller_managers: crate::diff::ClusterFacts::default().controller_managers,
         }
     }
 }
@@ -225,6 +232,23 @@ impl Config {
         if self.desired_poll_millis == 0 || self.desired_poll_millis > 60_000 {
             return Err(bad("desired_poll_millis", "must be between 1 and 60000"));
         }
+        if let Err(err) = crate::diff::RuleSet::new(self.ignore.clone()) {
+            return Err(ConfigError {
+                origin: origin.into(),
+                key: format!("{}.{}", err.rule, err.field),
+                reason: err.message,
+            });
+        }
+        if let Some(i) = self
+            .controller_managers
+            .iter()
+            .position(|m| m.manager.is_empty())
+        {
+            return Err(bad(
+                &format!("controller_managers[{i}].manager"),
+                "must not be empty",
+            ));
+        }
         if let Err(reason) = self.unmanaged.type_keys() {
             return Err(bad("unmanaged.kinds", &reason));
         }
@@ -232,6 +256,11 @@ impl Config {
             return Err(bad("events.reporting_controller", "must not be empty"));
         }
         Ok(())
+    }
+
+    /// The ignore rules, compiled (validated at load, so this cannot fail afterwards).
+    pub fn rule_set(&self) -> crate::diff::RuleSet {
+        crate::diff::RuleSet::new(self.ignore.clone()).expect("rules were validated at load")
     }
 
     pub fn settle(&self) -> Duration {
@@ -328,6 +357,11 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(err.key, "settle_seconds");
+
+        let f = file("[[ignore]]\nkind = \"Deployment\"\npointers = [\"spec/replicas\"]\n");
+        let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+        assert!(err.key.starts_with("ignore[0]"), "{err}");
+        assert!(err.to_string().contains("pointers"), "{err}");
 
         let f = file("[unmanaged]\nkinds = [\"Widget\"]\n");
         let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
