@@ -351,7 +351,15 @@ regarding: {apiVersion: apps/v1, kind: Deployment, name: web, namespace: default
     );
     sim.kubectl(&["create", "-f", &ev]);
     let listed = sim.kubectl(&["get", "events.v1.events.k8s.io"]);
-    assert!(listed.contains("web.1"), "{listed}");
+    let header: Vec<&str> = listed.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    );
+    assert!(
+        listed.contains("Drifted") && listed.contains("deployment/web"),
+        "{listed}"
+    );
     let got = sim.kubectl_json(&["get", "events.v1.events.k8s.io", "web.1"]);
     assert_eq!(got["reason"], "Drifted");
     // kube-runtime's Recorder bumps a series with a merge patch.
@@ -366,6 +374,32 @@ regarding: {apiVersion: apps/v1, kind: Deployment, name: web, namespace: default
     ]);
     let got = sim.kubectl_json(&["get", "events.v1.events.k8s.io", "web.1"]);
     assert_eq!(got["series"]["count"], 2);
+
+    // One storage, two shapes: the same Event read through core v1.
+    let core = sim.kubectl_json(&["get", "events", "web.1"]);
+    assert_eq!(core["apiVersion"], "v1");
+    assert_eq!(core["involvedObject"]["kind"], "Deployment");
+    assert_eq!(core["message"], "live object differs from desired state");
+    assert_eq!(core["reportingComponent"], "driftd");
+
+    // The controllers report their work as Events, which `kubectl describe` finds.
+    let file = sim.file("web.yaml", WEB);
+    sim.kubectl(&["create", "-f", &file]);
+    let described = wait_for("ScalingReplicaSet event", T, || {
+        let out = sim.kubectl(&["describe", "deployment", "web"]);
+        out.contains("ScalingReplicaSet").then_some(out)
+    });
+    assert!(
+        described.contains("Scaled up replica set web-"),
+        "{described}"
+    );
+    let rs_events = sim.kubectl(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.kind=ReplicaSet,reason=SuccessfulCreate",
+    ]);
+    assert!(rs_events.contains("Created pod: web-"), "{rs_events}");
 }
 
 #[test]

@@ -46,8 +46,29 @@ impl ResourceInfo {
     pub fn has(&self, sub: &str) -> bool {
         self.subresources.iter().any(|s| s == sub)
     }
-    fn storage_key(&self) -> (String, String) {
+    /// Where objects of this type live: events.k8s.io Events share core Events' storage,
+    /// as in kube-apiserver.
+    pub fn storage_key(&self) -> (String, String) {
+        if self.is_new_event() {
+            return (String::new(), "events".into());
+        }
         (self.group.clone(), self.plural.clone())
+    }
+    fn is_new_event(&self) -> bool {
+        self.group == "events.k8s.io" && self.plural == "events"
+    }
+    /// Whether a change concerns this type's storage.
+    pub fn sees(&self, c: &Change) -> bool {
+        let (g, p) = self.storage_key();
+        c.group == g && c.plural == p
+    }
+    /// Converts a request body to the storage shape.
+    fn to_storage(&self, obj: Value) -> Value {
+        if self.is_new_event() {
+            super::events::to_core(&obj)
+        } else {
+            obj
+        }
     }
 }
 
@@ -515,10 +536,21 @@ impl Store {
         let _ = self.tx.send(Notice::CloseWatches);
     }
 
-    fn output(info: &ResourceInfo, mut obj: Value) -> Value {
-        // One storage per group/resource; the object reads as the version it was asked for.
+    /// A stored object as served through `info` (its apiVersion, and the events.k8s.io shape
+    /// for Events read through that group).
+    pub fn render(info: &ResourceInfo, obj: &Value) -> Value {
+        let mut obj = if info.is_new_event() {
+            super::events::from_core(obj)
+        } else {
+            obj.clone()
+        };
         obj["apiVersion"] = json!(info.api_version());
+        obj["kind"] = json!(info.kind);
         obj
+    }
+
+    fn output(info: &ResourceInfo, obj: Value) -> Value {
+        Self::render(info, &obj)
     }
 
     pub fn get(
@@ -599,8 +631,9 @@ impl Store {
                     continue;
                 }
             }
+            let obj = Self::render(info, obj);
             if !p.labels.matches_labels(obj.pointer("/metadata/labels"))
-                || !p.fields.matches_fields(obj)
+                || !p.fields.matches_fields(&obj)
             {
                 continue;
             }
@@ -608,7 +641,7 @@ impl Store {
                 next = Some(key_of_last(&items));
                 break;
             }
-            items.push(Self::output(info, obj.clone()));
+            items.push(obj);
         }
         let mut metadata = json!({"resourceVersion": snapshot_rv.to_string()});
         if let Some(last) = next {
@@ -656,7 +689,7 @@ impl Store {
                 }
                 g.history
                     .iter()
-                    .filter(|c| c.rv > rv && c.group == info.group && c.plural == info.plural)
+                    .filter(|c| c.rv > rv && info.sees(c))
                     .filter(|c| in_ns(&c.namespace))
                     .map(|c| (c.kind, Self::output(info, c.object.clone()), c.rv))
                     .collect()
@@ -674,7 +707,7 @@ impl Store {
         &self,
         info: &ResourceInfo,
         ns: Option<&str>,
-        mut obj: Value,
+        obj: Value,
         ctx: &WriteCtx,
     ) -> Result<Value, ApiError> {
         if !obj.is_object() {
@@ -683,6 +716,7 @@ impl Store {
             ));
         }
         check_type(info, &obj)?;
+        let mut obj = info.to_storage(obj);
         if !obj.get("metadata").is_some_and(Value::is_object) {
             obj["metadata"] = json!({});
         }
@@ -864,13 +898,14 @@ impl Store {
             .cloned()
             .ok_or_else(|| ApiError::not_found(info.gr(), name))?;
         let old_out = Self::output(info, old.clone());
-        let mut new = f(&old_out)?;
+        let new = f(&old_out)?;
         if !new.is_object() {
             return Err(ApiError::bad_request(
                 "the body of the request must be a JSON object",
             ));
         }
         check_type(info, &new)?;
+        let mut new = info.to_storage(new);
         if !new.get("metadata").is_some_and(Value::is_object) {
             new["metadata"] = json!({});
         }
@@ -1191,11 +1226,12 @@ impl Inner {
         if kind != "DELETED" {
             map.insert(key.clone(), object.clone());
         }
+        let (group, plural) = info.storage_key();
         let change = Arc::new(Change {
             rv,
             kind,
-            group: info.group.clone(),
-            plural: info.plural.clone(),
+            group,
+            plural,
             namespace: key.0,
             object: object.clone(),
             prev,
@@ -1214,7 +1250,7 @@ impl Inner {
             .cloned()
             .unwrap_or_default();
         for c in self.history.iter().rev().take_while(|c| c.rv > rv) {
-            if c.group != info.group || c.plural != info.plural {
+            if !info.sees(c) {
                 continue;
             }
             let key = (
