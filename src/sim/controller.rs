@@ -70,7 +70,10 @@ fn controller_owner<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
     obj.pointer("/metadata/ownerReferences")?
         .as_array()?
         .iter()
-        .find(|r| r.get("kind").and_then(Value::as_str) == Some(kind) && r.get("controller") == Some(&json!(true)))
+        .find(|r| {
+            r.get("kind").and_then(Value::as_str) == Some(kind)
+                && r.get("controller") == Some(&json!(true))
+        })
 }
 
 /// Maps a change to the Deployment it concerns, if any.
@@ -123,7 +126,10 @@ fn owned_by(objs: Vec<Value>, ns: &str, uid: &str) -> Vec<Value> {
         .filter(|o| {
             o.pointer("/metadata/ownerReferences")
                 .and_then(Value::as_array)
-                .is_some_and(|refs| refs.iter().any(|r| r.get("uid").and_then(Value::as_str) == Some(uid)))
+                .is_some_and(|refs| {
+                    refs.iter()
+                        .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
+                })
         })
         .collect()
 }
@@ -141,10 +147,18 @@ fn is_ready(pod: &Value) -> bool {
 }
 
 /// Keeps a condition's timestamps when nothing about it changed, so steady state writes nothing.
-fn condition(old: Option<&Value>, ty: &str, status: &str, reason: &str, message: &str, with_update: bool) -> Value {
-    let prev = old
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c.get("type").and_then(Value::as_str) == Some(ty)));
+fn condition(
+    old: Option<&Value>,
+    ty: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    with_update: bool,
+) -> Value {
+    let prev = old.and_then(Value::as_array).and_then(|cs| {
+        cs.iter()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some(ty))
+    });
     let same = prev.is_some_and(|p| {
         p.get("status").and_then(Value::as_str) == Some(status)
             && p.get("reason").and_then(Value::as_str) == Some(reason)
@@ -168,12 +182,19 @@ fn condition(old: Option<&Value>, ty: &str, status: &str, reason: &str, message:
 
 fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
     let ctx = WriteCtx::new(MANAGER);
-    let Ok(d) = store.get(&t.deploy, Some(ns), name) else { return };
+    let Ok(d) = store.get(&t.deploy, Some(ns), name) else {
+        return;
+    };
     let uid = meta(&d, "uid");
-    let Some(template) = d.pointer("/spec/template").cloned() else { return };
+    let Some(template) = d.pointer("/spec/template").cloned() else {
+        return;
+    };
     let hash = pod_template_hash(&template);
     let rs_name = format!("{name}-{hash}");
-    let replicas = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let replicas = d
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
     let owned = owned_by(store.all(&t.rs), ns, &uid);
     let max_rev = owned.iter().map(revision).max().unwrap_or(0);
     let current = owned.iter().find(|r| meta(r, "name") == rs_name).cloned();
@@ -234,7 +255,11 @@ fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
 
     // The revision annotation is an ordinary (main resource) update by the controller.
     let rev = revision(&new_rs).to_string();
-    if d.pointer("/metadata/annotations").and_then(|a| a.get(REVISION)).and_then(Value::as_str) != Some(&rev) {
+    if d.pointer("/metadata/annotations")
+        .and_then(|a| a.get(REVISION))
+        .and_then(Value::as_str)
+        != Some(&rev)
+    {
         let _ = store.write(&t.deploy, Some(ns), name, None, &ctx, |old| {
             let mut new = old.clone();
             new["metadata"]["annotations"][REVISION] = json!(rev);
@@ -255,7 +280,12 @@ fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
         if total.0 > total.1 {
             status["unavailableReplicas"] = json!(total.0 - total.1);
         }
-        for k in ["replicas", "updatedReplicas", "readyReplicas", "availableReplicas"] {
+        for k in [
+            "replicas",
+            "updatedReplicas",
+            "readyReplicas",
+            "availableReplicas",
+        ] {
             // Zero counts are omitted (omitempty), as on a real cluster.
             if status[k] == json!(0) {
                 status.as_object_mut().map(|s| s.remove(k));
@@ -263,12 +293,32 @@ fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
         }
         status["conditions"] = json!([
             if available {
-                condition(conds, "Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.", true)
+                condition(
+                    conds,
+                    "Available",
+                    "True",
+                    "MinimumReplicasAvailable",
+                    "Deployment has minimum availability.",
+                    true,
+                )
             } else {
-                condition(conds, "Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.", true)
+                condition(
+                    conds,
+                    "Available",
+                    "False",
+                    "MinimumReplicasUnavailable",
+                    "Deployment does not have minimum availability.",
+                    true,
+                )
             },
-            condition(conds, "Progressing", "True", "NewReplicaSetAvailable",
-                &format!("ReplicaSet \"{rs_name}\" has successfully progressed."), true),
+            condition(
+                conds,
+                "Progressing",
+                "True",
+                "NewReplicaSetAvailable",
+                &format!("ReplicaSet \"{rs_name}\" has successfully progressed."),
+                true
+            ),
         ]);
         new["status"] = status;
         Ok(new)
@@ -279,7 +329,10 @@ fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
 /// (pods, ready pods).
 fn reconcile_pods(store: &Store, t: &Types, ns: &str, rs: &Value) -> (i64, i64) {
     let ctx = WriteCtx::new(MANAGER);
-    let want = rs.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let want = rs
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
     let mut pods = owned_by(store.all(&t.pod), ns, &meta(rs, "uid"));
     pods.sort_by_key(|p| meta(p, "creationTimestamp"));
     while (pods.len() as i64) > want {
@@ -304,13 +357,22 @@ fn reconcile_pods(store: &Store, t: &Types, ns: &str, rs: &Value) -> (i64, i64) 
             pod["metadata"]["annotations"] = a.clone();
         }
         pod["spec"]["nodeName"] = json!("driftd-sim-node");
-        let Ok(created) = store.create(&t.pod, Some(ns), pod, &ctx) else { break };
+        let Ok(created) = store.create(&t.pod, Some(ns), pod, &ctx) else {
+            break;
+        };
         let running = store
-            .write(&t.pod, Some(ns), &meta(&created, "name"), Some("status"), &WriteCtx::new("kubelet"), |old| {
-                let mut new = old.clone();
-                new["status"] = running_status(old, pods.len());
-                Ok(new)
-            })
+            .write(
+                &t.pod,
+                Some(ns),
+                &meta(&created, "name"),
+                Some("status"),
+                &WriteCtx::new("kubelet"),
+                |old| {
+                    let mut new = old.clone();
+                    new["status"] = running_status(old, pods.len());
+                    Ok(new)
+                },
+            )
             .unwrap_or(created);
         pods.push(running);
     }
@@ -335,7 +397,11 @@ fn reconcile_pods(store: &Store, t: &Types, ns: &str, rs: &Value) -> (i64, i64) 
 /// What the kubelet reports for a started pod whose containers all run.
 fn running_status(pod: &Value, index: usize) -> Value {
     let now = now_rfc3339();
-    let containers = pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default();
+    let containers = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let statuses: Vec<Value> = containers
         .iter()
         .map(|c| {
@@ -355,8 +421,10 @@ fn running_status(pod: &Value, index: usize) -> Value {
         })
         .collect();
     let has_resources = containers.iter().any(|c| {
-        c.pointer("/resources/requests").is_some_and(|r| r.as_object().is_some_and(|m| !m.is_empty()))
-            || c.pointer("/resources/limits").is_some_and(|r| r.as_object().is_some_and(|m| !m.is_empty()))
+        c.pointer("/resources/requests")
+            .is_some_and(|r| r.as_object().is_some_and(|m| !m.is_empty()))
+            || c.pointer("/resources/limits")
+                .is_some_and(|r| r.as_object().is_some_and(|m| !m.is_empty()))
     });
     let cond = |ty: &str| json!({"type": ty, "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
     let ip = format!("10.244.0.{}", 10 + index % 240);

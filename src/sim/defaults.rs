@@ -439,10 +439,7 @@ fn pod(object: &mut Value, create: bool) {
     if create {
         // pod strategy PrepareForCreate: Pending with the computed QoS class.
         let qos = qos_class(spec);
-        m.insert(
-            "status".into(),
-            json!({"phase": "Pending", "qosClass": qos}),
-        );
+        initial_status(m, json!({"phase": "Pending", "qosClass": qos}));
     }
 }
 
@@ -936,7 +933,7 @@ fn namespace(object: &mut Value, old: Option<&Value>) {
                     }
                 }
             }
-            m.insert("status".into(), json!({"phase": "Active"}));
+            initial_status(m, json!({"phase": "Active"}));
         }
         Some(old) => {
             // PrepareForUpdate: finalizers and status only change through subresources.
@@ -1827,6 +1824,49 @@ mod tests {
             json!({"metadata": {"name": "c"}, "data": {"k": "v"}}),
         );
         assert_eq!(cm, json!({"metadata": {"name": "c"}, "data": {"k": "v"}}));
+    }
+
+    #[test]
+    fn reapplying_keeps_existing_status_and_is_idempotent() {
+        // The simulator also runs `apply` on updates: existing status must survive.
+        let n = defaulted(
+            "v1",
+            "Namespace",
+            json!({"metadata": {"name": "t"}, "spec": {"finalizers": ["kubernetes"]},
+                   "status": {"phase": "Terminating"}}),
+        );
+        assert_eq!(n["status"]["phase"], "Terminating");
+        let p = defaulted(
+            "v1",
+            "Pod",
+            json!({"metadata": {"name": "p"}, "spec": {"containers": []},
+                   "status": {"phase": "Running", "qosClass": "BestEffort"}}),
+        );
+        assert_eq!(p["status"]["phase"], "Running");
+        for (av, kind, obj) in [
+            (
+                "apps/v1",
+                "Deployment",
+                json!({"metadata": {"name": "d"}, "spec": {"template": container_template(json!([{"name": "a", "image": "a"}]))}}),
+            ),
+            (
+                "batch/v1",
+                "Job",
+                json!({"metadata": {"name": "j", "uid": "u1"}, "spec": {"template": {"spec": {}}}}),
+            ),
+            (
+                "v1",
+                "Service",
+                json!({"metadata": {"name": "s"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}}),
+            ),
+        ] {
+            let once = defaulted(av, kind, obj);
+            assert_eq!(
+                defaulted(av, kind, once.clone()),
+                once,
+                "{kind} defaults are idempotent"
+            );
+        }
     }
 
     #[test]
