@@ -748,14 +748,30 @@ fn service(alloc: &mut dyn Allocator, object: &mut Value, old: Option<&Value>) {
             || (svc_type == "LoadBalancer"
                 && spec.get("allocateLoadBalancerNodePorts") != Some(&json!(false)));
         if needs_node_ports {
+            // initNodePorts: ports with the same number (53/TCP and 53/UDP) share one node
+            // port, a requested one if any entry asks for it.
+            let mut by_port: std::collections::HashMap<i64, i64> = spec
+                .get("ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|p| Some((p["port"].as_i64()?, p["nodePort"].as_i64()?)))
+                .filter(|(_, np)| *np != 0)
+                .collect();
             for_each_item(spec.get_mut("ports"), |p| {
                 if let Some(p) = map(p) {
                     let unset = p
                         .get("nodePort")
                         .is_none_or(|n| n.as_i64().unwrap_or(0) == 0);
+                    let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
                     if unset {
-                        if let Some(port) = alloc.node_port() {
-                            p.insert("nodePort".into(), json!(port));
+                        let np = match by_port.get(&port) {
+                            Some(np) => Some(*np),
+                            None => alloc.node_port().map(i64::from),
+                        };
+                        if let Some(np) = np {
+                            by_port.insert(port, np);
+                            p.insert("nodePort".into(), json!(np));
                         }
                     }
                 }
@@ -1731,6 +1747,19 @@ mod tests {
             upd["spec"]["ports"][0]["nodePort"],
             n["spec"]["ports"][0]["nodePort"]
         );
+    }
+
+    #[test]
+    fn same_port_number_shares_a_node_port() {
+        let mut alloc = ClusterAllocator::seeded(4);
+        let mut s = json!({"metadata": {"name": "dns"}, "spec": {"type": "NodePort", "ports": [
+            {"name": "dns-tcp", "port": 53, "protocol": "TCP"},
+            {"name": "dns-udp", "port": 53, "protocol": "UDP"},
+            {"name": "metrics", "port": 9153}]}});
+        apply_with(&mut alloc, "v1", "Service", &mut s);
+        let ports = &s["spec"]["ports"];
+        assert_eq!(ports[0]["nodePort"], ports[1]["nodePort"]);
+        assert_ne!(ports[0]["nodePort"], ports[2]["nodePort"]);
     }
 
     #[test]
