@@ -113,7 +113,8 @@ fn secret_values(case: &Case) -> Vec<String> {
     for l in live_items(&case.live) {
         collect(l);
     }
-    out.retain(|s| s.len() >= 4);
+    // Short values ("true", "yes") could appear legitimately elsewhere in the output.
+    out.retain(|s| s.len() >= 6);
     out
 }
 
