@@ -24,10 +24,53 @@ pub(crate) fn compare(
     l: &[Value],
     p: Option<&[Value]>,
 ) {
-    let key = merge_key(w.kind, &field_names(segs));
+    let names = field_names(segs);
+    if is_set_list(&names) && segs.len() == 2 {
+        return set(w, segs, d, l, p);
+    }
+    let key = merge_key(w.kind, &names);
     match key {
         Some(key) if d.iter().all(|i| key_text(i, key).is_some()) => keyed(w, segs, key, d, l, p),
         _ => positional(w, segs, d, l, p),
+    }
+}
+
+/// Lists of scalars that strategic merge treats as sets (`patchStrategy: merge`,
+/// `listType: set`): `metadata.finalizers`. Controllers add their own finalizers; only the
+/// ones desired must be present.
+pub(crate) fn is_set_list(names: &[&str]) -> bool {
+    names == ["metadata", "finalizers"]
+}
+
+pub(crate) fn set(
+    w: &mut Walker,
+    segs: &mut Vec<Seg>,
+    d: &[Value],
+    l: &[Value],
+    p: Option<&[Value]>,
+) {
+    for (di, item) in d.iter().enumerate() {
+        if !l.contains(item) {
+            segs.push(Seg::Item {
+                desired: Some(di),
+                live: None,
+                key: None,
+            });
+            w.push(segs, ChangeOp::Add, Some(item), None);
+            segs.pop();
+        }
+    }
+    // Three-way prune: items the previous revision set and the new one dropped.
+    for (li, item) in l.iter().enumerate() {
+        if !d.contains(item) && p.is_some_and(|p| p.contains(item)) {
+            segs.push(Seg::Item {
+                desired: None,
+                live: Some(li),
+                key: None,
+            });
+            w.push(segs, ChangeOp::Remove, None, Some(item));
+            segs.pop();
+        }
     }
 }
 

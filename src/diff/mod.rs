@@ -383,3 +383,6 @@ fn build_patch(kept: &[(Vec<Seg>, Change)]) -> json_patch::Patch {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod proptests;

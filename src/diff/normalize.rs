@@ -53,21 +53,10 @@ pub fn is_quantity_field(kind: &str, names: &[&str]) -> bool {
     }
 }
 
-/// The text of a quantity written as a string or a bare number.
-fn quantity_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.trim().to_string()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-/// Equality of two quantities in any spelling, falling back to exact text.
+/// Equality of two quantities in any spelling ("1Gi" and "1024Mi", 1 and "1000m"); values
+/// that are not quantities are equal only if identical.
 pub fn quantities_equal(desired: &Value, live: &Value) -> bool {
-    match (quantity_text(desired), quantity_text(live)) {
-        (Some(a), Some(b)) => a == b || quantity::equal(&a, &b),
-        _ => desired == live,
-    }
+    quantity::equal_values(desired, live)
 }
 
 /// Equality of two scalars. Numbers compare by value (1 and 1.0 are one JSON number to
@@ -192,6 +181,8 @@ mod tests {
         assert!(scalars_equal(&json!(1), &json!(1.0)));
         assert!(!scalars_equal(&json!(8080), &json!("8080")));
         assert!(quantities_equal(&json!(1), &json!("1")));
+        assert!(quantities_equal(&json!(0.5), &json!("500m")));
+        assert!(quantities_equal(&json!("1Gi"), &json!("1024Mi")));
         assert!(!quantities_equal(&json!("1"), &json!("2")));
     }
 

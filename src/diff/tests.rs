@@ -148,7 +148,7 @@ fn rule1_owner_references_only_when_desired_sets_them() {
 fn rule2_quantities_and_numbers_in_other_spellings_are_equal() {
     let mut live = live_deployment();
     live["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] =
-        json!({"cpu": "500m", "memory": "1Gi"});
+        json!({"cpu": 0.5, "memory": "1024Mi"});
     let mut desired = deployment();
     desired["spec"]["replicas"] = json!(2.0);
     assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
@@ -395,10 +395,6 @@ fn rule3_defaults_inside_atomic_list_objects_are_not_drift() {
     live["spec"]["volumeClaimTemplates"][0] = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
         "metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem",
         "resources": {"requests": {"storage": "1024Mi"}}}, "status": {"phase": "Pending"}});
-    // quantity::equal decides 1Gi == 1024Mi once the quantity module lands; until then the
-    // stub compares text, so only check the defaults part with an equal spelling.
-    live["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] =
-        json!("1Gi");
     assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
     live["spec"]["volumeClaimTemplates"][0]["spec"]["accessModes"] = json!(["ReadWriteMany"]);
     assert_eq!(
@@ -750,4 +746,59 @@ fn invalid_rules_are_rejected_naming_the_rule() {
     assert!(err.contains("labels"), "{err}");
     let err = RuleSet::from_toml("[[ignore]]\npointers=[\"/a\"]\nnmae=\"x\"\n").unwrap_err();
     assert!(err.contains("nmae"), "{err}");
+}
+
+#[test]
+fn finalizers_are_a_set_controllers_may_extend() {
+    let desired = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": "default", "finalizers": ["example.com/keep"]}});
+    let mut live = desired.clone();
+    live["metadata"]["finalizers"] = json!(["kubernetes.io/pvc-protection", "example.com/keep"]);
+    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+    live["metadata"]["finalizers"] = json!(["kubernetes.io/pvc-protection"]);
+    let c = cmp(&desired, &live);
+    assert_eq!(
+        paths(&c),
+        vec![("/metadata/finalizers/0".to_string(), ChangeOp::Add)]
+    );
+    assert_patch_restores(&desired, &live, &c);
+    // Dropped from desired since the previous revision and still live: pruned.
+    let mut previous = desired.clone();
+    previous["metadata"]["finalizers"] = json!(["example.com/keep", "example.com/old"]);
+    live["metadata"]["finalizers"] = json!(["example.com/old", "example.com/keep", "x.io/y"]);
+    let c = cmp_full(
+        &desired,
+        Some(&live),
+        Some(&previous),
+        &ClusterFacts::default(),
+    );
+    assert_eq!(
+        paths(&c),
+        vec![("/metadata/finalizers/0".to_string(), ChangeOp::Remove)]
+    );
+    assert_eq!(c.changes[0].live, Some(json!("example.com/old")));
+    // The same when desired drops finalizers altogether.
+    let mut bare = desired.clone();
+    bare["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("finalizers");
+    let c = cmp_full(
+        &bare,
+        Some(&live),
+        Some(&previous),
+        &ClusterFacts::default(),
+    );
+    let mut got = paths(&c);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("/metadata/finalizers/0".to_string(), ChangeOp::Remove),
+            ("/metadata/finalizers/1".to_string(), ChangeOp::Remove)
+        ]
+    );
+    let mut patched = live.clone();
+    json_patch::patch(&mut patched, &c.patch).unwrap();
+    assert_eq!(patched["metadata"]["finalizers"], json!(["x.io/y"]));
 }

@@ -179,6 +179,11 @@ impl<'a> Walker<'a> {
             }
             return;
         }
+        if let (Value::Array(pa), Value::Array(la)) = (p, l) {
+            if lists::is_set_list(&field_names(segs)) && segs.len() == 2 {
+                return lists::set(self, segs, &[], la, Some(pa));
+            }
+        }
         let mut probe = Walker::new(self.kind);
         let mut probe_segs = segs.clone();
         probe.value(&mut probe_segs, p, Some(l), None);
