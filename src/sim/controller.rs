@@ -20,19 +20,63 @@ struct Types {
     deploy: ResourceInfo,
     rs: ResourceInfo,
     pod: ResourceInfo,
+    event: ResourceInfo,
+}
+
+/// Records a core/v1 Event about `about`, named `<name>.<hex nanos>` like client-go's
+/// event recorder, so `kubectl describe` and `kubectl get events` show the controllers' work.
+fn record_event(
+    store: &Store,
+    t: &Types,
+    about: &Value,
+    component: &str,
+    reason: &str,
+    message: &str,
+) {
+    let now = now_rfc3339();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let ns = meta(about, "namespace");
+    let event = json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": format!("{}.{nanos:x}", meta(about, "name")), "namespace": ns},
+        "involvedObject": {
+            "apiVersion": about["apiVersion"], "kind": about["kind"], "name": meta(about, "name"),
+            "namespace": ns, "uid": meta(about, "uid"), "resourceVersion": meta(about, "resourceVersion"),
+        },
+        "reason": reason,
+        "message": message,
+        "source": {"component": component},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+        "type": "Normal",
+        "eventTime": null,
+        "reportingComponent": component,
+        "reportingInstance": "",
+    });
+    let _ = store.create(&t.event, Some(&ns), event, &WriteCtx::new(component));
 }
 
 /// Runs until the store's channel closes.
 pub async fn run(store: Store) {
     let mut rx = store.subscribe();
-    let (Some(deploy), Some(rs), Some(pod)) = (
+    let (Some(deploy), Some(rs), Some(pod), Some(event)) = (
         store.resolve("apps", "v1", "deployments"),
         store.resolve("apps", "v1", "replicasets"),
         store.resolve("", "v1", "pods"),
+        store.resolve("", "v1", "events"),
     ) else {
         return;
     };
-    let t = Types { deploy, rs, pod };
+    let t = Types {
+        deploy,
+        rs,
+        pod,
+        event,
+    };
     loop {
         let mut dirty = BTreeSet::new();
         let mut resync = false;
@@ -180,6 +224,20 @@ fn condition(
     c
 }
 
+/// The deployment controller's ScalingReplicaSet event.
+fn scaled(store: &Store, t: &Types, d: &Value, rs_name: &str, from: i64, to: i64) {
+    let dir = if to > from { "up" } else { "down" };
+    let msg = format!("Scaled {dir} replica set {rs_name} from {from} to {to}");
+    record_event(
+        store,
+        t,
+        d,
+        "deployment-controller",
+        "ScalingReplicaSet",
+        &msg,
+    );
+}
+
 fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
     let ctx = WriteCtx::new(MANAGER);
     let Ok(d) = store.get(&t.deploy, Some(ns), name) else {
@@ -203,6 +261,13 @@ fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
     rs_template["metadata"]["labels"]["pod-template-hash"] = json!(hash);
     let new_rs = match current {
         Some(rs) => {
+            let before = rs
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            if before != replicas {
+                scaled(store, t, &d, &rs_name, before, replicas);
+            }
             let rev = revision(&rs);
             let rev = if rev < max_rev { max_rev + 1 } else { rev };
             store
@@ -234,12 +299,23 @@ fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
                 },
                 "spec": {"replicas": replicas, "selector": selector, "template": rs_template},
             });
-            store.create(&t.rs, Some(ns), rs, &ctx).ok()
+            let created = store.create(&t.rs, Some(ns), rs, &ctx).ok();
+            if created.is_some() {
+                scaled(store, t, &d, &rs_name, 0, replicas);
+            }
+            created
         }
     };
     let Some(new_rs) = new_rs else { return };
     let mut total = (0, 0);
     for rs in owned.iter().filter(|r| meta(r, "name") != rs_name) {
+        let before = rs
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if before != 0 {
+            scaled(store, t, &d, &meta(rs, "name"), before, 0);
+        }
         let rs = store
             .write(&t.rs, Some(ns), &meta(rs, "name"), None, &ctx, |old| {
                 let mut new = old.clone();
@@ -337,7 +413,20 @@ fn reconcile_pods(store: &Store, t: &Types, ns: &str, rs: &Value) -> (i64, i64) 
     pods.sort_by_key(|p| meta(p, "creationTimestamp"));
     while (pods.len() as i64) > want {
         let p = pods.pop().expect("non-empty");
-        let _ = store.delete(&t.pod, Some(ns), &meta(&p, "name"), None, false);
+        if store
+            .delete(&t.pod, Some(ns), &meta(&p, "name"), None, false)
+            .is_ok()
+        {
+            let msg = format!("Deleted pod: {}", meta(&p, "name"));
+            record_event(
+                store,
+                t,
+                rs,
+                "replicaset-controller",
+                "SuccessfulDelete",
+                &msg,
+            );
+        }
     }
     let rs_name = meta(rs, "name");
     while (pods.len() as i64) < want {
@@ -360,6 +449,15 @@ fn reconcile_pods(store: &Store, t: &Types, ns: &str, rs: &Value) -> (i64, i64) 
         let Ok(created) = store.create(&t.pod, Some(ns), pod, &ctx) else {
             break;
         };
+        let msg = format!("Created pod: {}", meta(&created, "name"));
+        record_event(
+            store,
+            t,
+            rs,
+            "replicaset-controller",
+            "SuccessfulCreate",
+            &msg,
+        );
         let running = store
             .write(
                 &t.pod,
