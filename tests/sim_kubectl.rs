@@ -291,6 +291,14 @@ spec:
             .success()
             .then_some(())
     });
+    // Legacy discovery (kubectl falls back from aggregated discovery) shows the new kind.
+    let resources = sim.kubectl(&["api-resources", "--api-group=example.com"]);
+    assert!(
+        resources
+            .lines()
+            .any(|l| l.starts_with("widgets") && l.contains("wd") && l.contains("Widget")),
+        "{resources}"
+    );
     let got = sim.kubectl_json(&["get", "wd", "w1"]);
     assert_eq!(got["spec"]["size"], 3);
     assert_eq!(got["metadata"]["generation"], 1);

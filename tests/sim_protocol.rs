@@ -475,3 +475,120 @@ async fn finalizers_hold_deletion_and_orphan_keeps_dependents() {
         .unwrap();
     assert_eq!(api_err(api.get("dependent2").await.unwrap_err()).code, 404);
 }
+
+#[tokio::test]
+async fn streaming_list_watch_exact_lists_and_watch_timeouts() {
+    let sim = SimProc::start(&[]);
+    let client = sim.client().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let a = api
+        .create(&PostParams::default(), &cm("a", json!({})))
+        .await
+        .unwrap();
+    let rv_after_a = a.metadata.resource_version.clone().unwrap();
+    api.create(&PostParams::default(), &cm("b", json!({})))
+        .await
+        .unwrap();
+    api.delete("a", &DeleteParams::default()).await.unwrap();
+
+    // resourceVersionMatch=Exact serves the list as it was at that resourceVersion.
+    let then = api
+        .list(
+            &ListParams::default()
+                .at(&rv_after_a)
+                .matching(kube::api::VersionMatch::Exact),
+        )
+        .await
+        .unwrap();
+    assert_eq!(names(&then), ["a"]);
+    assert_eq!(
+        names(&api.list(&ListParams::default()).await.unwrap()),
+        ["b"]
+    );
+
+    // kube-runtime's streaming-list mode: sendInitialEvents + the initial-events-end bookmark.
+    let mut events = watcher(api.clone(), watcher::Config::default().streaming_lists()).boxed();
+    let mut initial = Vec::new();
+    timeout(T, async {
+        loop {
+            match events.try_next().await.unwrap().unwrap() {
+                watcher::Event::InitApply(c) => initial.push(c.metadata.name.unwrap()),
+                watcher::Event::InitDone => break,
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("initial events end");
+    assert_eq!(initial, ["b"]);
+
+    // timeoutSeconds ends the stream cleanly.
+    let mut stream = api
+        .watch(&WatchParams::default().timeout(1), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let ended = timeout(T, async {
+        while let Some(e) = stream.try_next().await.unwrap() {
+            let _ = e;
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "watch with timeoutSeconds=1 did not end");
+}
+
+#[tokio::test]
+async fn leases_are_ordinary_resources_with_optimistic_concurrency() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let sim = SimProc::start(&[]);
+    let leases: Api<Lease> = Api::namespaced(sim.client().await, "kube-node-lease");
+    let lease: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "driftd"},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}}))
+    .unwrap();
+    let created = leases.create(&PostParams::default(), &lease).await.unwrap();
+    let mut renewed = created.clone();
+    renewed.spec.as_mut().unwrap().holder_identity = Some("b".into());
+    leases
+        .replace("driftd", &PostParams::default(), &renewed)
+        .await
+        .unwrap();
+    // A second candidate holding the old resourceVersion loses the race.
+    let err = api_err(
+        leases
+            .replace("driftd", &PostParams::default(), &renewed)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(err.code, 409);
+    let now = leases.get("driftd").await.unwrap();
+    assert_eq!(now.spec.unwrap().holder_identity.as_deref(), Some("b"));
+}
+
+#[test]
+fn sim_command_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kc");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_driftd"))
+        .args(["sim", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
+        .arg(&kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    sim_support::wait_for("kubeconfig", T, || kubeconfig.exists().then_some(()));
+    let text = std::fs::read_to_string(&kubeconfig).unwrap();
+    assert!(text.contains("server: http://127.0.0.1:"), "{text}");
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = sim_support::wait_for("exit after SIGTERM", T, || child.try_wait().unwrap());
+    assert!(status.success(), "{status:?}");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    assert!(
+        out.contains("url: http://127.0.0.1:") && out.contains("kubeconfig: "),
+        "{out}"
+    );
+}
