@@ -83,17 +83,25 @@ fn verb_of(method: &Method, t: &Target, watch: bool) -> &'static str {
     }
 }
 
+/// The field manager as kube-apiserver's `managerOrUserAgent` derives it: the
+/// `fieldManager` parameter, else the User-Agent up to its first `/` (printable characters,
+/// at most 128). A client sending neither (kube-rs sends no User-Agent) gets "" and its
+/// managedFields entries carry no manager name, as on a real cluster.
 fn manager_of(q: &HashMap<String, String>, headers: &HeaderMap) -> String {
     if let Some(m) = q.get("fieldManager").filter(|m| !m.is_empty()) {
         return m.clone();
     }
-    // kube-apiserver's default manager: the User-Agent up to the first '/'.
-    headers
+    let ua = headers
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
-        .map(|ua| ua.split('/').next().unwrap_or("").to_string())
-        .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| "unknown".into())
+        .unwrap_or("");
+    ua.split('/')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(128)
+        .collect()
 }
 
 fn truthy(q: &HashMap<String, String>, k: &str) -> bool {

@@ -758,6 +758,14 @@ impl Store {
             }
         }
         validate_name(info, &name)?;
+        if meta_str(&obj, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
+            // etcd3 storage's plain error, which kube-apiserver reports as a 500.
+            return Err(ApiError::new(
+                500,
+                "InternalError",
+                "Internal error occurred: resourceVersion should not be set on objects to be created",
+            ));
+        }
         let ns = self.check_namespace(info, ns, &mut obj)?;
         // Fields a client may not set on create (kube-apiserver's BeforeCreate resets them).
         if let Some(md) = obj["metadata"].as_object_mut() {
