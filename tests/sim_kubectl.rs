@@ -278,6 +278,9 @@ spec:
     storage: true
     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
     subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
 "#,
     );
     sim.kubectl(&["create", "-f", &crd]);
@@ -298,6 +301,19 @@ spec:
             .lines()
             .any(|l| l.starts_with("widgets") && l.contains("wd") && l.contains("Widget")),
         "{resources}"
+    );
+    let table = sim.kubectl(&["get", "widgets"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "SIZE", "AGE"], "{table}");
+    assert!(
+        table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .take(2)
+            .eq(["w1", "3"]),
+        "{table}"
     );
     let got = sim.kubectl_json(&["get", "wd", "w1"]);
     assert_eq!(got["spec"]["size"], 3);

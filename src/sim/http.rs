@@ -238,6 +238,7 @@ async fn route(
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("as=Table"));
+    let columns = wants_table.then(|| store.printer_columns(info)).flatten();
     let include = q
         .get("includeObject")
         .map(String::as_str)
@@ -249,7 +250,13 @@ async fn route(
                 let items = list["items"].as_array().cloned().unwrap_or_default();
                 return Ok(json_response(
                     200,
-                    &table::table(&info.kind, &items, list["metadata"].clone(), include),
+                    &table::table_with(
+                        &info.kind,
+                        columns.as_deref(),
+                        &items,
+                        list["metadata"].clone(),
+                        include,
+                    ),
                 ));
             }
             Ok(json_response(200, &list))
@@ -287,7 +294,7 @@ async fn route(
             if wants_table {
                 return Ok(json_response(
                     200,
-                    &table::table(&info.kind, &[obj], json!({}), include),
+                    &table::table_with(&info.kind, columns.as_deref(), &[obj], json!({}), include),
                 ));
             }
             Ok(json_response(200, &obj))

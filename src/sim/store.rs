@@ -1191,6 +1191,26 @@ impl Store {
         })
     }
 
+    /// A custom resource version's `additionalPrinterColumns`, from its CRD.
+    pub fn printer_columns(&self, info: &ResourceInfo) -> Option<Vec<Value>> {
+        if !info.custom {
+            return None;
+        }
+        let g = self.lock();
+        let crds = g.objects.get(&(
+            "apiextensions.k8s.io".to_string(),
+            "customresourcedefinitions".to_string(),
+        ))?;
+        let crd = crds.get(&(String::new(), format!("{}.{}", info.plural, info.group)))?;
+        crd.pointer("/spec/versions")?
+            .as_array()?
+            .iter()
+            .find(|v| v.get("name").and_then(Value::as_str) == Some(&info.version))?
+            .get("additionalPrinterColumns")?
+            .as_array()
+            .cloned()
+    }
+
     /// Every stored object of a type (all namespaces), for the controller.
     pub fn all(&self, info: &ResourceInfo) -> Vec<Value> {
         let g = self.lock();
