@@ -592,3 +592,43 @@ fn sim_command_stops_cleanly_on_sigterm() {
         "{out}"
     );
 }
+
+#[tokio::test]
+async fn label_selected_watches_see_objects_enter_and_leave() {
+    let sim = SimProc::start(&[]);
+    let api: Api<ConfigMap> = Api::namespaced(sim.client().await, "default");
+    let mut stream = api
+        .watch(
+            &WatchParams::default().labels("team=a").disable_bookmarks(),
+            "0",
+        )
+        .await
+        .unwrap()
+        .boxed();
+    api.create(&PostParams::default(), &cm("x", json!({"team": "b"})))
+        .await
+        .unwrap();
+    let relabel =
+        |team: &str| kube::api::Patch::Merge(json!({"metadata": {"labels": {"team": team}}}));
+    api.patch("x", &Default::default(), &relabel("a"))
+        .await
+        .unwrap();
+    api.patch("x", &Default::default(), &relabel("b"))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let e = timeout(T, stream.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        seen.push(match e {
+            WatchEvent::Added(c) => format!("ADDED {}", c.metadata.labels.unwrap()["team"]),
+            WatchEvent::Deleted(c) => format!("DELETED {}", c.metadata.labels.unwrap()["team"]),
+            other => panic!("unexpected {other:?}"),
+        });
+    }
+    // Entering the selector reads as ADDED, leaving it as DELETED (with the new labels).
+    assert_eq!(seen, ["ADDED a", "DELETED b"]);
+}

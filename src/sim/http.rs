@@ -6,7 +6,9 @@ use super::discovery;
 use super::openapi;
 use super::select::Selector;
 use super::status::ApiError;
-use super::store::{scale_of, DeleteOpts, ListParams, Notice, ResourceInfo, Store, WriteCtx};
+use super::store::{
+    scale_of, Change, DeleteOpts, ListParams, Notice, ResourceInfo, Store, WriteCtx,
+};
 use super::table;
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
@@ -603,6 +605,29 @@ fn start_watch(
                 &json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": md}),
             )
         };
+        // What a change means to this watch: its event type and object, or nothing when it
+        // concerns another type/namespace or never matched the selectors. Objects moving in
+        // or out of a selector appear as ADDED/DELETED, as kube-apiserver's cacher does.
+        let classify = |c: &Change| -> Option<(&'static str, Value)> {
+            if !info.sees(c) || ns.as_ref().is_some_and(|ns| *ns != c.namespace) {
+                return None;
+            }
+            let obj = Store::render(&info, &c.object);
+            let now = selected(&obj);
+            let before = c
+                .prev
+                .as_ref()
+                .is_some_and(|p| selected(&Store::render(&info, p)));
+            let kind = match (c.kind, before, now) {
+                ("DELETED", true, _) => "DELETED",
+                ("DELETED", false, _) => return None,
+                (_, true, true) => "MODIFIED",
+                (_, false, true) => "ADDED",
+                (_, true, false) => "DELETED",
+                (_, false, _) => return None,
+            };
+            Some((kind, obj))
+        };
         let mut last_rv = start.start_rv;
         for (kind, obj, _) in &start.initial {
             if selected(obj) && tx.send(Ok(watch_line(kind, obj))).await.is_err() {
@@ -622,25 +647,11 @@ fn start_watch(
             tokio::select! {
                 n = notices.recv() => match n {
                     Ok(Notice::Change(c)) => {
-                        if !info.sees(&c) || c.rv <= last_rv {
+                        if c.rv <= last_rv {
                             continue;
                         }
-                        if ns.as_ref().is_some_and(|ns| *ns != c.namespace) {
-                            continue;
-                        }
+                        let Some((kind, obj)) = classify(&c) else { continue };
                         last_rv = c.rv;
-                        let obj = Store::render(&info, &c.object);
-                        let now = selected(&obj);
-                        let before = c.prev.as_ref().map(|p| Store::render(&info, p)).is_some_and(|p| selected(&p));
-                        // Objects moving in or out of a selector appear as ADDED/DELETED.
-                        let kind = match (c.kind, before, now) {
-                            ("DELETED", true, _) => "DELETED",
-                            ("DELETED", false, _) => continue,
-                            (_, true, true) => "MODIFIED",
-                            (_, false, true) => "ADDED",
-                            (_, true, false) => "DELETED",
-                            (_, false, false) => continue,
-                        };
                         if tx.send(Ok(watch_line(kind, &obj))).await.is_err() {
                             return;
                         }
@@ -659,26 +670,12 @@ fn start_watch(
                     loop {
                         match notices.try_recv() {
                             Ok(Notice::Change(c)) => {
-                                if info.sees(&c) && ns.as_ref().is_none_or(|ns| *ns == c.namespace) {
-                                    // Put it back in order: emit it now, as the loop would have.
-                                    let obj = Store::render(&info, &c.object);
-                                    let now_sel = selected(&obj);
-                                    let before = c.prev.as_ref().map(|p| Store::render(&info, p)).is_some_and(|p| selected(&p));
-                                    let kind = match (c.kind, before, now_sel) {
-                                        ("DELETED", true, _) => Some("DELETED"),
-                                        ("DELETED", false, _) => None,
-                                        (_, true, true) => Some("MODIFIED"),
-                                        (_, false, true) => Some("ADDED"),
-                                        (_, true, false) => Some("DELETED"),
-                                        (_, false, false) => None,
-                                    };
-                                    last_rv = last_rv.max(c.rv);
-                                    if let Some(kind) = kind {
-                                        if tx.send(Ok(watch_line(kind, &obj))).await.is_err() {
-                                            return;
-                                        }
+                                if let Some((kind, obj)) = classify(&c) {
+                                    if tx.send(Ok(watch_line(kind, &obj))).await.is_err() {
+                                        return;
                                     }
                                 }
+                                last_rv = last_rv.max(c.rv);
                             }
                             Ok(Notice::CloseWatches) => return,
                             Err(_) => break,
