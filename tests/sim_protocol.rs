@@ -632,3 +632,50 @@ async fn label_selected_watches_see_objects_enter_and_leave() {
     // Entering the selector reads as ADDED, leaving it as DELETED (with the new labels).
     assert_eq!(seen, ["ADDED a", "DELETED b"]);
 }
+
+#[tokio::test]
+async fn kube_runtime_recorder_creates_then_bumps_a_series() {
+    use k8s_openapi::api::core::v1::{Event as CoreEvent, ObjectReference};
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let sim = SimProc::start(&[]);
+    let client = sim.client().await;
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "driftd".into(),
+            instance: Some("driftd-0".into()),
+        },
+    );
+    let reference = ObjectReference {
+        api_version: Some("apps/v1".into()),
+        kind: Some("Deployment".into()),
+        name: Some("web".into()),
+        namespace: Some("default".into()),
+        ..Default::default()
+    };
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "Drifted".into(),
+        note: Some("spec.replicas differs".into()),
+        action: "Compare".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, &reference).await.unwrap();
+    recorder.publish(&event, &reference).await.unwrap();
+    // Read back through core/v1, as `kubectl get events` would.
+    let core: Api<CoreEvent> = Api::namespaced(client, "default");
+    let events = core
+        .list(&ListParams::default().fields("involvedObject.name=web"))
+        .await
+        .unwrap();
+    assert_eq!(
+        events.items.len(),
+        1,
+        "the repeat bumps the series instead of adding an event"
+    );
+    let e = &events.items[0];
+    assert_eq!(e.reason.as_deref(), Some("Drifted"));
+    assert_eq!(e.message.as_deref(), Some("spec.replicas differs"));
+    assert_eq!(e.reporting_component.as_deref(), Some("driftd"));
+    assert_eq!(e.series.as_ref().and_then(|s| s.count), Some(2));
+}
