@@ -27,7 +27,8 @@ pub struct Args {
     /// Desired files or folders, parsed exactly as `driftd commit` parses them.
     #[arg(long, required = true, num_args = 1..)]
     pub desired: Vec<PathBuf>,
-    /// Live object files: `kubectl get -o json` / `-o yaml` output (a List or objects).
+    /// Live object files: `kubectl get -o json` / `-o yaml` output (a List or objects). Add
+    /// `--show-managed-fields` to that `kubectl get` to see who changed each field.
     #[arg(long, required = true, num_args = 1..)]
     pub live: Vec<PathBuf>,
     /// Output format.
