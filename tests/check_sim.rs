@@ -8,29 +8,36 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/check")
+        .join(rel)
+}
+
 fn desired() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/check/in_sync/desired.yaml")
+    fixture("in_sync/desired.yaml")
 }
 
 fn snapshot(sim: &Sim, dir: &Path) -> PathBuf {
+    snapshot_of(sim, dir, "deployments,services,secrets,configmaps")
+}
+
+fn snapshot_of(sim: &Sim, dir: &Path, kinds: &str) -> PathBuf {
     // --show-managed-fields: kubectl strips managedFields otherwise, and with them attribution.
-    let live = sim.kubectl(&[
-        "get",
-        "deployments,services,secrets,configmaps",
-        "-A",
-        "-o",
-        "json",
-        "--show-managed-fields",
-    ]);
+    let live = sim.kubectl(&["get", kinds, "-A", "-o", "json", "--show-managed-fields"]);
     let path = dir.join("live.json");
     std::fs::write(&path, live).unwrap();
     path
 }
 
 fn check(live: &Path) -> Output {
+    check_with(&desired(), live)
+}
+
+fn check_with(desired: &Path, live: &Path) -> Output {
     Command::new(DRIFTD)
         .args(["check", "--format", "json", "--desired"])
-        .arg(desired())
+        .arg(desired)
         .arg("--live")
         .arg(live)
         .output()
@@ -109,4 +116,47 @@ fn applied_objects_are_in_sync_and_hand_edits_are_drift() {
         (objects[2]["kind"].as_str(), objects[2]["class"].as_str()),
         (Some("ConfigMap"), Some("missing"))
     );
+}
+
+#[test]
+fn heavily_defaulted_kinds_are_in_sync_after_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path());
+    let desired = fixture("kinds/desired.yaml");
+    sim.kubectl(&["apply", "-f", desired.to_str().unwrap()]);
+    let kinds = "namespaces,statefulsets,daemonsets,cronjobs,jobs,pvc,hpa,clusterroles,ingresses";
+    let o = check_with(&desired, &snapshot_of(&sim, dir.path(), kinds));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "server defaults, canonical quantities and Job labels are not drift:\n{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    // The HPA in the input owns the StatefulSet's replicas; a schedule edit is drift.
+    sim.kubectl(&["-n", "data", "scale", "statefulset/db", "--replicas=3"]);
+    sim.kubectl(&[
+        "-n",
+        "data",
+        "patch",
+        "cronjob",
+        "backup",
+        "-p",
+        r#"{"spec":{"schedule":"0 4 * * *"}}"#,
+    ]);
+    let o = check_with(&desired, &snapshot_of(&sim, dir.path(), kinds));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let objects = report["objects"].as_array().unwrap();
+    assert_eq!(objects.len(), 1, "{report:#}");
+    assert_eq!(objects[0]["kind"], "CronJob");
+    assert_eq!(objects[0]["changes"][0]["path"], "/spec/schedule");
+    assert_eq!(objects[0]["changes"][0]["live"], "0 4 * * *");
+    assert_eq!(objects[0]["changes"][0]["manager"], "kubectl-patch");
 }
