@@ -40,6 +40,9 @@ const SERVER_ANNOTATIONS: &[&str] = &[
 
 /// Whether the field at `segs` + `key` is outside what a user can drift.
 fn skipped(segs: &[Seg], key: &str) -> bool {
+    if segs.len() > 2 {
+        return false;
+    }
     let names = field_names(segs);
     match names.as_slice() {
         // Identity and status: apiVersion/kind select the object, status is the controllers'.
