@@ -73,6 +73,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
     )
     .context("desired files")?;
+    for d in &desired {
+        crate::diff::validate_annotations(&d.object)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", d.origin))?;
+    }
     // Live custom resources take their scope from CRDs in the desired input, so both sides
     // key a cluster-scoped custom resource the same way.
     let custom_scopes = desired

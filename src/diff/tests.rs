@@ -802,3 +802,22 @@ fn finalizers_are_a_set_controllers_may_extend() {
     json_patch::patch(&mut patched, &c.patch).unwrap();
     assert_eq!(patched["metadata"]["finalizers"], json!(["x.io/y"]));
 }
+
+#[test]
+fn driftd_annotations_are_validated() {
+    let mut d = deployment();
+    assert!(validate_annotations(&d).is_ok());
+    d["metadata"]["annotations"] =
+        json!({"driftd.io/ignore": "/spec/replicas, /spec/template/spec/containers/name=x"});
+    assert!(validate_annotations(&d).is_ok());
+    d["metadata"]["annotations"] = json!({"driftd.io/ignore": "/spec/replicas,spec/paused"});
+    let err = validate_annotations(&d).unwrap_err();
+    assert!(
+        err.contains("driftd.io/ignore") && err.contains("spec/paused"),
+        "{err}"
+    );
+    d["metadata"]["annotations"] = json!({"driftd.io/compare": "no"});
+    assert!(validate_annotations(&d)
+        .unwrap_err()
+        .contains("driftd.io/compare"));
+}
