@@ -207,3 +207,46 @@ proptest! {
         prop_assert_eq!(compare(&changed, &patched).class, DriftClass::InSync);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever the Secret values and however they differ, no output carries them.
+    #[test]
+    fn secret_values_never_leak(
+        values in prop::collection::btree_map("[a-z]{1,6}", "[A-Za-z0-9]{10,16}", 1..5),
+        live_values in prop::collection::btree_map("[a-z]{1,6}", "[A-Za-z0-9]{10,16}", 0..5),
+        as_string_data in any::<bool>(),
+    ) {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let field = if as_string_data { "stringData" } else { "data" };
+        let desired_map: Map<String, Value> = values
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(if as_string_data { v.clone() } else { b64(v) })))
+            .collect();
+        let desired = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "default"}, field: desired_map});
+        let live_map: Map<String, Value> =
+            live_values.iter().map(|(k, v)| (k.clone(), json!(b64(v)))).collect();
+        let live = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "default"}, "data": live_map});
+        let previous = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "default"}, "data": live_map.clone()});
+        for prev in [None, Some(&previous)] {
+            let c = Differ::new(b"k").compare(&CompareInput {
+                desired: &desired,
+                live: Some(&live),
+                previous: prev,
+                facts: &ClusterFacts::default(),
+            });
+            let outputs = [format!("{c:?}"), serde_json::to_string(&c).unwrap()];
+            for v in values.values().chain(live_values.values()) {
+                for out in &outputs {
+                    prop_assert!(!out.contains(v.as_str()), "{} leaked", v);
+                    prop_assert!(!out.contains(b64(v).trim_end_matches('=')), "{} leaked", v);
+                }
+            }
+        }
+    }
+}
