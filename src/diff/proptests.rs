@@ -172,6 +172,38 @@ fn compare(desired: &Value, live: &Value) -> Comparison {
     })
 }
 
+/// Where `as_live(desired, salt)` put the field at desired pointer `path` (keyed lists
+/// were rotated, so positions move).
+fn live_pointer(desired: &Value, path: &str, salt: u64) -> String {
+    let containers = desired["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .map_or(0, Vec::len);
+    let parts: Vec<&str> = path.split('/').skip(1).collect();
+    let mut out = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let prefix = parts[..i].join("/");
+        let moved = |len: usize, by: usize| {
+            let idx: usize = part.parse().unwrap();
+            ((idx + len - by % len) % len).to_string()
+        };
+        if prefix == "spec/template/spec/containers" {
+            out.push(moved(containers, salt as usize + 1));
+        } else if i >= 2
+            && parts[i - 1] == "env"
+            && parts[..i - 2].join("/") == "spec/template/spec/containers"
+        {
+            let c: usize = parts[i - 2].parse().unwrap();
+            let env_len = desired["spec"]["template"]["spec"]["containers"][c]["env"]
+                .as_array()
+                .map_or(0, Vec::len);
+            out.push(moved(env_len, salt as usize));
+        } else {
+            out.push(part.to_string());
+        }
+    }
+    format!("/{}", out.join("/"))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
@@ -205,6 +237,31 @@ proptest! {
         let mut patched = live.clone();
         json_patch::patch(&mut patched, &c.patch).unwrap();
         prop_assert_eq!(compare(&changed, &patched).class, DriftClass::InSync);
+    }
+
+    #[test]
+    fn changing_a_live_scalar_is_drift_at_the_desired_path(
+        desired in deployment(), salt in 0u64..50, pick in any::<prop::sample::Index>()
+    ) {
+        let mut live = as_live(&desired, salt);
+        let mut paths = Vec::new();
+        leaves(&desired, String::new(), &mut paths);
+        paths.retain(|p| !p.starts_with("/apiVersion") && !p.starts_with("/kind"));
+        prop_assume!(!paths.is_empty());
+        let path = pick.get(&paths).clone();
+        let at = live_pointer(&desired, &path, salt);
+        prop_assert_eq!(live.pointer(&at), desired.pointer(&path), "mapping {} -> {}", path, at);
+        let leaf = live.pointer_mut(&at).unwrap();
+        *leaf = mutate(leaf);
+        let c = compare(&desired, &live);
+        prop_assert_eq!(c.changes.len(), 1, "{:?}", c.changes);
+        prop_assert_eq!(&c.changes[0].path, &path);
+        prop_assert_eq!(c.changes[0].live.as_ref(), live.pointer(&at));
+        let ops = serde_json::to_value(&c.patch).unwrap();
+        prop_assert_eq!(&ops[0]["path"], &json!(at));
+        let mut patched = live.clone();
+        json_patch::patch(&mut patched, &c.patch).unwrap();
+        prop_assert_eq!(compare(&desired, &patched).class, DriftClass::InSync);
     }
 }
 
