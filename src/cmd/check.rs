@@ -5,6 +5,9 @@
 //! `{"objects":[{"apiVersion","kind","namespace","name","class","changes":[{"path","op",
 //! "desired","live","field","manager","changed_at"}]}]}` with only drifting objects, in
 //! desired input order. `desired`/`live` are `null` where the op has no such side.
+//!
+//! Live objects that no desired object names are not reported: check answers "does the
+//! cluster match what we committed", not "what else is running".
 
 use crate::diff::{ClusterFacts, CompareInput, Comparison, Differ, DriftClass, RuleSet};
 use crate::k8s::ObjectKey;
@@ -52,6 +55,7 @@ struct Drifting<'a> {
     comparison: Comparison,
 }
 
+/// Runs the check; `Err` (exit 2) for unreadable or invalid input, never for drift.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.namespace.trim().is_empty() {
         anyhow::bail!("--namespace must not be empty");

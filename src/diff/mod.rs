@@ -175,6 +175,8 @@ pub struct Differ {
 }
 
 impl Differ {
+    /// `secret_key` keys the Secret value hashes: the installation key in the daemon (hashes
+    /// stay comparable across restarts), any random key for one-off runs.
     pub fn new(secret_key: &[u8]) -> Differ {
         Differ {
             secret_key: secret_key.to_vec(),

@@ -189,6 +189,7 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
 pub struct Selector(Vec<Requirement>);
 
 impl Selector {
+    /// Parses the syntax `kubectl get -l` accepts; an empty string selects everything.
     pub fn parse(s: &str) -> Result<Selector, String> {
         if s.trim().is_empty() {
             return Ok(Selector(Vec::new()));
@@ -200,6 +201,7 @@ impl Selector {
             .map(Selector)
     }
 
+    /// Whether an object with `labels` is selected (all requirements hold).
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.0.iter().all(|r| match r {
             Requirement::Equals(k, v) => labels.get(k) == Some(v),
