@@ -821,3 +821,27 @@ fn driftd_annotations_are_validated() {
         .unwrap_err()
         .contains("driftd.io/compare"));
 }
+
+#[test]
+fn ports_pair_up_by_number_and_protocol() {
+    let desired = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "dns", "namespace": "default"},
+        "spec": {"ports": [{"name": "dns-tcp", "port": 53, "protocol": "TCP"}, {"name": "dns", "port": 53, "protocol": "UDP"}]}});
+    let mut live = desired.clone();
+    live["spec"]["ports"] = json!([
+        {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
+        {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53}
+    ]);
+    assert_eq!(
+        cmp(&desired, &live).class,
+        DriftClass::InSync,
+        "{:?}",
+        cmp(&desired, &live).changes
+    );
+    live["spec"]["ports"][0]["name"] = json!("renamed");
+    let c = cmp(&desired, &live);
+    assert_eq!(
+        paths(&c),
+        vec![("/spec/ports/1/name".to_string(), ChangeOp::Replace)]
+    );
+    assert_patch_restores(&desired, &live, &c);
+}
