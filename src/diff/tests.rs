@@ -845,3 +845,37 @@ fn ports_pair_up_by_number_and_protocol() {
     );
     assert_patch_restores(&desired, &live, &c);
 }
+
+#[test]
+fn zero_values_the_server_omits_are_not_drift() {
+    let mut desired = deployment();
+    let spec = &mut desired["spec"]["template"]["spec"];
+    spec["hostNetwork"] = json!(false);
+    spec["serviceAccountName"] = json!("");
+    spec["containers"][0]["volumeMounts"] =
+        json!([{"name": "data", "mountPath": "/data", "readOnly": false}]);
+    let mut live = live_deployment();
+    live["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] =
+        json!([{"name": "data", "mountPath": "/data"}]);
+    assert_eq!(
+        cmp(&desired, &live).class,
+        DriftClass::InSync,
+        "{:?}",
+        cmp(&desired, &live).changes
+    );
+    // A pointer field keeps an explicit false: its absence live is drift.
+    desired["spec"]["template"]["spec"]["automountServiceAccountToken"] = json!(false);
+    desired["spec"]["template"]["spec"]["hostPID"] = json!(true);
+    let mut got = paths(&cmp(&desired, &live));
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "/spec/template/spec/automountServiceAccountToken".to_string(),
+                ChangeOp::Add
+            ),
+            ("/spec/template/spec/hostPID".to_string(), ChangeOp::Add)
+        ]
+    );
+}

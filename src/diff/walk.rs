@@ -4,7 +4,8 @@
 
 use super::lists;
 use super::normalize::{
-    is_quantity_field, is_vacuous, quantities_equal, scalars_equal, secret_values_equal,
+    is_omitted_zero, is_quantity_field, is_vacuous, quantities_equal, scalars_equal,
+    secret_values_equal,
 };
 use super::pointer::{field_names, Seg};
 use super::ChangeOp;
@@ -91,7 +92,7 @@ impl<'a> Walker<'a> {
             return;
         }
         let Some(l) = l else {
-            if !is_vacuous(d) {
+            if !is_vacuous(d) && !is_omitted_zero(self.kind, &field_names(segs), d) {
                 self.push(segs, ChangeOp::Add, Some(d), None);
             }
             return;
