@@ -679,3 +679,31 @@ async fn kube_runtime_recorder_creates_then_bumps_a_series() {
     assert_eq!(e.reporting_component.as_deref(), Some("driftd"));
     assert_eq!(e.series.as_ref().and_then(|s| s.count), Some(2));
 }
+
+#[tokio::test]
+async fn aggregated_and_legacy_discovery_agree() {
+    use kube::discovery::{Discovery, Scope};
+    let sim = SimProc::start(&[]);
+    let client = sim.client().await;
+    let gvk = kube::api::GroupVersionKind::gvk("apps", "v1", "Deployment");
+    for discovery in [
+        Discovery::new(client.clone())
+            .run_aggregated()
+            .await
+            .unwrap(),
+        Discovery::new(client.clone()).run().await.unwrap(),
+    ] {
+        let (ar, caps) = discovery.resolve_gvk(&gvk).expect("deployments discovered");
+        assert_eq!(ar.plural, "deployments");
+        assert_eq!(caps.scope, Scope::Namespaced);
+        let mut subs: Vec<String> = caps
+            .subresources
+            .iter()
+            .map(|(sub, _)| sub.plural.clone())
+            .collect();
+        subs.sort();
+        assert_eq!(subs, ["scale", "status"]);
+        let ns = kube::api::GroupVersionKind::gvk("", "v1", "Namespace");
+        assert_eq!(discovery.resolve_gvk(&ns).unwrap().1.scope, Scope::Cluster);
+    }
+}

@@ -148,6 +148,10 @@ async fn route(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let types = app.store.types();
     let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
         [] => {
@@ -163,6 +167,15 @@ async fn route(
             return openapi::gv_document(&gv.join("/"), &types)
                 .map(|d| json_response(200, &d))
                 .ok_or_else(not_found_path)
+        }
+        ["api"] | ["apis"] if discovery::wants_aggregated(accept) => {
+            let doc = discovery::aggregated(segs == ["api"], &types);
+            return Ok((
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, discovery::AGGREGATED_V2)],
+                doc.to_string(),
+            )
+                .into_response());
         }
         ["api"] => return Ok(json_response(200, &discovery::api_versions(&app.addr))),
         ["apis"] => return Ok(json_response(200, &discovery::api_group_list(&types))),

@@ -2,8 +2,9 @@
 //! real `kube` client and `kubectl` can be pointed at it in tests and demos.
 //!
 //! What it serves (plain HTTP, no auth):
-//! - discovery (`/version`, `/api`, `/apis`, legacy JSON documents; kubectl falls back to
-//!   them from aggregated discovery) and an OpenAPI v3 index with one PATCH operation per kind
+//! - discovery (`/version`, `/api`, `/apis`, group and group-version documents; aggregated
+//!   `apidiscovery.k8s.io/v2` when the Accept header asks for it, as kubectl 1.32 and
+//!   `kube::Discovery::run_aggregated` do) and an OpenAPI v3 index with one PATCH operation per kind
 //!   so kubectl leaves field validation to the server (`openapi.rs` explains why that suffices);
 //! - list (selectors, `limit`/`continue` over a consistent snapshot, `resourceVersionMatch`),
 //!   watch (history replay, `allowWatchBookmarks`, `sendInitialEvents`, `timeoutSeconds`,
