@@ -678,3 +678,45 @@ fn rollout_status_scale_wait_and_undo() {
         "{history}"
     );
 }
+
+#[test]
+fn get_watch_prints_table_rows_as_changes_happen() {
+    use std::io::{BufRead, BufReader};
+    let sim = SimProc::start(&[]);
+    let file = sim.file("web.yaml", WEB);
+    sim.kubectl(&["apply", "-f", &file]);
+    wait_pods(&sim, 2, "nginx:1.25");
+    let mut child = std::process::Command::new(sim_support::KUBECTL)
+        .args(["get", "deployments", "-w"])
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let header = rx.recv_timeout(T).unwrap();
+    assert!(
+        header.starts_with("NAME") && header.contains("UP-TO-DATE"),
+        "{header}"
+    );
+    assert!(rx.recv_timeout(T).unwrap().contains("2/2"));
+    sim.kubectl(&["scale", "deployment", "web", "--replicas=3"]);
+    let mut seen = Vec::new();
+    while !seen.last().is_some_and(|l: &String| l.contains("3/3")) {
+        seen.push(
+            rx.recv_timeout(T)
+                .unwrap_or_else(|_| panic!("no 3/3 row; saw {seen:?}")),
+        );
+    }
+    assert!(seen.iter().all(|l| l.starts_with("web ")), "{seen:?}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

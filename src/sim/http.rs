@@ -276,7 +276,11 @@ async fn route(
             }
             Ok(json_response(200, &list))
         }
-        ("watch", _, _) => start_watch(app, info.clone(), q, ns),
+        ("watch", _, _) => {
+            // `kubectl get -w` asks for Tables: each event then carries a one-row Table.
+            let table = wants_table.then(|| (columns.clone(), include.to_string()));
+            start_watch(app, info.clone(), q, ns, table)
+        }
         ("create", None, None) => {
             let obj = parse_body(&body)?;
             let created = store.create(info, ns, obj, &ctx)?;
@@ -575,6 +579,7 @@ fn start_watch(
     info: ResourceInfo,
     q: &HashMap<String, String>,
     ns: Option<&str>,
+    table: Option<(Option<Vec<Value>>, String)>,
 ) -> Result<Response, ApiError> {
     let p = list_params(q, ns)?;
     let bookmarks = truthy(q, "allowWatchBookmarks");
@@ -641,9 +646,19 @@ fn start_watch(
             };
             Some((kind, obj))
         };
+        let shape = |obj: &Value| match &table {
+            Some((columns, include)) => table::table_with(
+                &info.kind,
+                columns.as_deref(),
+                std::slice::from_ref(obj),
+                json!({"resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(json!(""))}),
+                include,
+            ),
+            None => obj.clone(),
+        };
         let mut last_rv = start.start_rv;
         for (kind, obj, _) in &start.initial {
-            if selected(obj) && tx.send(Ok(watch_line(kind, obj))).await.is_err() {
+            if selected(obj) && tx.send(Ok(watch_line(kind, &shape(obj)))).await.is_err() {
                 return;
             }
         }
@@ -665,7 +680,7 @@ fn start_watch(
                         }
                         let Some((kind, obj)) = classify(&c) else { continue };
                         last_rv = c.rv;
-                        if tx.send(Ok(watch_line(kind, &obj))).await.is_err() {
+                        if tx.send(Ok(watch_line(kind, &shape(&obj)))).await.is_err() {
                             return;
                         }
                     }
@@ -684,7 +699,7 @@ fn start_watch(
                         match notices.try_recv() {
                             Ok(Notice::Change(c)) => {
                                 if let Some((kind, obj)) = classify(&c) {
-                                    if tx.send(Ok(watch_line(kind, &obj))).await.is_err() {
+                                    if tx.send(Ok(watch_line(kind, &shape(&obj)))).await.is_err() {
                                         return;
                                     }
                                 }

@@ -10,7 +10,8 @@
 //!   watch (history replay, `allowWatchBookmarks`, `sendInitialEvents`, `timeoutSeconds`,
 //!   `410 Expired` from compacted history), get, create, update, patch (merge, JSON,
 //!   strategic for built-in kinds), delete and deletecollection, `status` and `scale`
-//!   subresources, Table output for `kubectl get`, protobuf bodies for Namespace/ConfigMap/
+//!   subresources, Table output for `kubectl get` (also in watch events, for `get -w`),
+//!   protobuf bodies for Namespace/ConfigMap/
 //!   Secret (what kubectl's `create` generators send);
 //! - every type in [`crate::k8s::kinds::BUILTIN`] plus kinds defined by CRDs;
 //! - server-set metadata (uid, resourceVersion, generation, creationTimestamp, managedFields),
@@ -22,7 +23,7 @@
 //!
 //! Not served: server-side apply (415, like a server without it), protobuf bodies for other
 //! kinds (415 naming the problem), `fieldValidation=Strict` checks, admission, RBAC, pod
-//! logs/exec, Table watch events (watch events carry plain objects).
+//! logs/exec.
 //!
 //! # Fault injection
 //! As a library ([`Simulator::fail_next`], [`Simulator::set_latency`], [`Simulator::compact`],
