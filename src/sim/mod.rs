@@ -11,8 +11,7 @@
 //!   `410 Expired` from compacted history), get, create, update, patch (merge, JSON,
 //!   strategic for built-in kinds), delete and deletecollection, `status` and `scale`
 //!   subresources, Table output for `kubectl get` (also in watch events, for `get -w`),
-//!   protobuf bodies for Namespace/ConfigMap/
-//!   Secret (what kubectl's `create` generators send);
+//!   protobuf bodies for Namespace/ConfigMap/Secret (what kubectl's `create` generators send);
 //! - every type in [`crate::k8s::kinds::BUILTIN`] plus kinds defined by CRDs;
 //! - server-set metadata (uid, resourceVersion, generation, creationTimestamp, managedFields),
 //!   kube-apiserver defaults ([`defaults`]), finalizers/deletionTimestamp, owner-reference
