@@ -555,6 +555,15 @@ fn generator_commands_sending_protobuf_work_for_simple_kinds() {
         "team-a",
         "--from-literal=pw=s3cret",
     ]);
+    // Like kube-controller-manager, the simulator fills a new namespace with its system objects.
+    wait_for("default ServiceAccount and kube-root-ca.crt", T, || {
+        let sa = sim.kubectl_output(&["get", "serviceaccount", "default", "-n", "team-a"], &[]);
+        let cm = sim.kubectl_output(
+            &["get", "configmap", "kube-root-ca.crt", "-n", "team-a"],
+            &[],
+        );
+        (sa.status.success() && cm.status.success()).then_some(())
+    });
     let ns = sim.kubectl_json(&["get", "namespace", "team-a"]);
     assert_eq!(ns["status"]["phase"], "Active");
     assert!(ns["metadata"].get("generateName").is_none());

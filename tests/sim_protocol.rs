@@ -17,10 +17,19 @@ use tokio::time::timeout;
 
 const T: Duration = Duration::from_secs(15);
 
+/// A ConfigMap labelled `made-by=test`, so lists can leave out the `kube-root-ca.crt`
+/// ConfigMap the simulator (like kube-controller-manager) puts in every namespace.
 fn cm(name: &str, labels: Value) -> ConfigMap {
+    let mut labels = labels;
+    labels["made-by"] = json!("test");
     serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": name, "labels": labels}, "data": {"k": name}}))
     .unwrap()
+}
+
+/// Lists only what the test made.
+fn ours() -> ListParams {
+    ListParams::default().labels("made-by=test")
 }
 
 fn api_err(e: kube::Error) -> kube::core::Status {
@@ -50,7 +59,7 @@ async fn list_pages_with_continue_tokens_and_expires_them_on_compaction() {
         .unwrap();
     }
     let mut seen = Vec::new();
-    let mut lp = ListParams::default().limit(3);
+    let mut lp = ours().limit(3);
     let first = api.list(&lp).await.unwrap();
     assert_eq!(first.items.len(), 3);
     let snapshot_rv = first.metadata.resource_version.clone().unwrap();
@@ -73,7 +82,7 @@ async fn list_pages_with_continue_tokens_and_expires_them_on_compaction() {
     let expected: Vec<String> = (0..7).map(|i| format!("cm-{i}")).collect();
     assert_eq!(seen, expected);
 
-    let page = api.list(&ListParams::default().limit(2)).await.unwrap();
+    let page = api.list(&ours().limit(2)).await.unwrap();
     let token = page.metadata.continue_.clone().unwrap();
     // Like an etcd compaction past the token's revision.
     api.create(&PostParams::default(), &cm("cm-later", json!({})))
@@ -81,7 +90,7 @@ async fn list_pages_with_continue_tokens_and_expires_them_on_compaction() {
         .unwrap();
     sim.admin("compact", json!({})).await;
     let err = api_err(
-        api.list(&ListParams::default().limit(2).continue_token(&token))
+        api.list(&ours().limit(2).continue_token(&token))
             .await
             .unwrap_err(),
     );
@@ -107,7 +116,7 @@ async fn selectors_filter_lists() {
     )
     .await
     .unwrap();
-    let sel = |s: &str| ListParams::default().labels(s);
+    let sel = |s: &str| ListParams::default().labels(&format!("{s},made-by=test"));
     assert_eq!(
         names(&api.list(&sel("tier in (web,db)")).await.unwrap()),
         ["a", "b"]
@@ -122,12 +131,12 @@ async fn selectors_filter_lists() {
         ["b", "c"]
     );
     assert_eq!(names(&api.list(&sel("tier==db")).await.unwrap()), ["b"]);
-    let by_name = ListParams::default().fields("metadata.name=c");
+    let by_name = ours().fields("metadata.name=c");
     assert_eq!(names(&api.list(&by_name).await.unwrap()), ["c"]);
     // Cluster-wide list sees other namespaces too, filtered by namespace field.
     let all: Api<ConfigMap> = Api::all(sim.client().await);
     let in_default = all
-        .list(&ListParams::default().fields("metadata.namespace=default"))
+        .list(&ours().fields("metadata.namespace=default"))
         .await
         .unwrap();
     assert_eq!(in_default.items.len(), 3);
@@ -494,20 +503,20 @@ async fn streaming_list_watch_exact_lists_and_watch_timeouts() {
     // resourceVersionMatch=Exact serves the list as it was at that resourceVersion.
     let then = api
         .list(
-            &ListParams::default()
+            &ours()
                 .at(&rv_after_a)
                 .matching(kube::api::VersionMatch::Exact),
         )
         .await
         .unwrap();
     assert_eq!(names(&then), ["a"]);
-    assert_eq!(
-        names(&api.list(&ListParams::default()).await.unwrap()),
-        ["b"]
-    );
+    assert_eq!(names(&api.list(&ours()).await.unwrap()), ["b"]);
 
     // kube-runtime's streaming-list mode: sendInitialEvents + the initial-events-end bookmark.
-    let mut events = watcher(api.clone(), watcher::Config::default().streaming_lists()).boxed();
+    let config = watcher::Config::default()
+        .labels("made-by=test")
+        .streaming_lists();
+    let mut events = watcher(api.clone(), config).boxed();
     let mut initial = Vec::new();
     timeout(T, async {
         loop {

@@ -18,7 +18,8 @@
 //!   garbage collection, and core/v1 + events.k8s.io/v1 Events sharing one storage;
 //! - in-process controllers: Deployments (ReplicaSets and Running Pods), StatefulSets and
 //!   DaemonSets (Pods), with status written like kube-controller-manager and the kubelet, and
-//!   Events like theirs.
+//!   Events like theirs; every namespace gets the `default` ServiceAccount and the
+//!   `kube-root-ca.crt` ConfigMap (the `kubernetes` Service in `default` is not created).
 //!
 //! Not served: server-side apply (415, like a server without it), protobuf bodies for other
 //! kinds (415 naming the problem), `fieldValidation=Strict` checks, admission, RBAC, pod
@@ -115,6 +116,9 @@ impl Simulator {
             open_watches: Default::default(),
             addr: addr.to_string(),
         });
+        if opts.controllers {
+            controller::seed(&app.store);
+        }
         let router = axum::Router::new()
             .fallback(http::handle)
             .with_state(app.clone());
