@@ -729,3 +729,70 @@ fn get_watch_prints_table_rows_as_changes_happen() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn server_side_apply_owns_fields_conflicts_and_forces() {
+    let sim = SimProc::start(&[]);
+    let file = sim.file("web.yaml", WEB);
+    let out = sim.kubectl(&["apply", "--server-side", "-f", &file]);
+    assert!(
+        out.contains("deployment.apps/web serverside-applied"),
+        "{out}"
+    );
+    let d = sim.kubectl_json(&["get", "deployment", "web", "--show-managed-fields"]);
+    let entry = d["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["manager"] == "kubectl" && m["operation"] == "Apply")
+        .expect("Apply entry");
+    let key = r#"k:{"name":"app"}"#;
+    let fields = &entry["fieldsV1"]["f:spec"];
+    assert_eq!(fields["f:replicas"], json!({}));
+    assert!(fields["f:template"]["f:spec"]["f:containers"][key]["f:image"].is_object());
+    // Defaults applied by the server are not the applier's.
+    assert!(fields["f:template"]["f:spec"]["f:containers"][key]
+        .get("f:imagePullPolicy")
+        .is_none());
+
+    // Another manager takes replicas; re-applying a different value conflicts (409).
+    sim.kubectl(&[
+        "patch",
+        "deployment",
+        "web",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"replicas":5}}"#,
+    ]);
+    let changed = WEB.replace("nginx:1.25", "nginx:1.26");
+    let file = sim.file("web.yaml", &changed);
+    let err = sim.kubectl_err(&["apply", "--server-side", "-f", &file]);
+    assert!(err.contains(r#"Apply failed with 1 conflict: conflict with "kubectl-patch" using apps/v1: .spec.replicas"#), "{err}");
+    let d = sim.kubectl_json(&["get", "deployment", "web"]);
+    assert_eq!(d["spec"]["replicas"], 5, "a refused apply changes nothing");
+
+    sim.kubectl(&["apply", "--server-side", "--force-conflicts", "-f", &file]);
+    let d = sim.kubectl_json(&["get", "deployment", "web", "--show-managed-fields"]);
+    assert_eq!(d["spec"]["replicas"], 2);
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.26"
+    );
+    assert!(
+        managers(&d).iter().all(|m| m != "kubectl-patch"),
+        "forced fields leave the old manager"
+    );
+
+    // Dropping a field from the configuration removes it from the object.
+    let without_env = changed.replace("        env:\n        - {name: MODE, value: prod}\n", "");
+    let file = sim.file("web.yaml", &without_env);
+    sim.kubectl(&["apply", "--server-side", "-f", &file]);
+    let d = sim.kubectl_json(&["get", "deployment", "web"]);
+    assert!(
+        d["spec"]["template"]["spec"]["containers"][0]
+            .get("env")
+            .is_none(),
+        "{d}"
+    );
+}

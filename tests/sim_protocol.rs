@@ -325,18 +325,50 @@ async fn stale_updates_conflict_and_errors_are_status_objects() {
     assert_eq!(raw["status"], "Failure");
     assert_eq!(raw["code"], 404);
 
-    // Unsupported patch types are 415, like a server without server-side apply.
-    let resp = reqwest::Client::new()
-        .patch(format!(
-            "{}/api/v1/namespaces/default/configmaps/c",
-            sim.url
-        ))
-        .header("content-type", "application/apply-patch+yaml")
-        .body("data: {k: v}")
-        .send()
+    let patch = |ctype: &'static str, query: &'static str| {
+        reqwest::Client::new()
+            .patch(format!(
+                "{}/api/v1/namespaces/default/configmaps/c{query}",
+                sim.url
+            ))
+            .header("content-type", ctype)
+            .body("data: {k: v}")
+            .send()
+    };
+    // Unknown patch types are 415.
+    assert_eq!(
+        patch("application/xml", "")
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        415
+    );
+    // Server-side apply needs a fieldManager (422), then works with YAML.
+    let resp = patch("application/apply-patch+yaml", "").await.unwrap();
+    assert_eq!(resp.status().as_u16(), 422);
+    let body: Value = resp.json().await.unwrap();
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("fieldManager: Required value"),
+        "{body}"
+    );
+    // data.k was last written by the replace above (a manager with no name: kube-rs sends no
+    // User-Agent), so changing it conflicts unless forced.
+    let resp = patch("application/apply-patch+yaml", "?fieldManager=test")
         .await
         .unwrap();
-    assert_eq!(resp.status().as_u16(), 415);
+    assert_eq!(resp.status().as_u16(), 409);
+    let resp = patch(
+        "application/apply-patch+yaml",
+        "?fieldManager=test&force=true",
+    )
+    .await
+    .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(api.get("c").await.unwrap().data.unwrap()["k"], "v");
 }
 
 #[tokio::test]

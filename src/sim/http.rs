@@ -245,6 +245,7 @@ async fn route(
     let ctx = WriteCtx {
         manager: manager_of(q, headers),
         dry_run: q.get("dryRun").is_some_and(|d| d == "All"),
+        apply: None,
     };
     let store = &app.store;
     let info = &target.info;
@@ -343,6 +344,21 @@ async fn route(
                 .unwrap_or("")
                 .trim()
                 .to_string();
+            if ctype == "application/apply-patch+yaml" && sub.is_none() {
+                let text = std::str::from_utf8(&body)
+                    .map_err(|_| ApiError::bad_request("apply configuration is not UTF-8"))?;
+                let config: Value = serde_saphyr::from_str(text).map_err(|e| {
+                    ApiError::bad_request(format!("error decoding YAML apply configuration: {e}"))
+                })?;
+                // Server-side apply takes the manager only from fieldManager, never the User-Agent.
+                let ctx = WriteCtx {
+                    manager: q.get("fieldManager").cloned().unwrap_or_default(),
+                    ..ctx
+                };
+                let (obj, created) =
+                    store.apply(info, ns, name, config, &ctx, truthy(q, "force"))?;
+                return Ok(json_response(if created { 201 } else { 200 }, &obj));
+            }
             let patch_type = PatchType::from_content_type(&ctype, info)?;
             let patch: Value = serde_json::from_slice(&body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;

@@ -21,9 +21,13 @@
 //!   Events like theirs; every namespace gets the `default` ServiceAccount and the
 //!   `kube-root-ca.crt` ConfigMap (the `kubernetes` Service in `default` is not created).
 //!
-//! Not served: server-side apply (415, like a server without it), protobuf bodies for other
-//! kinds (415 naming the problem), `fieldValidation=Strict` checks, admission, RBAC, pod
-//! logs/exec.
+//! - server-side apply (`application/apply-patch+yaml`): Apply managedFields, conflicts
+//!   (409, worded like kube-apiserver) unless `force`, removal of fields a manager stops
+//!   applying. Simplified: merging uses strategic-merge semantics (JSON merge for custom
+//!   resources), set-lists are atomic, and apply is not offered on subresources.
+//!
+//! Not served: protobuf bodies for other kinds (415 naming the problem),
+//! `fieldValidation=Strict` checks, admission, RBAC, pod logs/exec.
 //!
 //! # Fault injection
 //! As a library ([`Simulator::fail_next`], [`Simulator::set_latency`], [`Simulator::compact`],

@@ -98,6 +98,8 @@ pub enum Notice {
 pub struct WriteCtx {
     pub manager: String,
     pub dry_run: bool,
+    /// Set for server-side apply: managedFields are recorded as an Apply.
+    pub apply: Option<Arc<ApplyPlan>>,
 }
 
 impl WriteCtx {
@@ -105,6 +107,29 @@ impl WriteCtx {
         WriteCtx {
             manager: manager.to_string(),
             dry_run: false,
+            apply: None,
+        }
+    }
+}
+
+/// A server-side apply in progress: the fields the configuration sets, and those it took
+/// from other managers with `force`.
+#[derive(Debug, Default)]
+pub struct ApplyPlan {
+    pub set: std::collections::BTreeSet<Vec<String>>,
+    pub taken: Mutex<std::collections::BTreeSet<Vec<String>>>,
+}
+
+impl WriteCtx {
+    /// Records managedFields for this write: as an Apply for server-side apply, else as an
+    /// Update by `manager`.
+    fn record(&self, kind: &str, old: Option<&Value>, new: &mut Value, w: &fields::Write) {
+        match &self.apply {
+            Some(plan) => {
+                let taken = plan.taken.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                fields::record_apply(kind, old, new, w, &plan.set, &taken);
+            }
+            None => fields::record(kind, old, new, w),
         }
     }
 }
@@ -815,7 +840,7 @@ impl Store {
         if let Some(md) = obj["metadata"].as_object_mut() {
             md.remove("managedFields");
         }
-        fields::record(
+        ctx.record(
             &info.kind,
             None,
             &mut obj,
@@ -1036,7 +1061,7 @@ impl Store {
                 .unwrap_or(0);
             set_meta(&mut new, "generation", json!(gen + 1));
         }
-        fields::record(
+        ctx.record(
             &info.kind,
             Some(&old),
             &mut new,
@@ -1191,6 +1216,135 @@ impl Store {
         })
     }
 
+    /// Server-side apply (`application/apply-patch+yaml`): creates the object if missing,
+    /// else merges the configuration into it, refusing (409) to change fields other managers
+    /// own unless `force`, and dropping fields this manager applied before but no longer
+    /// does (when nobody else owns them). Returns the object and whether it was created.
+    pub fn apply(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        mut config: Value,
+        ctx: &WriteCtx,
+        force: bool,
+    ) -> Result<(Value, bool), ApiError> {
+        let manager = ctx.manager.clone();
+        if manager.is_empty() {
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+            ));
+        }
+        if !config.is_object() {
+            return Err(ApiError::bad_request(
+                "the apply configuration must be an object",
+            ));
+        }
+        check_type(info, &config)?;
+        match meta_str(&config, "name") {
+            Some(n) if n != name => {
+                return Err(ApiError::bad_request(
+                    "the name of the object (from the body) does not match the name on the URL",
+                ))
+            }
+            Some(_) => {}
+            None => set_meta(&mut config, "name", json!(name)),
+        }
+        let plan = Arc::new(ApplyPlan {
+            set: fields::applied_set(&info.kind, &config),
+            taken: Mutex::default(),
+        });
+        let ctx = WriteCtx {
+            apply: Some(plan.clone()),
+            ..ctx.clone()
+        };
+        match self.get(info, ns, name) {
+            Err(e) if e.code == 404 => return Ok((self.create(info, ns, config, &ctx)?, true)),
+            Err(e) => return Err(e),
+            Ok(_) => {}
+        }
+        let kind = info.kind.clone();
+        let builtin = !info.custom && crate::sim::smp::supported(&info.api_version(), &info.kind);
+        let updated = self.write(info, ns, name, None, &ctx, |live| {
+            let all = fields::owners(live);
+            let mine = |o: &fields::Owner| o.manager == manager && o.operation == "Apply";
+            let others: Vec<&fields::Owner> = all.iter().filter(|o| !mine(o)).collect();
+            let mut conflicts: Vec<(String, String, Vec<String>)> = Vec::new();
+            let mut taken = std::collections::BTreeSet::new();
+            for p in &plan.set {
+                let Some(want) = fields::value_at(&config, p) else {
+                    continue;
+                };
+                if fields::value_at(live, p) == Some(want) {
+                    continue;
+                }
+                for o in others.iter().filter(|o| o.fields.contains(p)) {
+                    let who = if o.subresource.is_empty() {
+                        format!("\"{}\"", o.manager)
+                    } else {
+                        format!("\"{}\" with subresource \"{}\"", o.manager, o.subresource)
+                    };
+                    conflicts.push((who, o.api_version.clone(), p.clone()));
+                }
+                taken.insert(p.clone());
+            }
+            if !conflicts.is_empty() && !force {
+                return Err(apply_conflict(&conflicts));
+            }
+            *plan.taken.lock().unwrap_or_else(|e| e.into_inner()) = taken;
+            let mut merged = if builtin {
+                crate::sim::smp::apply(&kind, live, &config)
+                    .map_err(|e| ApiError::bad_request(e.0))?
+            } else {
+                let mut doc = live.clone();
+                json_patch::merge(&mut doc, &config);
+                doc
+            };
+            // Fields this manager applied last time but not now go, unless someone else owns them.
+            let prior: std::collections::BTreeSet<Vec<String>> = all
+                .iter()
+                .filter(|o| mine(o))
+                .flat_map(|o| o.fields.iter().cloned())
+                .collect();
+            // Parents before children: a removed list item takes its fields with it.
+            for p in prior.difference(&plan.set) {
+                let shared = others
+                    .iter()
+                    .any(|o| o.fields.iter().any(|q| q.starts_with(p)));
+                if shared {
+                    continue;
+                }
+                fields::remove_at(&mut merged, p);
+                // Containers left empty by the removal go too (structured-merge-diff prunes them).
+                let mut parent = &p[..p.len().saturating_sub(1)];
+                while !parent.is_empty() {
+                    let empty = match fields::value_at(&merged, parent) {
+                        Some(Value::Array(a)) => a.is_empty(),
+                        Some(Value::Object(m)) => m.is_empty(),
+                        _ => false,
+                    };
+                    let owned = plan.set.contains(parent)
+                        || others.iter().any(|o| o.fields.contains(parent));
+                    if !empty || owned {
+                        break;
+                    }
+                    fields::remove_at(&mut merged, parent);
+                    parent = &parent[..parent.len() - 1];
+                }
+            }
+            // A configuration without resourceVersion carries no precondition.
+            if config.pointer("/metadata/resourceVersion").is_none() {
+                merged["metadata"]
+                    .as_object_mut()
+                    .map(|m| m.remove("resourceVersion"));
+            }
+            Ok(merged)
+        })?;
+        Ok((updated, false))
+    }
+
     /// A custom resource version's `additionalPrinterColumns`, from its CRD.
     pub fn printer_columns(&self, info: &ResourceInfo) -> Option<Vec<Value>> {
         if !info.custom {
@@ -1218,6 +1372,52 @@ impl Store {
             .get(&info.storage_key())
             .map(|m| m.values().map(|o| Self::output(info, o.clone())).collect())
             .unwrap_or_default()
+    }
+}
+
+/// The 409 kube-apiserver's field manager answers for apply conflicts.
+fn apply_conflict(conflicts: &[(String, String, Vec<String>)]) -> ApiError {
+    let n = conflicts.len();
+    let summary = if n == 1 {
+        let (m, av, p) = &conflicts[0];
+        format!("conflict with {m} using {av}: {}", fields::describe(p))
+    } else {
+        let mut by_manager: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (m, av, p) in conflicts {
+            by_manager
+                .entry(format!("{m} using {av}"))
+                .or_default()
+                .push(fields::describe(p));
+        }
+        let mut s = String::from("conflicts with");
+        for (m, paths) in by_manager {
+            if paths.len() == 1 {
+                s.push_str(&format!(" {m}: {}", paths[0]));
+            } else {
+                s.push_str(&format!(" {m}:"));
+                for p in paths {
+                    s.push_str(&format!("\n- {p}"));
+                }
+            }
+        }
+        s
+    };
+    let causes: Vec<Value> = conflicts
+        .iter()
+        .map(|(m, av, p)| {
+            json!({"reason": "FieldManagerConflict", "message": format!("conflict with {m} using {av}"), "field": fields::describe(p)})
+        })
+        .collect();
+    ApiError {
+        details: Some(json!({"causes": causes})),
+        ..ApiError::new(
+            409,
+            "Conflict",
+            format!(
+                "Apply failed with {n} conflict{}: {summary}",
+                if n == 1 { "" } else { "s" }
+            ),
+        )
     }
 }
 
