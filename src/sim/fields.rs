@@ -636,4 +636,50 @@ mod tests {
         let v = json!({"f:metadata": {"f:labels": {".": {}, "f:app": {}}}, "f:spec": {"f:replicas": {}}});
         assert_eq!(to_fields_v1(&parse_fields_v1(&v)), v);
     }
+
+    #[test]
+    fn apply_sets_paths_and_removal() {
+        let config = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"app": "web"}},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "app", "image": "nginx", "env": [{"name": "A", "value": "1"}]}]}}}});
+        let set = applied_set("Deployment", &config);
+        let item = |rest: &[&str]| -> Vec<String> {
+            [
+                "f:spec",
+                "f:template",
+                "f:spec",
+                "f:containers",
+                "k:{\"name\":\"app\"}",
+            ]
+            .iter()
+            .chain(rest)
+            .map(|s| s.to_string())
+            .collect()
+        };
+        assert!(set.contains(&item(&[])), "keyed list items are members");
+        assert!(set.contains(&item(&["f:image"])));
+        assert!(
+            !set.contains(&vec!["f:spec".to_string()]),
+            "structs are not members"
+        );
+        assert!(
+            !set.iter()
+                .any(|p| p.iter().any(|e| e == "f:name" && p.len() == 2)),
+            "metadata.name is not owned"
+        );
+        assert_eq!(
+            describe(&item(&["f:image"])),
+            ".spec.template.spec.containers[name=\"app\"].image"
+        );
+
+        let env_item = item(&["f:env", "k:{\"name\":\"A\"}"]);
+        assert_eq!(value_at(&config, &env_item).unwrap()["value"], "1");
+        let mut obj = config.clone();
+        remove_at(&mut obj, &env_item);
+        assert_eq!(
+            obj["spec"]["template"]["spec"]["containers"][0]["env"],
+            json!([])
+        );
+    }
 }
