@@ -7,7 +7,7 @@ mod common;
 
 use base64::Engine as _;
 use common::*;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
