@@ -494,7 +494,7 @@ fn a_change_put_back_within_the_settle_time_makes_no_events() {
     set_log_level(&w.sim, "info");
     let flip = flipped.elapsed();
     assert!(
-        flip < settle / 2,
+        flip + Duration::from_millis(500) < settle,
         "the flip took {flip:?}; the test needs it well inside the settle time"
     );
     // The daemon did see both changes (else this test would prove nothing)...
