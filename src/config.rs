@@ -34,6 +34,65 @@ pub struct Config {
     pub desired_poll_millis: u64,
     pub metrics: MetricsConfig,
     pub events: EventsConfig,
+    pub unmanaged: UnmanagedConfig,
+    /// `[[ignore]]` rules: differences a team decided are not drift.
+    pub ignore: Vec<crate::diff::IgnoreRule>,
+    /// `[[controller_managers]]`: field managers whose fields in live `managedFields` are
+    /// never drift (controllers acting by design). Setting any replaces the default list.
+    pub controller_managers: Vec<crate::diff::ManagerMatch>,
+}
+
+/// `[unmanaged]`: opt-in coverage. Live objects of these kinds in these namespaces that no
+/// source owns (and no controller created) are reported as class `unmanaged`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct UnmanagedConfig {
+    /// Kinds as `Kind` for built-ins (`ConfigMap`, `Deployment`) or `apiVersion/Kind`
+    /// (`apps/v1/Deployment`, `example.com/v1/Widget`). Empty: coverage is off.
+    pub kinds: Vec<String>,
+    /// Namespaces to cover; empty means every namespace.
+    pub namespaces: Vec<String>,
+}
+
+impl UnmanagedConfig {
+    /// The kinds as watcher type keys; errors name the entry.
+    pub fn type_keys(&self) -> Result<Vec<crate::watch::TypeKey>, String> {
+        self.kinds.iter().map(|k| parse_kind(k)).collect()
+    }
+}
+
+/// `Kind` (a built-in) or `apiVersion/Kind`.
+fn parse_kind(text: &str) -> Result<crate::watch::TypeKey, String> {
+    let (api_version, kind) = match text.rsplit_once('/') {
+        Some((api_version, kind)) => (api_version.to_string(), kind.to_string()),
+        None => {
+            let matches: Vec<_> = crate::k8s::kinds::BUILTIN
+                .iter()
+                .filter(|r| r.kind == text)
+                .collect();
+            match matches.as_slice() {
+                [one] => (one.api_version(), one.kind.to_string()),
+                [] => {
+                    return Err(format!(
+                        "`{text}` is not a built-in kind; write it as apiVersion/Kind, e.g. example.com/v1/{text}"
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "`{text}` is ambiguous; write it as apiVersion/Kind, e.g. {}/{text}",
+                        matches[0].api_version()
+                    ))
+                }
+            }
+        }
+    };
+    if api_version.is_empty()
+        || kind.is_empty()
+        || !kind.starts_with(|c: char| c.is_ascii_uppercase())
+    {
+        return Err(format!("`{text}` is not `Kind` or `apiVersion/Kind`"));
+    }
+    Ok(crate::watch::TypeKey { api_version, kind })
 }
 
 /// `[metrics]`
@@ -64,6 +123,9 @@ impl Default for Config {
             desired_poll_millis: 500,
             metrics: MetricsConfig::default(),
             events: EventsConfig::default(),
+            unmanaged: UnmanagedConfig::default(),
+            ignore: Vec::new(),
+            controller_managers: crate::diff::ClusterFacts::default().controller_managers,
         }
     }
 }
@@ -97,8 +159,12 @@ const ENV_KEYS: &[&str] = &[
     "events.reporting_controller",
 ];
 
-/// Environment variable that sets `key`.
+/// Environment variable that sets `key`. `database` is `DRIFTD_DB`, the name `driftd commit`,
+/// `sources` and `history` read too, so one variable points every command at one database.
 pub fn env_var_for(key: &str) -> String {
+    if key == "database" {
+        return "DRIFTD_DB".into();
+    }
     format!("DRIFTD_{}", key.replace('.', "_").to_uppercase())
 }
 
@@ -166,10 +232,35 @@ impl Config {
         if self.desired_poll_millis == 0 || self.desired_poll_millis > 60_000 {
             return Err(bad("desired_poll_millis", "must be between 1 and 60000"));
         }
+        if let Err(err) = crate::diff::RuleSet::new(self.ignore.clone()) {
+            return Err(ConfigError {
+                origin: origin.into(),
+                key: format!("{}.{}", err.rule, err.field),
+                reason: err.message,
+            });
+        }
+        if let Some(i) = self
+            .controller_managers
+            .iter()
+            .position(|m| m.manager.is_empty())
+        {
+            return Err(bad(
+                &format!("controller_managers[{i}].manager"),
+                "must not be empty",
+            ));
+        }
+        if let Err(reason) = self.unmanaged.type_keys() {
+            return Err(bad("unmanaged.kinds", &reason));
+        }
         if self.events.reporting_controller.is_empty() {
             return Err(bad("events.reporting_controller", "must not be empty"));
         }
         Ok(())
+    }
+
+    /// The ignore rules, compiled (validated at load, so this cannot fail afterwards).
+    pub fn rule_set(&self) -> crate::diff::RuleSet {
+        crate::diff::RuleSet::new(self.ignore.clone()).expect("rules were validated at load")
     }
 
     pub fn settle(&self) -> Duration {
@@ -234,6 +325,24 @@ mod tests {
     }
 
     #[test]
+    fn unmanaged_kinds_resolve_to_watch_types() {
+        let u = UnmanagedConfig {
+            kinds: vec![
+                "Deployment".into(),
+                "example.com/v1/Widget".into(),
+                "v1/ConfigMap".into(),
+            ],
+            namespaces: vec![],
+        };
+        let keys = u.type_keys().unwrap();
+        assert_eq!(keys[0].api_version, "apps/v1");
+        assert_eq!(keys[1].api_version, "example.com/v1");
+        assert_eq!(keys[1].kind, "Widget");
+        assert_eq!(keys[2].api_version, "v1");
+        assert!(parse_kind("Event").unwrap_err().contains("ambiguous"));
+    }
+
+    #[test]
     fn errors_name_the_key() {
         let f = file("[metrics]\nmax_object_serie = 5\n");
         let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
@@ -248,6 +357,16 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(err.key, "settle_seconds");
+
+        let f = file("[[ignore]]\nkind = \"Deployment\"\npointers = [\"spec/replicas\"]\n");
+        let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+        assert!(err.key.starts_with("ignore[0]"), "{err}");
+        assert!(err.to_string().contains("pointers"), "{err}");
+
+        let f = file("[unmanaged]\nkinds = [\"Widget\"]\n");
+        let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+        assert_eq!(err.key, "unmanaged.kinds");
+        assert!(err.reason.contains("apiVersion/Kind"), "{err}");
 
         let err = Config::load_with_env(None, |k| {
             (k == "DRIFTD_EVENTS_ENABLED").then(|| "maybe".to_string())

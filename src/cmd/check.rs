@@ -1,10 +1,275 @@
-//! `driftd check`. OWNER: see README of the skeleton; stub until implemented.
+//! `driftd check`: compares desired files with live object files (`kubectl get -o json`
+//! output) offline, with the same differ the daemon uses. Exit 0 no drift, 1 drift, 2 error.
+//!
+//! The `--format json` shape is a contract (golden tests and scripts read it):
+//! `{"objects":[{"apiVersion","kind","namespace","name","class","changes":[{"path","op",
+//! "desired","live","field","manager","changed_at"}]}]}` with only drifting objects, in
+//! desired input order. `desired`/`live` are `null` where the op has no such side.
 
+use crate::diff::{ClusterFacts, CompareInput, Comparison, Differ, DriftClass, RuleSet};
+use crate::k8s::ObjectKey;
+use crate::manifest::{self, LoadOptions, ManifestObject};
+use anyhow::Context;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+/// Output formats of `driftd check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("driftd check is not implemented yet")
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Desired files or folders, parsed exactly as `driftd commit` parses them.
+    #[arg(long, required = true, num_args = 1..)]
+    pub desired: Vec<PathBuf>,
+    /// Live object files: `kubectl get -o json` / `-o yaml` output (a List or objects).
+    #[arg(long, required = true, num_args = 1..)]
+    pub live: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// TOML file with `[[ignore]]` rules, as in the daemon configuration.
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+    /// Key for the hashes shown instead of Secret values; random per run by default. Set it
+    /// to get reproducible output (golden files) or to compare hashes across runs.
+    #[arg(long, env = "DRIFTD_CHECK_HASH_KEY", hide_env_values = true)]
+    pub hash_key: Option<String>,
+    /// Namespace for namespaced desired objects that do not name one, as `kubectl -n`.
+    #[arg(long, short = 'n', default_value = "default")]
+    pub namespace: String,
+}
+
+/// One compared object that drifts.
+struct Drifting<'a> {
+    desired: &'a ManifestObject,
+    comparison: Comparison,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.namespace.trim().is_empty() {
+        anyhow::bail!("--namespace must not be empty");
+    }
+    let rules = match &args.rules {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read rules file {}", path.display()))?;
+            RuleSet::from_toml(&text)
+                .map_err(|e| anyhow::anyhow!("rules file {}: {e}", path.display()))?
+        }
+        None => RuleSet::default(),
+    };
+    let desired = manifest::load(
+        &args.desired,
+        &LoadOptions {
+            default_namespace: args.namespace.clone(),
+            ..Default::default()
+        },
+    )
+    .context("desired files")?;
+    // Live custom resources take their scope from CRDs in the desired input, so both sides
+    // key a cluster-scoped custom resource the same way.
+    let custom_scopes = desired
+        .iter()
+        .filter(|o| o.key.group == "apiextensions.k8s.io")
+        .filter_map(|o| manifest::crd_scope(&o.key.kind, &o.object))
+        .collect();
+    let live = manifest::load(
+        &args.live,
+        &LoadOptions {
+            custom_scopes,
+            ..Default::default()
+        },
+    )
+    .context("live files")?;
+
+    let live_by_key: HashMap<&ObjectKey, &ManifestObject> =
+        live.iter().map(|o| (&o.key, o)).collect();
+    let facts = cluster_facts(desired.iter().chain(live.iter()));
+    // Hashes only need to be consistent within one run unless a key is given.
+    let key: Vec<u8> = match &args.hash_key {
+        Some(k) if !k.is_empty() => k.as_bytes().to_vec(),
+        _ => rand::random::<[u8; 32]>().to_vec(),
+    };
+    let differ = Differ::new(&key).with_rules(rules);
+    for expired in differ.expired_rules() {
+        eprintln!(
+            "warning: {} expired at {}; it is no longer applied",
+            expired.label, expired.expires
+        );
+    }
+
+    let mut drifting = Vec::new();
+    for d in &desired {
+        let comparison = differ.compare(&CompareInput {
+            desired: &d.object,
+            live: live_by_key.get(&d.key).map(|l| &l.object),
+            previous: None,
+            facts: &facts,
+        });
+        if comparison.class != DriftClass::InSync {
+            drifting.push(Drifting {
+                desired: d,
+                comparison,
+            });
+        }
+    }
+
+    let out = match args.format {
+        Format::Json => serde_json::to_string_pretty(&json_report(&drifting))? + "\n",
+        Format::Table => table_report(&drifting),
+    };
+    print!("{out}");
+    Ok(if drifting.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// HPA scale targets found among the given objects (desired and live HPAs alike).
+fn cluster_facts<'a>(objects: impl Iterator<Item = &'a ManifestObject>) -> ClusterFacts {
+    let mut facts = ClusterFacts::default();
+    for o in objects.filter(|o| o.key.kind == "HorizontalPodAutoscaler") {
+        let target = &o.object["spec"]["scaleTargetRef"];
+        if let (Some(kind), Some(name)) = (target["kind"].as_str(), target["name"].as_str()) {
+            let ns = o.key.namespace.clone().unwrap_or_else(|| "default".into());
+            facts
+                .hpa_targets
+                .insert((ns, kind.to_string(), name.to_string()));
+        }
+    }
+    facts
+}
+
+fn json_report(drifting: &[Drifting]) -> Value {
+    let objects: Vec<Value> = drifting
+        .iter()
+        .map(|d| {
+            let changes: Vec<Value> = d
+                .comparison
+                .changes
+                .iter()
+                .map(|c| {
+                    json!({
+                        "path": c.path,
+                        "op": c.op,
+                        "desired": c.desired,
+                        "live": c.live,
+                        "field": c.field,
+                        "manager": c.manager,
+                        "changed_at": c.changed_at,
+                    })
+                })
+                .collect();
+            let mut obj = json!({
+                "apiVersion": d.desired.api_version,
+                "kind": d.desired.key.kind,
+                "namespace": d.desired.key.namespace,
+                "name": d.desired.key.name,
+                "class": d.comparison.class.as_str(),
+                "changes": changes,
+            });
+            if !d.comparison.ignored.is_empty() {
+                obj["ignored"] = serde_json::to_value(&d.comparison.ignored).unwrap_or_default();
+            }
+            obj
+        })
+        .collect();
+    json!({ "objects": objects })
+}
+
+/// Longest cell text before it is cut with `...`, so one huge value cannot wreck the table.
+const MAX_CELL: usize = 60;
+
+fn cell(v: Option<&Value>) -> String {
+    let text = match v {
+        None => "<absent>".to_string(),
+        // A string that reads as another JSON type is quoted, so `"8080"` and `8080` differ.
+        Some(Value::String(s))
+            if serde_json::from_str::<Value>(s).is_ok_and(|v| !v.is_string()) =>
+        {
+            Value::String(s.clone()).to_string()
+        }
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    };
+    let text = text.replace(['\n', '\t'], " ");
+    if text.chars().count() > MAX_CELL {
+        let cut: String = text.chars().take(MAX_CELL - 3).collect();
+        format!("{cut}...")
+    } else {
+        text
+    }
+}
+
+fn table_report(drifting: &[Drifting]) -> String {
+    if drifting.is_empty() {
+        return "no drift\n".to_string();
+    }
+    let mut rows: Vec<[String; 5]> = vec![[
+        "OBJECT".into(),
+        "FIELD".into(),
+        "DESIRED".into(),
+        "LIVE".into(),
+        "MANAGER".into(),
+    ]];
+    let mut ignored = 0;
+    for d in drifting {
+        let object = d.desired.key.to_string();
+        ignored += d.comparison.ignored.iter().map(|i| i.count).sum::<usize>();
+        if d.comparison.class == DriftClass::Missing {
+            rows.push([
+                object,
+                "(object)".into(),
+                "<present>".into(),
+                "<absent>".into(),
+                "-".into(),
+            ]);
+            continue;
+        }
+        for c in &d.comparison.changes {
+            rows.push([
+                object.clone(),
+                c.field.clone(),
+                cell(c.desired.as_ref()),
+                cell(c.live.as_ref()),
+                c.manager.clone().unwrap_or_else(|| "-".into()),
+            ]);
+        }
+    }
+    let mut widths = [0usize; 5];
+    for row in &rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (i, (c, w)) in row.iter().zip(widths).enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(c);
+            } else {
+                line.push_str(&format!("{c:<w$}   "));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    let changes = rows.len() - 1;
+    out.push_str(&format!(
+        "\n{} object(s) drift, {changes} difference(s)",
+        drifting.len()
+    ));
+    if ignored > 0 {
+        out.push_str(&format!(", {ignored} more ignored by ignore rules"));
+    }
+    out.push('\n');
+    out
 }

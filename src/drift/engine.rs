@@ -71,6 +71,73 @@ pub struct Engine {
     /// First-seen times of episodes still open at start, so a restart keeps "since".
     open_since: HashMap<ObjectKey, Timestamp>,
     sources: BTreeSet<String>,
+    /// HorizontalPodAutoscalers seen live, with their scale target (namespace, kind, name).
+    hpas: HashMap<ObjectKey, (String, String, String)>,
+    /// Coverage: kinds and namespaces whose unowned live objects are reported.
+    coverage: Coverage,
+    /// Unowned live objects in coverage scope (identity only).
+    unmanaged: BTreeMap<ObjectKey, TypeKey>,
+    /// Ignore rules already reported as expired.
+    expired_reported: BTreeSet<String>,
+    /// Whether the desired state was loaded at least once (an empty one still makes us ready).
+    loaded_once: bool,
+    /// Every type watched: desired kinds, covered kinds, and HPAs when workloads are desired.
+    wanted: BTreeSet<TypeKey>,
+}
+
+/// The `[unmanaged]` configuration, resolved.
+#[derive(Debug, Default)]
+struct Coverage {
+    kinds: BTreeSet<TypeKey>,
+    namespaces: BTreeSet<String>,
+}
+
+impl Coverage {
+    fn covers_type(&self, type_key: &TypeKey) -> bool {
+        self.kinds.contains(type_key)
+    }
+
+    fn covers_key(&self, key: &ObjectKey) -> bool {
+        self.kinds.iter().any(|t| same_kind(t, key))
+            && (self.namespaces.is_empty()
+                || key
+                    .namespace
+                    .as_ref()
+                    .is_some_and(|ns| self.namespaces.contains(ns)))
+    }
+}
+
+/// Kinds whose `spec.replicas` a HorizontalPodAutoscaler may own.
+const SCALABLE: &[&str] = &[
+    "Deployment",
+    "StatefulSet",
+    "ReplicaSet",
+    "ReplicationController",
+];
+
+fn hpa_type() -> TypeKey {
+    TypeKey {
+        api_version: "autoscaling/v2".into(),
+        kind: "HorizontalPodAutoscaler".into(),
+    }
+}
+
+fn same_kind(type_key: &TypeKey, key: &ObjectKey) -> bool {
+    type_key.kind == key.kind
+        && crate::k8s::kinds::split_api_version(&type_key.api_version).0 == key.group
+}
+
+/// Objects Kubernetes itself creates in every namespace without an ownerReference; never
+/// reported as unmanaged.
+fn created_by_kubernetes(key: &ObjectKey) -> bool {
+    matches!(
+        (key.kind.as_str(), key.name.as_str()),
+        ("ConfigMap", "kube-root-ca.crt") | ("ServiceAccount", "default")
+    ) || (key.kind == "Namespace"
+        && matches!(
+            key.name.as_str(),
+            "default" | "kube-system" | "kube-public" | "kube-node-lease"
+        ))
 }
 
 impl Engine {
@@ -83,6 +150,23 @@ impl Engine {
         events: Option<EventSink>,
     ) -> crate::Result<Engine> {
         let key = store.installation_key()?;
+        let coverage = Coverage {
+            kinds: config
+                .unmanaged
+                .type_keys()
+                .map_err(|reason| crate::config::ConfigError {
+                    origin: "config".into(),
+                    key: "unmanaged.kinds".into(),
+                    reason,
+                })?
+                .into_iter()
+                .collect(),
+            namespaces: config.unmanaged.namespaces.iter().cloned().collect(),
+        };
+        let facts = ClusterFacts {
+            controller_managers: config.controller_managers.clone(),
+            ..ClusterFacts::default()
+        };
         let (sender, inbox) = mpsc::channel(1024);
         let mut tracks = HashMap::new();
         let mut open_since = HashMap::new();
@@ -103,8 +187,8 @@ impl Engine {
         }
         Ok(Engine {
             store,
-            differ: Differ::new(&key),
-            facts: ClusterFacts::default(),
+            differ: Differ::new(&key).with_rules(config.rule_set()),
+            facts,
             supervisor: Supervisor::new(client, sender),
             inbox,
             events,
@@ -122,6 +206,12 @@ impl Engine {
             unsettled: HashSet::new(),
             open_since,
             sources: BTreeSet::new(),
+            hpas: HashMap::new(),
+            coverage,
+            unmanaged: BTreeMap::new(),
+            expired_reported: BTreeSet::new(),
+            wanted: BTreeSet::new(),
+            loaded_once: false,
         })
     }
 
@@ -136,6 +226,7 @@ impl Engine {
         let settle_period =
             (self.settle / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
         let mut settle_tick = tokio::time::interval(settle_period);
+        let mut expiry_tick = tokio::time::interval(Duration::from_secs(30));
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -154,6 +245,7 @@ impl Engine {
                     }
                 }
                 _ = settle_tick.tick() => self.settle_due(),
+                _ = expiry_tick.tick() => self.report_expired_rules(),
             }
         }
     }
@@ -177,7 +269,9 @@ impl Engine {
                 .insert(object.key.clone());
             desired.insert(object.key.clone(), object);
         }
-        if self.desired == desired {
+        let first_load = !self.loaded_once;
+        self.loaded_once = true;
+        if self.desired == desired && !first_load {
             return Ok(());
         }
         // Objects no longer desired: forget them, close their episodes.
@@ -202,9 +296,33 @@ impl Engine {
                 }
             }
         }
-        let wanted: BTreeSet<TypeKey> = by_type.keys().cloned().collect();
+        // Objects no longer desired may now be unmanaged: re-list covered kinds they belong to.
+        for key in &gone {
+            if let Some(t) = self.coverage.kinds.iter().find(|t| same_kind(t, key)) {
+                relist.insert(t.clone());
+            }
+        }
+        // Objects now desired are no longer unmanaged.
+        let now_desired: Vec<ObjectKey> = self
+            .unmanaged
+            .keys()
+            .filter(|k| desired.contains_key(*k))
+            .cloned()
+            .collect();
+        for key in now_desired {
+            self.drop_unmanaged(&key);
+        }
+        let mut wanted: BTreeSet<TypeKey> = by_type.keys().cloned().collect();
+        wanted.extend(self.coverage.kinds.iter().cloned());
+        if by_type.keys().any(|t| SCALABLE.contains(&t.kind.as_str())) {
+            wanted.insert(hpa_type());
+        } else {
+            self.hpas.clear();
+            self.facts.hpa_targets.clear();
+        }
         self.listed.retain(|t| wanted.contains(t));
         self.relisting.retain(|t, _| wanted.contains(t));
+        self.wanted = wanted.clone();
         self.desired = desired;
         self.by_type = by_type;
         self.supervisor.restart(&relist);
@@ -231,7 +349,9 @@ impl Engine {
         for key in keys {
             self.evaluate(&key);
         }
+        self.update_coverage();
         self.update_readiness();
+        self.report_expired_rules();
         Ok(())
     }
 
@@ -271,6 +391,10 @@ impl Engine {
                 if self.desired.contains_key(&key) {
                     self.live.insert(key.clone(), object);
                     self.evaluate(&key);
+                } else if type_key == hpa_type() {
+                    self.set_hpa(key, Some(&object));
+                } else if self.coverage.covers_type(&type_key) {
+                    self.consider_unmanaged(key, &type_key, &object);
                 }
             }
             WatchEvent::Delete(object) => {
@@ -283,6 +407,11 @@ impl Engine {
                 };
                 if self.live.remove(&key).is_some() {
                     self.evaluate(&key);
+                } else if type_key == hpa_type() {
+                    self.set_hpa(key, None);
+                } else if self.unmanaged.contains_key(&key) {
+                    self.drop_unmanaged(&key);
+                    self.update_coverage();
                 }
             }
             WatchEvent::InitDone => self.list_complete(type_key),
@@ -300,7 +429,7 @@ impl Engine {
         }
     }
 
-    /// A (re-)list finished: desired objects it did not return are gone.
+    /// A (re-)list finished: objects it did not return are gone.
     fn list_complete(&mut self, type_key: TypeKey) {
         let seen = self.relisting.remove(&type_key).unwrap_or_default();
         let keys: Vec<ObjectKey> = self
@@ -316,12 +445,153 @@ impl Engine {
             self.awaiting_list.remove(key);
             self.evaluate(key);
         }
+        if type_key == hpa_type() {
+            let gone: Vec<ObjectKey> = self
+                .hpas
+                .keys()
+                .filter(|k| !seen.contains(*k))
+                .cloned()
+                .collect();
+            for key in gone {
+                self.set_hpa(key, None);
+            }
+        }
+        let gone: Vec<ObjectKey> = self
+            .unmanaged
+            .iter()
+            .filter(|(k, t)| **t == type_key && !seen.contains(*k))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in gone {
+            self.drop_unmanaged(&key);
+        }
+        self.update_coverage();
         tracing::debug!(kind = %type_key, objects = keys.len(), "list complete");
         self.update_readiness();
     }
 
+    /// Records (or forgets) an HPA's scale target; the target's `spec.replicas` is the
+    /// autoscaler's, so the target is compared again.
+    fn set_hpa(&mut self, key: ObjectKey, object: Option<&Value>) {
+        let target = object.and_then(|o| {
+            let target = o.pointer("/spec/scaleTargetRef")?;
+            Some((
+                key.namespace.clone().unwrap_or_default(),
+                target.get("kind")?.as_str()?.to_string(),
+                target.get("name")?.as_str()?.to_string(),
+            ))
+        });
+        let old = match target.clone() {
+            Some(t) => self.hpas.insert(key, t),
+            None => self.hpas.remove(&key),
+        };
+        if old == target {
+            return;
+        }
+        self.facts.hpa_targets = self.hpas.values().cloned().collect();
+        let affected: Vec<ObjectKey> = self
+            .desired
+            .keys()
+            .filter(|k| {
+                let id = (
+                    k.namespace.clone().unwrap_or_default(),
+                    k.kind.clone(),
+                    k.name.clone(),
+                );
+                old.as_ref() == Some(&id) || target.as_ref() == Some(&id)
+            })
+            .cloned()
+            .collect();
+        for key in affected {
+            self.evaluate(&key);
+        }
+    }
+
+    /// A live object of a covered kind that no source desires: unmanaged, unless a
+    /// controller (ownerReference) or Kubernetes itself created it.
+    fn consider_unmanaged(&mut self, key: ObjectKey, type_key: &TypeKey, object: &Value) {
+        let owned = object
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .is_some_and(|refs| !refs.is_empty());
+        if owned || !self.coverage.covers_key(&key) || created_by_kubernetes(&key) {
+            return;
+        }
+        if self.unmanaged.contains_key(&key) {
+            return;
+        }
+        self.unmanaged.insert(key.clone(), type_key.clone());
+        let entry = DriftEntry {
+            source: String::new(),
+            revision: 0,
+            api_version: type_key.api_version.clone(),
+            kind: key.kind.clone(),
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+            class: DriftClass::Unmanaged,
+            since: Some(Timestamp::now()),
+            changes: Vec::new(),
+            ignored: Vec::new(),
+        };
+        self.handles
+            .metrics
+            .unmanaged_changed(key.namespace.as_deref(), &key.kind, 1);
+        self.handles.index.write().unwrap().upsert(key, entry);
+        self.update_coverage();
+    }
+
+    fn drop_unmanaged(&mut self, key: &ObjectKey) {
+        if self.unmanaged.remove(key).is_some() {
+            self.handles
+                .metrics
+                .unmanaged_changed(key.namespace.as_deref(), &key.kind, -1);
+            let mut index = self.handles.index.write().unwrap();
+            if index
+                .get(key)
+                .is_some_and(|e| e.class == DriftClass::Unmanaged)
+            {
+                index.remove(key);
+            }
+        }
+    }
+
+    /// `driftd_coverage_ratio`: live objects of covered kinds and namespaces that a source
+    /// owns, over all such objects (controller-created ones left out).
+    fn update_coverage(&self) {
+        if self.coverage.kinds.is_empty() {
+            return;
+        }
+        let managed = self
+            .live
+            .keys()
+            .filter(|k| self.coverage.covers_key(k))
+            .count();
+        let all = managed + self.unmanaged.len();
+        let ratio = if all == 0 {
+            1.0
+        } else {
+            managed as f64 / all as f64
+        };
+        self.handles.metrics.coverage_ratio.set(ratio);
+    }
+
+    /// Logs and counts ignore rules that expired since the last check.
+    fn report_expired_rules(&mut self) {
+        let expired = self.differ.expired_rules();
+        for rule in &expired {
+            if self.expired_reported.insert(rule.label.clone()) {
+                tracing::warn!(
+                    rule = %rule.label,
+                    expired = %rule.expires,
+                    "ignore rule expired and no longer applies; remove or renew it"
+                );
+            }
+        }
+        self.handles.metrics.rules_expired.set(expired.len() as i64);
+    }
+
     fn update_readiness(&mut self) {
-        let ready = self.by_type.keys().all(|t| self.listed.contains(t));
+        let ready = self.wanted.iter().all(|t| self.listed.contains(t));
         let mut index = self.handles.index.write().unwrap();
         if ready && !index.ready() {
             tracing::info!("every watcher finished its first list: ready");
@@ -345,12 +615,15 @@ impl Engine {
             return;
         }
         let started = Instant::now();
-        let comparison: Comparison = self.differ.compare(&CompareInput {
-            desired: &desired.object,
-            live: self.live.get(key),
-            previous: desired.previous.as_ref(),
-            facts: &self.facts,
-        });
+        let comparison: Comparison = self.differ.compare_in(
+            Some(&desired.source),
+            &CompareInput {
+                desired: &desired.object,
+                live: self.live.get(key),
+                previous: desired.previous.as_ref(),
+                facts: &self.facts,
+            },
+        );
         self.handles
             .metrics
             .diff_duration
@@ -380,6 +653,7 @@ impl Engine {
             class: comparison.class,
             since,
             changes: comparison.changes,
+            ignored: comparison.ignored,
         };
         let observed = (entry.class != DriftClass::InSync).then(|| Reported {
             class: entry.class,

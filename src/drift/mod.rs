@@ -6,7 +6,7 @@ mod engine;
 
 pub use engine::{Engine, EngineHandles};
 
-use crate::diff::{Change, DriftClass};
+use crate::diff::{Change, DriftClass, IgnoredCount};
 use crate::k8s::ObjectKey;
 use jiff::Timestamp;
 use serde::Serialize;
@@ -16,6 +16,8 @@ use std::sync::{Arc, RwLock};
 /// The drift state of one desired object, as `/drift` reports it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DriftEntry {
+    /// Empty (and left out of JSON) for `unmanaged` objects, which no source owns.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub source: String,
     pub revision: i64,
     #[serde(rename = "apiVersion")]
@@ -29,6 +31,9 @@ pub struct DriftEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<Timestamp>,
     pub changes: Vec<Change>,
+    /// Differences hidden by ignore rules, per rule, so an over-broad rule can be noticed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignored: Vec<IgnoredCount>,
 }
 
 impl DriftEntry {

@@ -38,6 +38,9 @@ pub struct Metrics {
     pub diff_duration: Histogram,
     pub ready: IntGauge,
     pub events_dropped: IntCounter,
+    unmanaged: IntGaugeVec,
+    pub coverage_ratio: Gauge,
+    pub rules_expired: IntGauge,
     max_object_series: usize,
     /// Label sets of the per-object series currently exported.
     exported: Mutex<HashSet<Vec<String>>>,
@@ -119,6 +122,24 @@ impl Metrics {
             "Kubernetes Events not published (queue full or API error).",
         )
         .unwrap();
+        let unmanaged = IntGaugeVec::new(
+            Opts::new(
+                "driftd_unmanaged_objects",
+                "Live objects of covered kinds and namespaces that no source owns.",
+            ),
+            &["namespace", "kind"],
+        )
+        .unwrap();
+        let coverage_ratio = Gauge::new(
+            "driftd_coverage_ratio",
+            "Covered live objects a source owns, over all covered live objects (1 when none).",
+        )
+        .unwrap();
+        let rules_expired = IntGauge::new(
+            "driftd_ignore_rules_expired",
+            "Ignore rules past their `expires` time, no longer applied.",
+        )
+        .unwrap();
         let build_info = Gauge::with_opts(
             Opts::new("driftd_build_info", "Build metadata; always 1.")
                 .const_label("version", env!("CARGO_PKG_VERSION")),
@@ -136,6 +157,9 @@ impl Metrics {
             Box::new(diff_duration.clone()),
             Box::new(ready.clone()),
             Box::new(events_dropped.clone()),
+            Box::new(unmanaged.clone()),
+            Box::new(coverage_ratio.clone()),
+            Box::new(rules_expired.clone()),
             Box::new(build_info),
         ] {
             registry
@@ -154,6 +178,9 @@ impl Metrics {
             diff_duration,
             ready,
             events_dropped,
+            unmanaged,
+            coverage_ratio,
+            rules_expired,
             max_object_series,
             exported: Mutex::new(HashSet::new()),
         }
@@ -197,6 +224,17 @@ impl Metrics {
                 }
                 exported.insert(labels);
             }
+        }
+    }
+
+    /// Adds `delta` to the unmanaged count of a namespace and kind; a count back at zero
+    /// drops its series.
+    pub fn unmanaged_changed(&self, namespace: Option<&str>, kind: &str, delta: i64) {
+        let labels = [namespace.unwrap_or(""), kind];
+        let gauge = self.unmanaged.with_label_values(&labels);
+        gauge.add(delta);
+        if gauge.get() <= 0 {
+            let _ = self.unmanaged.remove_label_values(&labels);
         }
     }
 
@@ -256,6 +294,7 @@ mod tests {
             class,
             since: (class != DriftClass::InSync).then(|| "2026-11-30T10:00:00Z".parse().unwrap()),
             changes: vec![],
+            ignored: vec![],
         }
     }
 

@@ -32,6 +32,10 @@ pub fn merge_key(kind: &str, path: &[&str]) -> Option<&'static str> {
     if kind == "Service" && path == ["spec", "ports"] {
         return Some("port");
     }
+    // ServiceAccount.secrets: `patchStrategy:"merge" patchMergeKey:"name"`.
+    if kind == "ServiceAccount" && path == ["secrets"] {
+        return Some("name");
+    }
     if let Some(prefix) = pod_spec_prefix(kind) {
         if path.len() > prefix.len() && path[..prefix.len()] == *prefix {
             return pod_spec_merge_key(&path[prefix.len()..]);
@@ -95,5 +99,7 @@ mod tests {
             None
         );
         assert_eq!(merge_key("ConfigMap", &["data"]), None);
+        assert_eq!(merge_key("ServiceAccount", &["secrets"]), Some("name"));
+        assert_eq!(merge_key("ServiceAccount", &["imagePullSecrets"]), None);
     }
 }

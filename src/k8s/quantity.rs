@@ -651,6 +651,31 @@ mod tests {
         assert_eq!(r("+1"), "+1");
     }
 
+    proptest::proptest! {
+        /// What kube-apiserver stores parses back to itself and keeps the amount.
+        #[test]
+        fn canonical_form_is_stable_and_keeps_the_amount(
+            sign in proptest::sample::select(vec!["", "-", "+"]),
+            int in 0u64..10_000_000,
+            frac in proptest::option::of(0u32..1000),
+            suffix in proptest::sample::select(vec![
+                "", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi",
+                "e3", "e-3", "E6", "e0",
+            ]),
+        ) {
+            let input = match frac {
+                Some(f) => format!("{sign}{int}.{f:03}{suffix}"),
+                None => format!("{sign}{int}{suffix}"),
+            };
+            let q = parse(&input).expect("well-formed quantity");
+            let c = q.canonical();
+            let again = parse(&c).expect("canonical form parses");
+            proptest::prop_assert_eq!(again.canonical(), c.clone(), "{} -> {}", input, c);
+            // Rounding to nano happens once, on the first parse.
+            proptest::prop_assert!(again.same_amount(&q), "{} -> {}", input, c);
+        }
+    }
+
     #[test]
     fn format_of_suffix_family() {
         assert_eq!(parse("1Gi").unwrap().format(), Format::BinarySI);

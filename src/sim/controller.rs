@@ -20,19 +20,63 @@ struct Types {
     deploy: ResourceInfo,
     rs: ResourceInfo,
     pod: ResourceInfo,
+    event: ResourceInfo,
+}
+
+/// Records a core/v1 Event about `about`, named `<name>.<hex nanos>` like client-go's
+/// event recorder, so `kubectl describe` and `kubectl get events` show the controllers' work.
+fn record_event(
+    store: &Store,
+    t: &Types,
+    about: &Value,
+    component: &str,
+    reason: &str,
+    message: &str,
+) {
+    let now = now_rfc3339();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let ns = meta(about, "namespace");
+    let event = json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": format!("{}.{nanos:x}", meta(about, "name")), "namespace": ns},
+        "involvedObject": {
+            "apiVersion": about["apiVersion"], "kind": about["kind"], "name": meta(about, "name"),
+            "namespace": ns, "uid": meta(about, "uid"), "resourceVersion": meta(about, "resourceVersion"),
+        },
+        "reason": reason,
+        "message": message,
+        "source": {"component": component},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+        "type": "Normal",
+        "eventTime": null,
+        "reportingComponent": component,
+        "reportingInstance": "",
+    });
+    let _ = store.create(&t.event, Some(&ns), event, &WriteCtx::new(component));
 }
 
 /// Runs until the store's channel closes.
 pub async fn run(store: Store) {
     let mut rx = store.subscribe();
-    let (Some(deploy), Some(rs), Some(pod)) = (
+    let (Some(deploy), Some(rs), Some(pod), Some(event)) = (
         store.resolve("apps", "v1", "deployments"),
         store.resolve("apps", "v1", "replicasets"),
         store.resolve("", "v1", "pods"),
+        store.resolve("", "v1", "events"),
     ) else {
         return;
     };
-    let t = Types { deploy, rs, pod };
+    let t = Types {
+        deploy,
+        rs,
+        pod,
+        event,
+    };
     loop {
         let mut dirty = BTreeSet::new();
         let mut resync = false;
@@ -70,7 +114,10 @@ fn controller_owner<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
     obj.pointer("/metadata/ownerReferences")?
         .as_array()?
         .iter()
-        .find(|r| r.get("kind").and_then(Value::as_str) == Some(kind) && r.get("controller") == Some(&json!(true)))
+        .find(|r| {
+            r.get("kind").and_then(Value::as_str) == Some(kind)
+                && r.get("controller") == Some(&json!(true))
+        })
 }
 
 /// Maps a change to the Deployment it concerns, if any.
@@ -123,7 +170,10 @@ fn owned_by(objs: Vec<Value>, ns: &str, uid: &str) -> Vec<Value> {
         .filter(|o| {
             o.pointer("/metadata/ownerReferences")
                 .and_then(Value::as_array)
-                .is_some_and(|refs| refs.iter().any(|r| r.get("uid").and_then(Value::as_str) == Some(uid)))
+                .is_some_and(|refs| {
+                    refs.iter()
+                        .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
+                })
         })
         .collect()
 }
@@ -141,10 +191,18 @@ fn is_ready(pod: &Value) -> bool {
 }
 
 /// Keeps a condition's timestamps when nothing about it changed, so steady state writes nothing.
-fn condition(old: Option<&Value>, ty: &str, status: &str, reason: &str, message: &str, with_update: bool) -> Value {
-    let prev = old
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c.get("type").and_then(Value::as_str) == Some(ty)));
+fn condition(
+    old: Option<&Value>,
+    ty: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    with_update: bool,
+) -> Value {
+    let prev = old.and_then(Value::as_array).and_then(|cs| {
+        cs.iter()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some(ty))
+    });
     let same = prev.is_some_and(|p| {
         p.get("status").and_then(Value::as_str) == Some(status)
             && p.get("reason").and_then(Value::as_str) == Some(reason)
@@ -166,14 +224,35 @@ fn condition(old: Option<&Value>, ty: &str, status: &str, reason: &str, message:
     c
 }
 
+/// The deployment controller's ScalingReplicaSet event.
+fn scaled(store: &Store, t: &Types, d: &Value, rs_name: &str, from: i64, to: i64) {
+    let dir = if to > from { "up" } else { "down" };
+    let msg = format!("Scaled {dir} replica set {rs_name} from {from} to {to}");
+    record_event(
+        store,
+        t,
+        d,
+        "deployment-controller",
+        "ScalingReplicaSet",
+        &msg,
+    );
+}
+
 fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
     let ctx = WriteCtx::new(MANAGER);
-    let Ok(d) = store.get(&t.deploy, Some(ns), name) else { return };
+    let Ok(d) = store.get(&t.deploy, Some(ns), name) else {
+        return;
+    };
     let uid = meta(&d, "uid");
-    let Some(template) = d.pointer("/spec/template").cloned() else { return };
+    let Some(template) = d.pointer("/spec/template").cloned() else {
+        return;
+    };
     let hash = pod_template_hash(&template);
     let rs_name = format!("{name}-{hash}");
-    let replicas = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let replicas = d
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
     let owned = owned_by(store.all(&t.rs), ns, &uid);
     let max_rev = owned.iter().map(revision).max().unwrap_or(0);
     let current = owned.iter().find(|r| meta(r, "name") == rs_name).cloned();
@@ -182,6 +261,13 @@ fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
     rs_template["metadata"]["labels"]["pod-template-hash"] = json!(hash);
     let new_rs = match current {
         Some(rs) => {
+            let before = rs
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            if before != replicas {
+                scaled(store, t, &d, &rs_name, before, replicas);
+            }
             let rev = revision(&rs);
             let rev = if rev < max_rev { max_rev + 1 } else { rev };
             store
@@ -213,12 +299,23 @@ fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
                 },
                 "spec": {"replicas": replicas, "selector": selector, "template": rs_template},
             });
-            store.create(&t.rs, Some(ns), rs, &ctx).ok()
+            let created = store.create(&t.rs, Some(ns), rs, &ctx).ok();
+            if created.is_some() {
+                scaled(store, t, &d, &rs_name, 0, replicas);
+            }
+            created
         }
     };
     let Some(new_rs) = new_rs else { return };
     let mut total = (0, 0);
     for rs in owned.iter().filter(|r| meta(r, "name") != rs_name) {
+        let before = rs
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if before != 0 {
+            scaled(store, t, &d, &meta(rs, "name"), before, 0);
+        }
         let rs = store
             .write(&t.rs, Some(ns), &meta(rs, "name"), None, &ctx, |old| {
                 let mut new = old.clone();
@@ -234,7 +331,11 @@ fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
 
     // The revision annotation is an ordinary (main resource) update by the controller.
     let rev = revision(&new_rs).to_string();
-    if d.pointer("/metadata/annotations").and_then(|a| a.get(REVISION)).and_then(Value::as_str) != Some(&rev) {
+    if d.pointer("/metadata/annotations")
+        .and_then(|a| a.get(REVISION))
+        .and_then(Value::as_str)
+        != Some(&rev)
+    {
         let _ = store.write(&t.deploy, Some(ns), name, None, &ctx, |old| {
             let mut new = old.clone();
             new["metadata"]["annotations"][REVISION] = json!(rev);
@@ -255,7 +356,12 @@ fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
         if total.0 > total.1 {
             status["unavailableReplicas"] = json!(total.0 - total.1);
         }
-        for k in ["replicas", "updatedReplicas", "readyReplicas", "availableReplicas"] {
+        for k in [
+            "replicas",
+            "updatedReplicas",
+            "readyReplicas",
+            "availableReplicas",
+        ] {
             // Zero counts are omitted (omitempty), as on a real cluster.
             if status[k] == json!(0) {
                 status.as_object_mut().map(|s| s.remove(k));
@@ -263,12 +369,32 @@ fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
         }
         status["conditions"] = json!([
             if available {
-                condition(conds, "Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.", true)
+                condition(
+                    conds,
+                    "Available",
+                    "True",
+                    "MinimumReplicasAvailable",
+                    "Deployment has minimum availability.",
+                    true,
+                )
             } else {
-                condition(conds, "Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.", true)
+                condition(
+                    conds,
+                    "Available",
+                    "False",
+                    "MinimumReplicasUnavailable",
+                    "Deployment does not have minimum availability.",
+                    true,
+                )
             },
-            condition(conds, "Progressing", "True", "NewReplicaSetAvailable",
-                &format!("ReplicaSet \"{rs_name}\" has successfully progressed."), true),
+            condition(
+                conds,
+                "Progressing",
+                "True",
+                "NewReplicaSetAvailable",
+                &format!("ReplicaSet \"{rs_name}\" has successfully progressed."),
+                true
+            ),
         ]);
         new["status"] = status;
         Ok(new)
@@ -279,12 +405,28 @@ fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
 /// (pods, ready pods).
 fn reconcile_pods(store: &Store, t: &Types, ns: &str, rs: &Value) -> (i64, i64) {
     let ctx = WriteCtx::new(MANAGER);
-    let want = rs.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let want = rs
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
     let mut pods = owned_by(store.all(&t.pod), ns, &meta(rs, "uid"));
     pods.sort_by_key(|p| meta(p, "creationTimestamp"));
     while (pods.len() as i64) > want {
         let p = pods.pop().expect("non-empty");
-        let _ = store.delete(&t.pod, Some(ns), &meta(&p, "name"), None, false);
+        if store
+            .delete(&t.pod, Some(ns), &meta(&p, "name"), None, false)
+            .is_ok()
+        {
+            let msg = format!("Deleted pod: {}", meta(&p, "name"));
+            record_event(
+                store,
+                t,
+                rs,
+                "replicaset-controller",
+                "SuccessfulDelete",
+                &msg,
+            );
+        }
     }
     let rs_name = meta(rs, "name");
     while (pods.len() as i64) < want {
@@ -304,13 +446,31 @@ fn reconcile_pods(store: &Store, t: &Types, ns: &str, rs: &Value) -> (i64, i64) 
             pod["metadata"]["annotations"] = a.clone();
         }
         pod["spec"]["nodeName"] = json!("driftd-sim-node");
-        let Ok(created) = store.create(&t.pod, Some(ns), pod, &ctx) else { break };
+        let Ok(created) = store.create(&t.pod, Some(ns), pod, &ctx) else {
+            break;
+        };
+        let msg = format!("Created pod: {}", meta(&created, "name"));
+        record_event(
+            store,
+            t,
+            rs,
+            "replicaset-controller",
+            "SuccessfulCreate",
+            &msg,
+        );
         let running = store
-            .write(&t.pod, Some(ns), &meta(&created, "name"), Some("status"), &WriteCtx::new("kubelet"), |old| {
-                let mut new = old.clone();
-                new["status"] = running_status(old, pods.len());
-                Ok(new)
-            })
+            .write(
+                &t.pod,
+                Some(ns),
+                &meta(&created, "name"),
+                Some("status"),
+                &WriteCtx::new("kubelet"),
+                |old| {
+                    let mut new = old.clone();
+                    new["status"] = running_status(old, pods.len());
+                    Ok(new)
+                },
+            )
             .unwrap_or(created);
         pods.push(running);
     }
@@ -335,7 +495,11 @@ fn reconcile_pods(store: &Store, t: &Types, ns: &str, rs: &Value) -> (i64, i64) 
 /// What the kubelet reports for a started pod whose containers all run.
 fn running_status(pod: &Value, index: usize) -> Value {
     let now = now_rfc3339();
-    let containers = pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default();
+    let containers = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let statuses: Vec<Value> = containers
         .iter()
         .map(|c| {
@@ -355,8 +519,10 @@ fn running_status(pod: &Value, index: usize) -> Value {
         })
         .collect();
     let has_resources = containers.iter().any(|c| {
-        c.pointer("/resources/requests").is_some_and(|r| r.as_object().is_some_and(|m| !m.is_empty()))
-            || c.pointer("/resources/limits").is_some_and(|r| r.as_object().is_some_and(|m| !m.is_empty()))
+        c.pointer("/resources/requests")
+            .is_some_and(|r| r.as_object().is_some_and(|m| !m.is_empty()))
+            || c.pointer("/resources/limits")
+                .is_some_and(|r| r.as_object().is_some_and(|m| !m.is_empty()))
     });
     let cond = |ty: &str| json!({"type": ty, "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
     let ip = format!("10.244.0.{}", 10 + index % 240);

@@ -439,10 +439,7 @@ fn pod(object: &mut Value, create: bool) {
     if create {
         // pod strategy PrepareForCreate: Pending with the computed QoS class.
         let qos = qos_class(spec);
-        m.insert(
-            "status".into(),
-            json!({"phase": "Pending", "qosClass": qos}),
-        );
+        initial_status(m, json!({"phase": "Pending", "qosClass": qos}));
     }
 }
 
@@ -751,14 +748,30 @@ fn service(alloc: &mut dyn Allocator, object: &mut Value, old: Option<&Value>) {
             || (svc_type == "LoadBalancer"
                 && spec.get("allocateLoadBalancerNodePorts") != Some(&json!(false)));
         if needs_node_ports {
+            // initNodePorts: ports with the same number (53/TCP and 53/UDP) share one node
+            // port, a requested one if any entry asks for it.
+            let mut by_port: std::collections::HashMap<i64, i64> = spec
+                .get("ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|p| Some((p["port"].as_i64()?, p["nodePort"].as_i64()?)))
+                .filter(|(_, np)| *np != 0)
+                .collect();
             for_each_item(spec.get_mut("ports"), |p| {
                 if let Some(p) = map(p) {
                     let unset = p
                         .get("nodePort")
                         .is_none_or(|n| n.as_i64().unwrap_or(0) == 0);
+                    let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
                     if unset {
-                        if let Some(port) = alloc.node_port() {
-                            p.insert("nodePort".into(), json!(port));
+                        let np = match by_port.get(&port) {
+                            Some(np) => Some(*np),
+                            None => alloc.node_port().map(i64::from),
+                        };
+                        if let Some(np) = np {
+                            by_port.insert(port, np);
+                            p.insert("nodePort".into(), json!(np));
                         }
                     }
                 }
@@ -936,7 +949,7 @@ fn namespace(object: &mut Value, old: Option<&Value>) {
                     }
                 }
             }
-            m.insert("status".into(), json!({"phase": "Active"}));
+            initial_status(m, json!({"phase": "Active"}));
         }
         Some(old) => {
             // PrepareForUpdate: finalizers and status only change through subresources.
@@ -1737,6 +1750,19 @@ mod tests {
     }
 
     #[test]
+    fn same_port_number_shares_a_node_port() {
+        let mut alloc = ClusterAllocator::seeded(4);
+        let mut s = json!({"metadata": {"name": "dns"}, "spec": {"type": "NodePort", "ports": [
+            {"name": "dns-tcp", "port": 53, "protocol": "TCP"},
+            {"name": "dns-udp", "port": 53, "protocol": "UDP"},
+            {"name": "metrics", "port": 9153}]}});
+        apply_with(&mut alloc, "v1", "Service", &mut s);
+        let ports = &s["spec"]["ports"];
+        assert_eq!(ports[0]["nodePort"], ports[1]["nodePort"]);
+        assert_ne!(ports[0]["nodePort"], ports[2]["nodePort"]);
+    }
+
+    #[test]
     fn headless_and_external_name_services() {
         let h = defaulted(
             "v1",
@@ -1827,6 +1853,49 @@ mod tests {
             json!({"metadata": {"name": "c"}, "data": {"k": "v"}}),
         );
         assert_eq!(cm, json!({"metadata": {"name": "c"}, "data": {"k": "v"}}));
+    }
+
+    #[test]
+    fn reapplying_keeps_existing_status_and_is_idempotent() {
+        // The simulator also runs `apply` on updates: existing status must survive.
+        let n = defaulted(
+            "v1",
+            "Namespace",
+            json!({"metadata": {"name": "t"}, "spec": {"finalizers": ["kubernetes"]},
+                   "status": {"phase": "Terminating"}}),
+        );
+        assert_eq!(n["status"]["phase"], "Terminating");
+        let p = defaulted(
+            "v1",
+            "Pod",
+            json!({"metadata": {"name": "p"}, "spec": {"containers": []},
+                   "status": {"phase": "Running", "qosClass": "BestEffort"}}),
+        );
+        assert_eq!(p["status"]["phase"], "Running");
+        for (av, kind, obj) in [
+            (
+                "apps/v1",
+                "Deployment",
+                json!({"metadata": {"name": "d"}, "spec": {"template": container_template(json!([{"name": "a", "image": "a"}]))}}),
+            ),
+            (
+                "batch/v1",
+                "Job",
+                json!({"metadata": {"name": "j", "uid": "u1"}, "spec": {"template": {"spec": {}}}}),
+            ),
+            (
+                "v1",
+                "Service",
+                json!({"metadata": {"name": "s"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}}),
+            ),
+        ] {
+            let once = defaulted(av, kind, obj);
+            assert_eq!(
+                defaulted(av, kind, once.clone()),
+                once,
+                "{kind} defaults are idempotent"
+            );
+        }
     }
 
     #[test]

@@ -20,9 +20,18 @@ pub struct Write<'a> {
     pub time: &'a str,
 }
 
-/// Struct-typed fields the Go types always serialize (non-pointer structs), so they never
-/// count as "added" themselves and get no `.` entry, as in real managedFields.
-const ALWAYS_PRESENT: &[&str] = &["spec", "template", "metadata", "strategy", "status"];
+/// Fields the Go types always serialize (non-pointer structs, lists without `omitempty`),
+/// so they never count as "added" themselves and get no `.` entry, as in real managedFields
+/// (e.g. `f:containers` has none while `f:ports` has one).
+const ALWAYS_PRESENT: &[&str] = &[
+    "spec",
+    "template",
+    "metadata",
+    "strategy",
+    "status",
+    "containers",
+    "resources",
+];
 
 /// The keys an associative list is keyed by (`x-kubernetes-list-map-keys`), if any.
 fn list_keys(kind: &str, names: &[&str]) -> Option<Vec<&'static str>> {
@@ -60,9 +69,12 @@ struct Walker<'a> {
 
 impl Walker<'_> {
     fn added(&mut self, names: &mut Vec<String>, path: &mut Path, new: &Value) {
-        let always = names
-            .last()
-            .is_some_and(|n| ALWAYS_PRESENT.contains(&n.as_str()));
+        // Only a field itself (not an item of a list held in that field) can be always-present.
+        let is_field = path.last().is_some_and(|e| e.starts_with("f:"));
+        let always = is_field
+            && names
+                .last()
+                .is_some_and(|n| ALWAYS_PRESENT.contains(&n.as_str()));
         let has_children = match new {
             Value::Object(m) => !m.is_empty(),
             Value::Array(a) => !a.is_empty() && self.keys(names).is_some(),

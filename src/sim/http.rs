@@ -367,9 +367,9 @@ async fn route(
                 "status": "Success", "details": details}),
             ))
         }
-        _ => Err(ApiError::method_not_allowed(format!(
-            "the server does not allow this method on the requested resource"
-        ))),
+        _ => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
     }
 }
 
@@ -418,7 +418,11 @@ impl PatchType {
             "application/json-patch+json" => Ok(PatchType::Json),
             // Custom resources have no Go struct to read merge keys from, so kube-apiserver
             // refuses strategic merge patches for them with 415.
-            "application/strategic-merge-patch+json" if !info.custom => Ok(PatchType::Strategic),
+            "application/strategic-merge-patch+json"
+                if !info.custom && super::smp::supported(&info.api_version(), &info.kind) =>
+            {
+                Ok(PatchType::Strategic)
+            }
             _ => Err(ApiError::new(
                 415,
                 "UnsupportedMediaType",
@@ -592,17 +596,16 @@ fn start_watch(
             tokio::select! {
                 n = notices.recv() => match n {
                     Ok(Notice::Change(c)) => {
-                        if c.group != info.group || c.plural != info.plural || c.rv <= last_rv {
+                        if !info.sees(&c) || c.rv <= last_rv {
                             continue;
                         }
                         if ns.as_ref().is_some_and(|ns| *ns != c.namespace) {
                             continue;
                         }
                         last_rv = c.rv;
-                        let mut obj = c.object.clone();
-                        obj["apiVersion"] = json!(info.api_version());
+                        let obj = Store::render(&info, &c.object);
                         let now = selected(&obj);
-                        let before = c.prev.as_ref().is_some_and(&selected);
+                        let before = c.prev.as_ref().map(|p| Store::render(&info, p)).is_some_and(|p| selected(&p));
                         // Objects moving in or out of a selector appear as ADDED/DELETED.
                         let kind = match (c.kind, before, now) {
                             ("DELETED", true, _) => "DELETED",
@@ -630,12 +633,11 @@ fn start_watch(
                     loop {
                         match notices.try_recv() {
                             Ok(Notice::Change(c)) => {
-                                if c.group == info.group && c.plural == info.plural && ns.as_ref().is_none_or(|ns| *ns == c.namespace) {
+                                if info.sees(&c) && ns.as_ref().is_none_or(|ns| *ns == c.namespace) {
                                     // Put it back in order: emit it now, as the loop would have.
-                                    let mut obj = c.object.clone();
-                                    obj["apiVersion"] = json!(info.api_version());
+                                    let obj = Store::render(&info, &c.object);
                                     let now_sel = selected(&obj);
-                                    let before = c.prev.as_ref().is_some_and(&selected);
+                                    let before = c.prev.as_ref().map(|p| Store::render(&info, p)).is_some_and(|p| selected(&p));
                                     let kind = match (c.kind, before, now_sel) {
                                         ("DELETED", true, _) => Some("DELETED"),
                                         ("DELETED", false, _) => None,

@@ -23,6 +23,7 @@
 mod controller;
 pub mod defaults;
 mod discovery;
+mod events;
 pub mod fields;
 mod http;
 mod openapi;

@@ -46,8 +46,29 @@ impl ResourceInfo {
     pub fn has(&self, sub: &str) -> bool {
         self.subresources.iter().any(|s| s == sub)
     }
-    fn storage_key(&self) -> (String, String) {
+    /// Where objects of this type live: events.k8s.io Events share core Events' storage,
+    /// as in kube-apiserver.
+    pub fn storage_key(&self) -> (String, String) {
+        if self.is_new_event() {
+            return (String::new(), "events".into());
+        }
         (self.group.clone(), self.plural.clone())
+    }
+    fn is_new_event(&self) -> bool {
+        self.group == "events.k8s.io" && self.plural == "events"
+    }
+    /// Whether a change concerns this type's storage.
+    pub fn sees(&self, c: &Change) -> bool {
+        let (g, p) = self.storage_key();
+        c.group == g && c.plural == p
+    }
+    /// Converts a request body to the storage shape.
+    fn to_storage(&self, obj: Value) -> Value {
+        if self.is_new_event() {
+            super::events::to_core(&obj)
+        } else {
+            obj
+        }
     }
 }
 
@@ -146,12 +167,14 @@ pub fn now_rfc3339() -> String {
 fn new_uid() -> String {
     let b: [u8; 16] = rand::rng().random();
     let h = hex::encode(b);
+    // RFC 4122 version 4 layout, like the UUIDs kube-apiserver assigns.
+    let variant = ["8", "9", "a", "b"][usize::from(b[8] & 3)];
     format!(
-        "{}-{}-4{}-{}-{}",
+        "{}-{}-4{}-{variant}{}-{}",
         &h[0..8],
         &h[8..12],
         &h[13..16],
-        &h[16..20],
+        &h[17..20],
         &h[20..32]
     )
 }
@@ -513,10 +536,21 @@ impl Store {
         let _ = self.tx.send(Notice::CloseWatches);
     }
 
-    fn output(info: &ResourceInfo, mut obj: Value) -> Value {
-        // One storage per group/resource; the object reads as the version it was asked for.
+    /// A stored object as served through `info` (its apiVersion, and the events.k8s.io shape
+    /// for Events read through that group).
+    pub fn render(info: &ResourceInfo, obj: &Value) -> Value {
+        let mut obj = if info.is_new_event() {
+            super::events::from_core(obj)
+        } else {
+            obj.clone()
+        };
         obj["apiVersion"] = json!(info.api_version());
+        obj["kind"] = json!(info.kind);
         obj
+    }
+
+    fn output(info: &ResourceInfo, obj: Value) -> Value {
+        Self::render(info, &obj)
     }
 
     pub fn get(
@@ -597,8 +631,9 @@ impl Store {
                     continue;
                 }
             }
+            let obj = Self::render(info, obj);
             if !p.labels.matches_labels(obj.pointer("/metadata/labels"))
-                || !p.fields.matches_fields(obj)
+                || !p.fields.matches_fields(&obj)
             {
                 continue;
             }
@@ -606,7 +641,7 @@ impl Store {
                 next = Some(key_of_last(&items));
                 break;
             }
-            items.push(Self::output(info, obj.clone()));
+            items.push(obj);
         }
         let mut metadata = json!({"resourceVersion": snapshot_rv.to_string()});
         if let Some(last) = next {
@@ -654,7 +689,7 @@ impl Store {
                 }
                 g.history
                     .iter()
-                    .filter(|c| c.rv > rv && c.group == info.group && c.plural == info.plural)
+                    .filter(|c| c.rv > rv && info.sees(c))
                     .filter(|c| in_ns(&c.namespace))
                     .map(|c| (c.kind, Self::output(info, c.object.clone()), c.rv))
                     .collect()
@@ -672,7 +707,7 @@ impl Store {
         &self,
         info: &ResourceInfo,
         ns: Option<&str>,
-        mut obj: Value,
+        obj: Value,
         ctx: &WriteCtx,
     ) -> Result<Value, ApiError> {
         if !obj.is_object() {
@@ -681,6 +716,7 @@ impl Store {
             ));
         }
         check_type(info, &obj)?;
+        let mut obj = info.to_storage(obj);
         if !obj.get("metadata").is_some_and(Value::is_object) {
             obj["metadata"] = json!({});
         }
@@ -717,7 +753,8 @@ impl Store {
                 md.remove(f);
             }
         }
-        if info.has("status") && !info.custom || info.custom && info.has("status") {
+        // Status is the controllers' to write: create resets it (registries' PrepareForCreate).
+        if info.has("status") {
             if let Some(o) = obj.as_object_mut() {
                 o.remove("status");
             }
@@ -739,7 +776,8 @@ impl Store {
             }
             _ => {}
         }
-        crate::sim::defaults::apply(&info.api_version(), &info.kind, &mut obj);
+        let mut alloc = Allocations::of(&self.lock());
+        crate::sim::defaults::apply_with(&mut alloc, &info.api_version(), &info.kind, &mut obj);
         validate_object(info, &name, &obj)?;
         let now = now_rfc3339();
         set_meta(&mut obj, "uid", json!(new_uid()));
@@ -860,13 +898,14 @@ impl Store {
             .cloned()
             .ok_or_else(|| ApiError::not_found(info.gr(), name))?;
         let old_out = Self::output(info, old.clone());
-        let mut new = f(&old_out)?;
+        let new = f(&old_out)?;
         if !new.is_object() {
             return Err(ApiError::bad_request(
                 "the body of the request must be a JSON object",
             ));
         }
         check_type(info, &new)?;
+        let mut new = info.to_storage(new);
         if !new.get("metadata").is_some_and(Value::is_object) {
             new["metadata"] = json!({});
         }
@@ -947,7 +986,14 @@ impl Store {
                 }
             }
         }
-        crate::sim::defaults::apply(&info.api_version(), &info.kind, &mut new);
+        let mut alloc = Allocations::of(&g);
+        crate::sim::defaults::apply_update(
+            &mut alloc,
+            &info.api_version(),
+            &info.kind,
+            &old,
+            &mut new,
+        );
         validate_object(info, name, &new)?;
         if tracks_generation(info) && spec_part(&new) != spec_part(&old) {
             let gen = old
@@ -1078,6 +1124,62 @@ fn check_type(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// ClusterIPs and NodePorts handed out at random among those no Service holds yet, as
+/// kube-apiserver's allocators do.
+struct Allocations {
+    ips: std::collections::HashSet<String>,
+    ports: std::collections::HashSet<u64>,
+}
+
+impl Allocations {
+    fn of(g: &Inner) -> Allocations {
+        let mut a = Allocations {
+            ips: Default::default(),
+            ports: Default::default(),
+        };
+        let services = g.objects.get(&(String::new(), "services".to_string()));
+        for svc in services.into_iter().flat_map(|m| m.values()) {
+            if let Some(ips) = svc.pointer("/spec/clusterIPs").and_then(Value::as_array) {
+                a.ips
+                    .extend(ips.iter().filter_map(Value::as_str).map(str::to_string));
+            }
+            if let Some(ports) = svc.pointer("/spec/ports").and_then(Value::as_array) {
+                a.ports
+                    .extend(ports.iter().filter_map(|p| p.get("nodePort")?.as_u64()));
+            }
+        }
+        a
+    }
+}
+
+impl crate::sim::defaults::Allocator for Allocations {
+    fn cluster_ip(&mut self) -> Option<String> {
+        // 10.96.0.0/12, skipping .0 and the first address (kubernetes.default).
+        let mut r = rand::rng();
+        for _ in 0..10_000 {
+            let off: u32 = r.random_range(2..(1 << 20) - 1);
+            let ip = std::net::Ipv4Addr::from(u32::from_be_bytes([10, 96, 0, 0]) + off).to_string();
+            if self.ips.insert(ip.clone()) {
+                return Some(ip);
+            }
+        }
+        None
+    }
+    fn node_port(&mut self) -> Option<u16> {
+        let mut r = rand::rng();
+        for _ in 0..10_000 {
+            let p: u16 = r.random_range(30000..=32767);
+            if self.ports.insert(u64::from(p)) {
+                return Some(p);
+            }
+        }
+        None
+    }
+    fn uid(&mut self) -> String {
+        new_uid()
+    }
+}
+
 impl Inner {
     fn get(&self, info: &ResourceInfo, ns: Option<&str>, name: &str) -> Option<&Value> {
         let ns = if info.namespaced {
@@ -1124,11 +1226,12 @@ impl Inner {
         if kind != "DELETED" {
             map.insert(key.clone(), object.clone());
         }
+        let (group, plural) = info.storage_key();
         let change = Arc::new(Change {
             rv,
             kind,
-            group: info.group.clone(),
-            plural: info.plural.clone(),
+            group,
+            plural,
             namespace: key.0,
             object: object.clone(),
             prev,
@@ -1147,7 +1250,7 @@ impl Inner {
             .cloned()
             .unwrap_or_default();
         for c in self.history.iter().rev().take_while(|c| c.rv > rv) {
-            if c.group != info.group || c.plural != info.plural {
+            if !info.sees(c) {
                 continue;
             }
             let key = (

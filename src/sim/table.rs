@@ -185,6 +185,52 @@ fn columns_and_cells(kind: &str, obj: &Value) -> (Vec<Value>, Vec<Value>) {
             ],
             vec![name, json!(s(obj, "/status/phase")), age],
         ),
+        "Event" => {
+            // Both shapes: core v1 (involvedObject/message) and events.k8s.io (regarding/note).
+            let about = obj
+                .get("involvedObject")
+                .or_else(|| obj.get("regarding"))
+                .cloned()
+                .unwrap_or(json!({}));
+            let text = obj
+                .get("message")
+                .or_else(|| obj.get("note"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let last = [
+                "/series/lastObservedTime",
+                "/lastTimestamp",
+                "/deprecatedLastTimestamp",
+                "/eventTime",
+            ]
+            .iter()
+            .find_map(|p| obj.pointer(p).and_then(Value::as_str))
+            .or_else(|| {
+                obj.pointer("/metadata/creationTimestamp")
+                    .and_then(Value::as_str)
+            });
+            let object = format!(
+                "{}/{}",
+                s(&about, "/kind").to_lowercase(),
+                s(&about, "/name")
+            );
+            (
+                vec![
+                    col("Last Seen", "string", ""),
+                    col("Type", "string", ""),
+                    col("Reason", "string", ""),
+                    col("Object", "string", ""),
+                    col("Message", "string", ""),
+                ],
+                vec![
+                    json!(human_age(last)),
+                    json!(s(obj, "/type")),
+                    json!(s(obj, "/reason")),
+                    json!(object),
+                    json!(text),
+                ],
+            )
+        }
         _ => (
             vec![col("Name", "string", "name"), col("Age", "string", "")],
             vec![name, age],

@@ -26,16 +26,28 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Opt
     }
 }
 
-/// A child process killed when dropped, with its stdout lines available.
+/// A child process killed when dropped, with its stdout lines available and its stderr in
+/// a log file (printed if the test fails, so passing runs stay quiet).
 pub struct Proc {
     pub child: Child,
     pub lines: mpsc::Receiver<String>,
     pub name: String,
+    pub log: PathBuf,
 }
 
 impl Proc {
     pub fn spawn(name: &str, mut cmd: Command) -> Proc {
-        cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+        static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join("driftd-test-logs");
+        std::fs::create_dir_all(&dir).unwrap();
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let log = dir.join(format!(
+            "{}-{}-{n}.log",
+            name.replace(' ', "-"),
+            std::process::id()
+        ));
+        let file = std::fs::File::create(&log).unwrap();
+        cmd.stdout(Stdio::piped()).stderr(Stdio::from(file));
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
@@ -52,7 +64,13 @@ impl Proc {
             child,
             lines: rx,
             name: name.into(),
+            log,
         }
+    }
+
+    /// Everything the process wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Waits for a stdout line containing `needle` and returns it.
@@ -97,6 +115,20 @@ impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            let text = self.stderr();
+            let tail: Vec<&str> = text.lines().rev().take(80).collect();
+            eprintln!(
+                "---- last stderr lines of {} ({}):",
+                self.name,
+                self.log.display()
+            );
+            for line in tail.iter().rev() {
+                eprintln!("{line}");
+            }
+        } else {
+            let _ = std::fs::remove_file(&self.log);
+        }
     }
 }
 

@@ -1,0 +1,155 @@
+//! Lists: keyed lists (strategic-merge `patchMergeKey`) are matched item by item by key,
+//! atomic lists position by position.
+
+use super::pointer::{field_names, Seg};
+use super::walk::Walker;
+use super::ChangeOp;
+use crate::k8s::merge_keys::merge_key;
+use serde_json::Value;
+
+/// The merge key value of an item as text (`containerPort: 8080` -> "8080").
+fn key_text(item: &Value, key: &str) -> Option<String> {
+    match item.get(key)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+/// Compares desired list `d` with live list `l` (and the previous revision's `p`).
+pub(crate) fn compare(
+    w: &mut Walker,
+    segs: &mut Vec<Seg>,
+    d: &[Value],
+    l: &[Value],
+    p: Option<&[Value]>,
+) {
+    let names = field_names(segs);
+    if is_set_list(&names) && segs.len() == 2 {
+        return set(w, segs, d, l, p);
+    }
+    let key = merge_key(w.kind, &names);
+    match key {
+        Some(key) if d.iter().all(|i| key_text(i, key).is_some()) => keyed(w, segs, key, d, l, p),
+        _ => positional(w, segs, d, l, p),
+    }
+}
+
+/// Lists of scalars that strategic merge treats as sets (`patchStrategy: merge`,
+/// `listType: set`): `metadata.finalizers`. Controllers add their own finalizers; only the
+/// ones desired must be present.
+pub(crate) fn is_set_list(names: &[&str]) -> bool {
+    names == ["metadata", "finalizers"]
+}
+
+pub(crate) fn set(
+    w: &mut Walker,
+    segs: &mut Vec<Seg>,
+    d: &[Value],
+    l: &[Value],
+    p: Option<&[Value]>,
+) {
+    for (di, item) in d.iter().enumerate() {
+        if !l.contains(item) {
+            segs.push(Seg::Item {
+                desired: Some(di),
+                live: None,
+                key: None,
+            });
+            w.push(segs, ChangeOp::Add, Some(item), None);
+            segs.pop();
+        }
+    }
+    // Three-way prune: items the previous revision set and the new one dropped.
+    for (li, item) in l.iter().enumerate() {
+        if !d.contains(item) && p.is_some_and(|p| p.contains(item)) {
+            segs.push(Seg::Item {
+                desired: None,
+                live: Some(li),
+                key: None,
+            });
+            w.push(segs, ChangeOp::Remove, None, Some(item));
+            segs.pop();
+        }
+    }
+}
+
+fn keyed(
+    w: &mut Walker,
+    segs: &mut Vec<Seg>,
+    key: &str,
+    d: &[Value],
+    l: &[Value],
+    p: Option<&[Value]>,
+) {
+    let live_keys: Vec<Option<String>> = l.iter().map(|i| key_text(i, key)).collect();
+    let mut matched = vec![false; l.len()];
+    for (di, ditem) in d.iter().enumerate() {
+        let kv = key_text(ditem, key).unwrap_or_default();
+        let found = live_keys
+            .iter()
+            .enumerate()
+            .position(|(li, lk)| !matched[li] && lk.as_deref() == Some(kv.as_str()));
+        let prev = p.and_then(|p| p.iter().find(|i| key_text(i, key).as_deref() == Some(&kv)));
+        match found {
+            Some(li) => {
+                matched[li] = true;
+                segs.push(Seg::Item {
+                    desired: Some(di),
+                    live: Some(li),
+                    key: Some((key.to_string(), kv)),
+                });
+                w.value(segs, ditem, Some(&l[li]), prev);
+                segs.pop();
+            }
+            None => {
+                segs.push(Seg::Item {
+                    desired: Some(di),
+                    live: None,
+                    key: Some((key.to_string(), kv)),
+                });
+                w.push(segs, ChangeOp::Add, Some(ditem), None);
+                segs.pop();
+            }
+        }
+    }
+    for (li, litem) in l.iter().enumerate() {
+        if matched[li] {
+            continue;
+        }
+        segs.push(Seg::Item {
+            desired: None,
+            live: Some(li),
+            key: live_keys[li].clone().map(|v| (key.to_string(), v)),
+        });
+        w.push(segs, ChangeOp::Remove, None, Some(litem));
+        segs.pop();
+    }
+}
+
+fn positional(w: &mut Walker, segs: &mut Vec<Seg>, d: &[Value], l: &[Value], p: Option<&[Value]>) {
+    if d.len() != l.len() {
+        // An atomic list is replaced whole by apply; report it whole.
+        w.push(
+            segs,
+            ChangeOp::Replace,
+            Some(&Value::Array(d.to_vec())),
+            Some(&Value::Array(l.to_vec())),
+        );
+        return;
+    }
+    let p = p.filter(|p| p.len() == d.len());
+    for (i, (ditem, litem)) in d.iter().zip(l).enumerate() {
+        segs.push(Seg::Item {
+            desired: Some(i),
+            live: Some(i),
+            key: None,
+        });
+        if ditem.is_null() && !litem.is_null() {
+            w.push(segs, ChangeOp::Replace, Some(ditem), Some(litem));
+        } else {
+            w.value(segs, ditem, Some(litem), p.map(|p| &p[i]));
+        }
+        segs.pop();
+    }
+}

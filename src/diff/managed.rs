@@ -1,0 +1,214 @@
+//! Field ownership from live `metadata.managedFields` (FieldsV1): who last wrote a field and
+//! when, and whether a controller owns it by design.
+//!
+//! FieldsV1 mirrors sigs.k8s.io/structured-merge-diff: `f:<field>` for a field,
+//! `k:<json>` for a keyed list item, `v:<json>` for a set item, `i:<n>` for a position, and
+//! `.` for the item itself. An empty object `{}` marks a leaf owned whole (scalars, atomic
+//! lists and maps).
+
+use super::pointer::Seg;
+use serde_json::Value;
+
+/// One `managedFields` entry reduced to what attribution needs.
+#[derive(Debug, Clone)]
+pub struct Entry<'a> {
+    pub manager: &'a str,
+    pub subresource: &'a str,
+    pub time: Option<&'a str>,
+    fields: &'a Value,
+}
+
+/// The entries of a live object's `metadata.managedFields` (FieldsV1 only).
+pub fn entries(live: &Value) -> Vec<Entry<'_>> {
+    let Some(list) = live
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|e| {
+            let fields = e.get("fieldsV1")?;
+            if e.get("fieldsType")
+                .and_then(Value::as_str)
+                .unwrap_or("FieldsV1")
+                != "FieldsV1"
+            {
+                return None;
+            }
+            Some(Entry {
+                manager: e.get("manager").and_then(Value::as_str).unwrap_or(""),
+                subresource: e.get("subresource").and_then(Value::as_str).unwrap_or(""),
+                time: e.get("time").and_then(Value::as_str),
+                fields,
+            })
+        })
+        .collect()
+}
+
+/// Whether a `k:{...}` key names the keyed item `field=value`.
+fn key_matches(json_key: &str, field: &str, value: &str) -> bool {
+    let Ok(Value::Object(m)) = serde_json::from_str::<Value>(json_key) else {
+        return false;
+    };
+    match m.get(field) {
+        Some(Value::String(s)) => s == value,
+        Some(other) => serde_json::to_string(other).is_ok_and(|s| s == value),
+        None => false,
+    }
+}
+
+fn child<'a>(node: &'a Value, seg: &Seg) -> Option<&'a Value> {
+    let map = node.as_object()?;
+    match seg {
+        Seg::Field(name) => map.get(&format!("f:{name}")),
+        Seg::Item {
+            key: Some((field, value)),
+            ..
+        } => map
+            .iter()
+            .find(|(k, _)| {
+                k.strip_prefix("k:")
+                    .is_some_and(|j| key_matches(j, field, value))
+            })
+            .map(|(_, v)| v),
+        Seg::Item { live: Some(i), .. } => map.get(&format!("i:{i}")),
+        Seg::Item { .. } => None,
+    }
+}
+
+/// How far `entry` owns along `segs`: `Some(depth)` if it owns the field itself (depth =
+/// `segs.len()`) or a whole ancestor leaf (an atomic list or map it wrote as one value).
+fn ownership_depth(entry: &Entry, segs: &[Seg]) -> Option<usize> {
+    let mut node = entry.fields;
+    for (depth, seg) in segs.iter().enumerate() {
+        match child(node, seg) {
+            Some(next) => node = next,
+            None => {
+                let leaf = node.as_object().is_some_and(|m| m.is_empty());
+                return (depth > 0 && leaf).then_some(depth);
+            }
+        }
+    }
+    Some(segs.len())
+}
+
+/// The manager that owns the field at `segs` most specifically (latest write on ties).
+pub fn owner<'e, 'a>(entries: &'e [Entry<'a>], segs: &[Seg]) -> Option<&'e Entry<'a>> {
+    entries
+        .iter()
+        .filter_map(|e| ownership_depth(e, segs).map(|d| (d, e)))
+        .max_by(|(da, a), (db, b)| da.cmp(db).then_with(|| a.time.cmp(&b.time)))
+        .map(|(_, e)| e)
+}
+
+/// Whether any entry whose manager (and subresource, if given) is in `managers` owns the
+/// field at `segs`.
+pub fn owned_by_any(entries: &[Entry], segs: &[Seg], managers: &[ManagerMatch]) -> bool {
+    entries
+        .iter()
+        .any(|e| managers.iter().any(|m| m.matches(e)) && ownership_depth(e, segs).is_some())
+}
+
+/// A field manager whose fields are never drift (a controller acting by design).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct ManagerMatch {
+    pub manager: String,
+    /// Only entries written through this subresource (e.g. `scale`); any if `None`.
+    #[serde(default)]
+    pub subresource: Option<String>,
+}
+
+impl ManagerMatch {
+    fn matches(&self, e: &Entry) -> bool {
+        self.manager == e.manager
+            && self
+                .subresource
+                .as_deref()
+                .is_none_or(|s| s == e.subresource)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn live() -> Value {
+        json!({"metadata": {"managedFields": [
+            {"manager": "kubectl-client-side-apply", "operation": "Update", "time": "2026-01-01T00:00:00Z",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}, "f:template": {"f:spec": {
+                "f:containers": {"k:{\"name\":\"app\"}": {".": {}, "f:image": {}, "f:name": {}}}}}}}},
+            {"manager": "kubectl-edit", "operation": "Update", "time": "2026-01-02T00:00:00Z",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:template": {"f:spec": {
+                "f:containers": {"k:{\"name\":\"app\"}": {"f:args": {}}}}}}}},
+            {"manager": "kube-controller-manager", "operation": "Update", "subresource": "scale",
+             "time": "2026-01-03T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+        ]}})
+    }
+
+    fn path(parts: &[&str]) -> Vec<Seg> {
+        parts
+            .iter()
+            .map(|p| match p.split_once('=') {
+                Some((k, v)) => Seg::Item {
+                    desired: Some(0),
+                    live: Some(0),
+                    key: Some((k.into(), v.into())),
+                },
+                None => Seg::Field(p.to_string()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn most_specific_owner_wins() {
+        let live = live();
+        let es = entries(&live);
+        let img = path(&[
+            "spec",
+            "template",
+            "spec",
+            "containers",
+            "name=app",
+            "image",
+        ]);
+        assert_eq!(
+            owner(&es, &img).unwrap().manager,
+            "kubectl-client-side-apply"
+        );
+        // args is an atomic list owned whole: positions inside belong to its owner too.
+        let mut arg = path(&["spec", "template", "spec", "containers", "name=app", "args"]);
+        arg.push(Seg::Item {
+            desired: Some(1),
+            live: Some(1),
+            key: None,
+        });
+        let o = owner(&es, &arg).unwrap();
+        assert_eq!(
+            (o.manager, o.time),
+            ("kubectl-edit", Some("2026-01-02T00:00:00Z"))
+        );
+        assert!(owner(&es, &path(&["spec", "paused"])).is_none());
+    }
+
+    #[test]
+    fn controller_managers_match_by_subresource() {
+        let live = live();
+        let es = entries(&live);
+        let scale = vec![ManagerMatch {
+            manager: "kube-controller-manager".into(),
+            subresource: Some("scale".into()),
+        }];
+        assert!(owned_by_any(&es, &path(&["spec", "replicas"]), &scale));
+        let img = path(&[
+            "spec",
+            "template",
+            "spec",
+            "containers",
+            "name=app",
+            "image",
+        ]);
+        assert!(!owned_by_any(&es, &img, &scale));
+    }
+}

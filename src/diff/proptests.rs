@@ -1,0 +1,209 @@
+//! Property tests: an object compared with its own live form (server metadata, defaults and
+//! reordered keyed lists added) is in sync; changing any scalar it sets is drift at exactly
+//! that path, and the patch restores it.
+
+use super::*;
+use proptest::prelude::*;
+use serde_json::{json, Map};
+
+fn scalar() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        "[a-z0-9]{0,8}".prop_map(Value::String),
+        (-1000i64..1000).prop_map(|n| json!(n)),
+        any::<bool>().prop_map(Value::Bool),
+    ]
+}
+
+/// Nested maps of user-chosen fields (names start with `f` so they never collide with the
+/// fields the differ treats specially).
+fn tree() -> impl Strategy<Value = Value> {
+    let leaf = scalar();
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::btree_map("f[a-z]{0,5}", inner.clone(), 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            prop::collection::vec("[a-z]{1,5}".prop_map(Value::String), 0..4)
+                .prop_map(Value::Array),
+        ]
+    })
+}
+
+fn container() -> impl Strategy<Value = Map<String, Value>> {
+    (
+        "[a-z]{1,6}:[0-9]",
+        prop::collection::btree_map("[A-Z]{1,4}", "[a-z0-9]{0,6}", 0..4),
+        prop::collection::vec("--[a-z]{1,5}", 0..3),
+        prop::collection::btree_map("f[a-z]{0,5}", tree(), 0..3),
+    )
+        .prop_map(|(image, env, args, extra)| {
+            let mut c = Map::new();
+            c.insert("image".into(), json!(image));
+            c.insert(
+                "env".into(),
+                Value::Array(
+                    env.into_iter()
+                        .map(|(k, v)| json!({"name": k, "value": v}))
+                        .collect(),
+                ),
+            );
+            c.insert("args".into(), json!(args));
+            c.extend(extra);
+            c
+        })
+}
+
+fn deployment() -> impl Strategy<Value = Value> {
+    (
+        "[a-z]{1,8}",
+        "[a-z]{1,8}",
+        prop::collection::btree_map("[a-z.]{1,6}", "[a-z0-9]{0,5}", 0..4),
+        prop::collection::btree_map("[a-z]{1,6}", container(), 1..4),
+        prop::collection::btree_map("f[a-z]{0,5}", tree(), 0..4),
+    )
+        .prop_map(|(name, ns, labels, containers, extra)| {
+            let containers: Vec<Value> = containers
+                .into_iter()
+                .map(|(n, mut c)| {
+                    c.insert("name".into(), json!(n));
+                    Value::Object(c)
+                })
+                .collect();
+            let mut spec = Map::new();
+            spec.insert(
+                "template".into(),
+                json!({"spec": {"containers": containers}}),
+            );
+            spec.extend(extra);
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": name, "namespace": ns, "labels": labels},
+                   "spec": spec})
+        })
+}
+
+/// Adds a defaults-like field to every object in the tree.
+fn add_defaults(v: &mut Value, salt: u64) {
+    match v {
+        Value::Object(m) => {
+            for child in m.values_mut() {
+                add_defaults(child, salt);
+            }
+            m.insert("zzDefaulted".into(), json!(salt));
+        }
+        Value::Array(a) => a.iter_mut().for_each(|c| add_defaults(c, salt)),
+        _ => {}
+    }
+}
+
+fn rotate(list: &mut Value, by: usize) {
+    if let Some(a) = list.as_array_mut() {
+        if !a.is_empty() {
+            let n = by % a.len();
+            a.rotate_left(n);
+        }
+    }
+}
+
+/// `desired` as kube-apiserver would return it.
+fn as_live(desired: &Value, salt: u64) -> Value {
+    let mut live = desired.clone();
+    add_defaults(&mut live, salt);
+    let containers = &mut live["spec"]["template"]["spec"]["containers"];
+    if let Some(cs) = containers.as_array_mut() {
+        for c in cs.iter_mut() {
+            rotate(&mut c["env"], salt as usize);
+        }
+    }
+    rotate(containers, salt as usize + 1);
+    let m = live["metadata"].as_object_mut().unwrap();
+    m.insert("uid".into(), json!("6a1c"));
+    m.insert("resourceVersion".into(), json!(salt.to_string()));
+    m.insert("generation".into(), json!(salt));
+    m.insert("creationTimestamp".into(), json!("2026-01-01T00:00:00Z"));
+    m.insert(
+        "annotations".into(),
+        json!({"kubectl.kubernetes.io/last-applied-configuration": "{}",
+               "deployment.kubernetes.io/revision": "1"}),
+    );
+    m.insert(
+        "managedFields".into(),
+        json!([{"manager": "kubectl", "operation": "Update", "time": "2026-01-01T00:00:00Z",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]),
+    );
+    live["status"] = json!({"replicas": 1, "observedGeneration": salt});
+    live
+}
+
+/// Pointers of scalar leaves a person could change (merge keys excluded: changing one makes
+/// a different item, tested separately).
+fn leaves(v: &Value, path: String, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, c) in m {
+                if k == "name" && path.contains("/containers/") {
+                    continue;
+                }
+                leaves(c, format!("{path}/{}", pointer::escape(k)), out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, c) in a.iter().enumerate() {
+                leaves(c, format!("{path}/{i}"), out);
+            }
+        }
+        _ => out.push(path),
+    }
+}
+
+fn mutate(v: &Value) -> Value {
+    match v {
+        Value::String(s) => json!(format!("{s}x")),
+        Value::Number(n) => json!(n.as_i64().unwrap_or(0) + 1),
+        Value::Bool(b) => json!(!b),
+        other => other.clone(),
+    }
+}
+
+fn compare(desired: &Value, live: &Value) -> Comparison {
+    Differ::new(b"k").compare(&CompareInput {
+        desired,
+        live: Some(live),
+        previous: None,
+        facts: &ClusterFacts::default(),
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn object_is_in_sync_with_its_live_form(desired in deployment(), salt in 0u64..50) {
+        let live = as_live(&desired, salt);
+        let c = compare(&desired, &live);
+        prop_assert_eq!(c.class, DriftClass::InSync, "{:?}", c.changes);
+        prop_assert!(c.patch.0.is_empty());
+    }
+
+    #[test]
+    fn changing_a_set_scalar_is_drift_at_exactly_that_path(
+        desired in deployment(), salt in 0u64..50, pick in any::<prop::sample::Index>()
+    ) {
+        let live = as_live(&desired, salt);
+        let mut paths = Vec::new();
+        leaves(&desired, String::new(), &mut paths);
+        paths.retain(|p| !p.starts_with("/apiVersion") && !p.starts_with("/kind"));
+        prop_assume!(!paths.is_empty());
+        let path = pick.get(&paths).clone();
+        let mut changed = desired.clone();
+        let leaf = changed.pointer_mut(&path).unwrap();
+        *leaf = mutate(leaf);
+        let c = compare(&changed, &live);
+        prop_assert_eq!(c.class, DriftClass::Modified);
+        prop_assert_eq!(c.changes.len(), 1, "{:?}", c.changes);
+        prop_assert_eq!(&c.changes[0].path, &path);
+        prop_assert_eq!(c.changes[0].op, ChangeOp::Replace);
+        prop_assert_eq!(c.changes[0].desired.as_ref(), changed.pointer(&path));
+        let mut patched = live.clone();
+        json_patch::patch(&mut patched, &c.patch).unwrap();
+        prop_assert_eq!(compare(&changed, &patched).class, DriftClass::InSync);
+    }
+}
