@@ -109,6 +109,7 @@ fn start_logged_daemon(config: &Path, kubeconfig: &Path, dir: &Path) -> (Daemon,
         child,
         lines,
         name: "driftd serve".into(),
+        log: stderr.clone(),
     };
     let url = wait_for("driftd serve listening", T, || {
         if let Some(status) = proc.child.try_wait().unwrap() {
@@ -191,10 +192,10 @@ fn a_changed_secret_is_reported_without_its_values() {
             c["path"] == "/data/DATABASE_PASSWORD" || c["path"] == "/stringData/DATABASE_PASSWORD"
         })
         .unwrap_or_else(|| panic!("the password change is reported: {secret:#}"));
-    let (desired, live) = (&change["desired"], &change["live"]);
+    let (desired, live) = (&change["desired"]["hmac"], &change["live"]["hmac"]);
     assert!(
         desired.is_string() && live.is_string(),
-        "both sides stand in for a value: {change:#}"
+        "both sides are keyed hashes (`{{\"hmac\": ...}}`): {change:#}"
     );
     assert_ne!(desired, live, "different values, different hashes");
 
@@ -237,9 +238,36 @@ fn a_changed_secret_is_reported_without_its_values() {
     );
     assert!(as_json.status.success(), "{}", output_text(&as_json));
     transcript.push(("driftd drift --format json".into(), output_text(&as_json)));
-    // `driftd check` compares the same desired state with the same cluster, in one shot.
-    let check = run_driftd(&["check", "--db", db_arg], &sim.kubeconfig);
-    transcript.push(("driftd check".into(), output_text(&check)));
+    // `driftd check` compares the same desired files with the same live objects, in one shot.
+    let live_file = dir.path().join("live.json");
+    let mut live_list =
+        sim.kubectl_json(&["-n", "shop", "get", "configmap,secret,deployment,service"]);
+    live_list["items"]
+        .as_array_mut()
+        .unwrap()
+        .push(sim.kubectl_json(&["get", "namespace", "shop"]));
+    std::fs::write(&live_file, live_list.to_string()).unwrap();
+    for format in ["table", "json"] {
+        let check = run_driftd(
+            &[
+                "check",
+                "--desired",
+                examples().to_str().unwrap(),
+                "--live",
+                live_file.to_str().unwrap(),
+                "--format",
+                format,
+            ],
+            &sim.kubeconfig,
+        );
+        let text = output_text(&check);
+        assert!(
+            text.contains("web-db") && text.contains("DATABASE_PASSWORD"),
+            "driftd check --format {format} reports the Secret's drift: {}",
+            excerpt(&text, "web-db")
+        );
+        transcript.push((format!("driftd check --format {format}"), text));
+    }
     for args in [
         vec![
             "history", "--db", db_arg, "--source", "shop", "--format", "json",
