@@ -214,6 +214,9 @@ fn a_changed_secret_is_reported_without_its_values() {
             .then_some(list)
     });
     transcript.push(("Events (events.k8s.io/v1)".into(), events.to_string()));
+    // The same Events as core/v1 shows them (`kubectl get events`), where the cluster does.
+    let core = sim.kubectl_output(&["get", "events", "-A", "-o", "json"], None);
+    transcript.push(("Events (core/v1)".into(), output_text(&core)));
 
     // Every other channel, while the drift is current.
     let (_, drift_body) = daemon.get("/drift");
