@@ -368,14 +368,10 @@ fn watches_closed_by_the_server_resume_without_noise() {
     assert_eq!(drift["objects"].as_array().unwrap().len(), 2, "{drift:#}");
 }
 
-#[test]
-fn compacted_history_relists_without_flapping() {
-    let w = start("");
-    let recorder = DriftRecorder::start(&w.daemon);
-
-    // Keep every watcher from re-watching, end the streams, change an object and compact:
-    // when the watches are allowed back, resuming from their last resourceVersion gets
-    // 410 Gone and only a re-list can reveal the change.
+/// Keeps every watcher from re-watching, ends the streams, runs `change` and compacts the
+/// history: when the watches are allowed back, resuming from their last resourceVersion gets
+/// 410 Gone, and only a re-list can reveal the change.
+fn outage_with_compaction(w: &World, change: impl FnOnce()) {
     sim_admin(
         &w.sim,
         "POST",
@@ -385,7 +381,7 @@ fn compacted_history_relists_without_flapping() {
     );
     sim_admin(&w.sim, "POST", "close-watches", json!({}));
     wait_open_watches(&w.sim, 0);
-    set_log_level(&w.sim, "debug");
+    change();
     let compacted = sim_admin(&w.sim, "POST", "compact", json!({}));
     assert!(compacted["ok"].as_bool().unwrap(), "{compacted}");
     // The watchers did try (and fail) before the faults are lifted.
@@ -398,7 +394,14 @@ fn compacted_history_relists_without_flapping() {
             .then_some(())
     });
     sim_admin(&w.sim, "DELETE", "faults", Value::Null);
+}
 
+#[test]
+fn compacted_history_relists_without_flapping() {
+    let w = start("");
+    let recorder = DriftRecorder::start(&w.daemon);
+
+    outage_with_compaction(&w, || set_log_level(&w.sim, "debug"));
     let cm = wait_drift_at(&w.daemon, "ConfigMap", "web-config", "/data/LOG_LEVEL");
     assert_eq!(cm["class"], "modified");
     assert_eq!(cm["changes"][0]["live"], "debug", "{cm:#}");
@@ -421,6 +424,28 @@ fn compacted_history_relists_without_flapping() {
         APP.len() - 1,
         "{in_sync:#}"
     );
+}
+
+#[test]
+fn a_deletion_hidden_by_compaction_is_found_by_the_relist() {
+    let w = start("");
+    let recorder = DriftRecorder::start(&w.daemon);
+    // No DELETED event can reach the daemon: the watch is down and the history is gone.
+    outage_with_compaction(&w, || {
+        w.sim
+            .kubectl(&["-n", "shop", "delete", "configmap", "web-config"]);
+    });
+    let cm = wait_for("web-config missing", T, || {
+        find(&w.daemon.drift(""), "ConfigMap", "web-config").cloned()
+    });
+    assert_eq!(cm["class"], "missing", "{cm:#}");
+    wait_open_watches(&w.sim, w.watches);
+    wait_for("DriftDetected for the ConfigMap", T, || {
+        (count_events(&w.sim, "DriftDetected", "ConfigMap", "web-config") == 1).then_some(())
+    });
+    let changed = [("ConfigMap", "web-config")];
+    recorder.assert_only(&changed);
+    assert_events_only_for(&w.sim, &changed);
 }
 
 #[test]
