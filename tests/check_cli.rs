@@ -327,6 +327,25 @@ fn errors_exit_2_and_name_the_input() {
         "{err}"
     );
 
+    let typo = dir.path().join("typo.yaml");
+    std::fs::write(
+        &typo,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations: {driftd.io/ignore: \"data/x\"}\n",
+    )
+    .unwrap();
+    let o = check(&[
+        "--desired",
+        typo.to_str().unwrap(),
+        "--live",
+        fixture("in_sync/live.json").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("typo.yaml") && err.contains("document 0") && err.contains("driftd.io/ignore"),
+        "{err}"
+    );
+
     let rules = dir.path().join("rules.toml");
     std::fs::write(
         &rules,

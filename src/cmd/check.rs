@@ -5,6 +5,9 @@
 //! `{"objects":[{"apiVersion","kind","namespace","name","class","changes":[{"path","op",
 //! "desired","live","field","manager","changed_at"}]}]}` with only drifting objects, in
 //! desired input order. `desired`/`live` are `null` where the op has no such side.
+//!
+//! Live objects that no desired object names are not reported: check answers "does the
+//! cluster match what we committed", not "what else is running".
 
 use crate::diff::{ClusterFacts, CompareInput, Comparison, Differ, DriftClass, RuleSet};
 use crate::k8s::ObjectKey;
@@ -27,7 +30,8 @@ pub struct Args {
     /// Desired files or folders, parsed exactly as `driftd commit` parses them.
     #[arg(long, required = true, num_args = 1..)]
     pub desired: Vec<PathBuf>,
-    /// Live object files: `kubectl get -o json` / `-o yaml` output (a List or objects).
+    /// Live object files: `kubectl get -o json` / `-o yaml` output (a List or objects). Add
+    /// `--show-managed-fields` to that `kubectl get` to see who changed each field.
     #[arg(long, required = true, num_args = 1..)]
     pub live: Vec<PathBuf>,
     /// Output format.
@@ -51,6 +55,7 @@ struct Drifting<'a> {
     comparison: Comparison,
 }
 
+/// Runs the check; `Err` (exit 2) for unreadable or invalid input, never for drift.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.namespace.trim().is_empty() {
         anyhow::bail!("--namespace must not be empty");
@@ -72,6 +77,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
     )
     .context("desired files")?;
+    for d in &desired {
+        crate::diff::validate_annotations(&d.object)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", d.origin))?;
+    }
     // Live custom resources take their scope from CRDs in the desired input, so both sides
     // key a cluster-scoped custom resource the same way.
     let custom_scopes = desired

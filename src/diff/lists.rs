@@ -16,6 +16,18 @@ fn key_text(item: &Value, key: &str) -> Option<String> {
     }
 }
 
+/// Whether two list items have the same `protocol`, defaulting to TCP as kube-apiserver
+/// does for container and Service ports (items without the field compare equal).
+fn same_protocol(d: &Value, l: &Value) -> bool {
+    let p = |v: &Value| {
+        v.get("protocol")
+            .and_then(Value::as_str)
+            .unwrap_or("TCP")
+            .to_string()
+    };
+    p(d) == p(l)
+}
+
 /// Compares desired list `d` with live list `l` (and the previous revision's `p`).
 pub(crate) fn compare(
     w: &mut Walker,
@@ -86,10 +98,21 @@ fn keyed(
     let mut matched = vec![false; l.len()];
     for (di, ditem) in d.iter().enumerate() {
         let kv = key_text(ditem, key).unwrap_or_default();
+        let candidate =
+            |li: usize, lk: &Option<String>| !matched[li] && lk.as_deref() == Some(kv.as_str());
+        // Ports are identified by number *and* protocol (server-side apply's list-map keys
+        // for container and Service ports); prefer the item with the same protocol so DNS's
+        // 53/TCP and 53/UDP pair up right whatever their order live.
         let found = live_keys
             .iter()
             .enumerate()
-            .position(|(li, lk)| !matched[li] && lk.as_deref() == Some(kv.as_str()));
+            .position(|(li, lk)| candidate(li, lk) && same_protocol(ditem, &l[li]))
+            .or_else(|| {
+                live_keys
+                    .iter()
+                    .enumerate()
+                    .position(|(li, lk)| candidate(li, lk))
+            });
         let prev = p.and_then(|p| p.iter().find(|i| key_text(i, key).as_deref() == Some(&kv)));
         match found {
             Some(li) => {

@@ -108,6 +108,32 @@ pub const COMPARE_ANNOTATION: &str = "driftd.io/compare";
 /// How the per-object annotation is named in `Comparison::ignored`.
 pub const ANNOTATION_RULE: &str = "annotation driftd.io/ignore";
 
+/// Checks the driftd annotations of a desired object, so a typo is reported where the
+/// object was written instead of silently ignoring nothing. The error names the annotation.
+pub fn validate_annotations(desired: &Value) -> Result<(), String> {
+    let Some(annotations) = desired
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+    else {
+        return Ok(());
+    };
+    if let Some(v) = annotations.get(IGNORE_ANNOTATION) {
+        let v = v
+            .as_str()
+            .ok_or_else(|| format!("annotation {IGNORE_ANNOTATION}: must be a string"))?;
+        rules::annotation_patterns(v)
+            .map_err(|e| format!("annotation {IGNORE_ANNOTATION}: {e}"))?;
+    }
+    if let Some(v) = annotations.get(COMPARE_ANNOTATION) {
+        if !matches!(v.as_str(), Some("true") | Some("false")) {
+            return Err(format!(
+                "annotation {COMPARE_ANNOTATION}: must be \"true\" or \"false\""
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Facts about the cluster beyond the object itself that decide what is drift.
 #[derive(Debug, Clone)]
 pub struct ClusterFacts {
@@ -149,6 +175,8 @@ pub struct Differ {
 }
 
 impl Differ {
+    /// `secret_key` keys the Secret value hashes: the installation key in the daemon (hashes
+    /// stay comparable across restarts), any random key for one-off runs.
     pub fn new(secret_key: &[u8]) -> Differ {
         Differ {
             secret_key: secret_key.to_vec(),
@@ -222,9 +250,11 @@ impl Differ {
         let mut ignorers: Vec<(String, Vec<rules::Pattern>, Option<&rules::CompiledRule>)> =
             Vec::new();
         if let Some(v) = annotation(IGNORE_ANNOTATION) {
-            // Unparsable entries are dropped here; `driftd commit` validation rejects them.
+            // Unparsable entries cannot match anything and are dropped here; inputs are
+            // checked with `validate_annotations` where a file and document can be named.
             let pats = v
                 .split(',')
+                .filter(|p| !p.trim().is_empty())
                 .filter_map(|p| rules::Pattern::parse(p).ok())
                 .collect();
             ignorers.push((ANNOTATION_RULE.to_string(), pats, None));

@@ -17,6 +17,55 @@ pub fn is_vacuous(v: &Value) -> bool {
     }
 }
 
+/// Non-pointer `omitempty` scalar fields of built-in types that manifests often spell out
+/// with their zero value. kube-apiserver's JSON encoder drops a zero `bool`/`int32`/`string`
+/// with `omitempty` (e.g. `VolumeMount.ReadOnly bool json:"readOnly,omitempty"`,
+/// `PodSpec.HostNetwork`), so `readOnly: false` never comes back. Pointer fields
+/// (`automountServiceAccountToken`, `privileged`, ...) keep an explicit `false` and are not
+/// listed: their absence live is a real change.
+const OMITEMPTY_SCALARS: &[&str] = &[
+    // bool
+    "readOnly",
+    "hostNetwork",
+    "hostPID",
+    "hostIPC",
+    "stdin",
+    "stdinOnce",
+    "tty",
+    "paused",
+    "publishNotReadyAddresses",
+    // int32
+    "minReadySeconds",
+    "hostPort",
+    // string
+    "serviceAccountName",
+    "serviceAccount",
+    "nodeName",
+    "hostname",
+    "subdomain",
+    "priorityClassName",
+    "subPath",
+    "subPathExpr",
+    "workingDir",
+    "hostIP",
+    "loadBalancerIP",
+    "externalName",
+];
+
+/// Whether desired value `d` at `names` is a zero value kube-apiserver omits on output, so
+/// an absent live field is the same. Only for built-in kinds: custom resources are stored
+/// as written.
+pub fn is_omitted_zero(kind: &str, names: &[&str], d: &Value) -> bool {
+    let zero = match d {
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        _ => false,
+    };
+    zero && names.last().is_some_and(|f| OMITEMPTY_SCALARS.contains(f))
+        && crate::k8s::kinds::BUILTIN.iter().any(|r| r.kind == kind)
+}
+
 /// Whether the field at `names` (field names, list positions left out) in an object of
 /// `kind` is a `resource.Quantity` in the Kubernetes API, so "1000m", "1" and 1 are equal.
 pub fn is_quantity_field(kind: &str, names: &[&str]) -> bool {

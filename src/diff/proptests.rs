@@ -172,6 +172,38 @@ fn compare(desired: &Value, live: &Value) -> Comparison {
     })
 }
 
+/// Where `as_live(desired, salt)` put the field at desired pointer `path` (keyed lists
+/// were rotated, so positions move).
+fn live_pointer(desired: &Value, path: &str, salt: u64) -> String {
+    let containers = desired["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .map_or(0, Vec::len);
+    let parts: Vec<&str> = path.split('/').skip(1).collect();
+    let mut out = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let prefix = parts[..i].join("/");
+        let moved = |len: usize, by: usize| {
+            let idx: usize = part.parse().unwrap();
+            ((idx + len - by % len) % len).to_string()
+        };
+        if prefix == "spec/template/spec/containers" {
+            out.push(moved(containers, salt as usize + 1));
+        } else if i >= 2
+            && parts[i - 1] == "env"
+            && parts[..i - 2].join("/") == "spec/template/spec/containers"
+        {
+            let c: usize = parts[i - 2].parse().unwrap();
+            let env_len = desired["spec"]["template"]["spec"]["containers"][c]["env"]
+                .as_array()
+                .map_or(0, Vec::len);
+            out.push(moved(env_len, salt as usize));
+        } else {
+            out.push(part.to_string());
+        }
+    }
+    format!("/{}", out.join("/"))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
@@ -205,5 +237,73 @@ proptest! {
         let mut patched = live.clone();
         json_patch::patch(&mut patched, &c.patch).unwrap();
         prop_assert_eq!(compare(&changed, &patched).class, DriftClass::InSync);
+    }
+
+    #[test]
+    fn changing_a_live_scalar_is_drift_at_the_desired_path(
+        desired in deployment(), salt in 0u64..50, pick in any::<prop::sample::Index>()
+    ) {
+        let mut live = as_live(&desired, salt);
+        let mut paths = Vec::new();
+        leaves(&desired, String::new(), &mut paths);
+        paths.retain(|p| !p.starts_with("/apiVersion") && !p.starts_with("/kind"));
+        prop_assume!(!paths.is_empty());
+        let path = pick.get(&paths).clone();
+        let at = live_pointer(&desired, &path, salt);
+        prop_assert_eq!(live.pointer(&at), desired.pointer(&path), "mapping {} -> {}", path, at);
+        let leaf = live.pointer_mut(&at).unwrap();
+        *leaf = mutate(leaf);
+        let c = compare(&desired, &live);
+        prop_assert_eq!(c.changes.len(), 1, "{:?}", c.changes);
+        prop_assert_eq!(&c.changes[0].path, &path);
+        prop_assert_eq!(c.changes[0].live.as_ref(), live.pointer(&at));
+        let ops = serde_json::to_value(&c.patch).unwrap();
+        prop_assert_eq!(&ops[0]["path"], &json!(at));
+        let mut patched = live.clone();
+        json_patch::patch(&mut patched, &c.patch).unwrap();
+        prop_assert_eq!(compare(&desired, &patched).class, DriftClass::InSync);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever the Secret values and however they differ, no output carries them.
+    #[test]
+    fn secret_values_never_leak(
+        values in prop::collection::btree_map("[a-z]{1,6}", "[A-Za-z0-9]{10,16}", 1..5),
+        live_values in prop::collection::btree_map("[a-z]{1,6}", "[A-Za-z0-9]{10,16}", 0..5),
+        as_string_data in any::<bool>(),
+    ) {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let field = if as_string_data { "stringData" } else { "data" };
+        let desired_map: Map<String, Value> = values
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(if as_string_data { v.clone() } else { b64(v) })))
+            .collect();
+        let desired = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "default"}, field: desired_map});
+        let live_map: Map<String, Value> =
+            live_values.iter().map(|(k, v)| (k.clone(), json!(b64(v)))).collect();
+        let live = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "default"}, "data": live_map});
+        let previous = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "default"}, "data": live_map.clone()});
+        for prev in [None, Some(&previous)] {
+            let c = Differ::new(b"k").compare(&CompareInput {
+                desired: &desired,
+                live: Some(&live),
+                previous: prev,
+                facts: &ClusterFacts::default(),
+            });
+            let outputs = [format!("{c:?}"), serde_json::to_string(&c).unwrap()];
+            for v in values.values().chain(live_values.values()) {
+                for out in &outputs {
+                    prop_assert!(!out.contains(v.as_str()), "{} leaked", v);
+                    prop_assert!(!out.contains(b64(v).trim_end_matches('=')), "{} leaked", v);
+                }
+            }
+        }
     }
 }

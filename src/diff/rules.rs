@@ -189,6 +189,7 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
 pub struct Selector(Vec<Requirement>);
 
 impl Selector {
+    /// Parses the syntax `kubectl get -l` accepts; an empty string selects everything.
     pub fn parse(s: &str) -> Result<Selector, String> {
         if s.trim().is_empty() {
             return Ok(Selector(Vec::new()));
@@ -200,6 +201,7 @@ impl Selector {
             .map(Selector)
     }
 
+    /// Whether an object with `labels` is selected (all requirements hold).
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.0.iter().all(|r| match r {
             Requirement::Equals(k, v) => labels.get(k) == Some(v),
@@ -411,4 +413,89 @@ pub fn annotation_patterns(value: &str) -> Result<Vec<Pattern>, String> {
         .filter(|p| !p.is_empty())
         .map(Pattern::parse)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn label_selectors_follow_kubectl_syntax() {
+        let l = labels(&[("app", "web"), ("tier", "front"), ("canary", "")]);
+        let yes = [
+            "app=web",
+            "app==web",
+            "tier!=db",
+            "app in (web, api)",
+            "tier notin (db)",
+            "canary",
+            "!legacy",
+            "app=web,tier in (front),!legacy",
+            "",
+        ];
+        for s in yes {
+            assert!(Selector::parse(s).unwrap().matches(&l), "{s}");
+        }
+        let no = [
+            "app=api",
+            "tier!=front",
+            "app in (api)",
+            "app notin (web)",
+            "legacy",
+            "!canary",
+        ];
+        for s in no {
+            assert!(!Selector::parse(s).unwrap().matches(&l), "{s}");
+        }
+        assert!(Selector::parse("app in web").is_err());
+        assert!(Selector::parse("=web").is_err());
+        assert!(Selector::parse("a,,b").is_err());
+    }
+
+    #[test]
+    fn pointers_match_fields_wildcards_positions_and_keys() {
+        let segs = vec![
+            Seg::Field("spec".into()),
+            Seg::Field("containers".into()),
+            Seg::Item {
+                desired: Some(1),
+                live: Some(0),
+                key: Some(("name".into(), "istio-proxy".into())),
+            },
+            Seg::Field("image".into()),
+        ];
+        for p in [
+            "/spec",
+            "/spec/containers/name=istio-proxy",
+            "/spec/containers/*/image",
+            "/spec/containers/1/image",
+            "/*/*/*/*",
+        ] {
+            assert!(Pattern::parse(p).unwrap().matches(&segs), "{p}");
+        }
+        for p in [
+            "/spec/containers/name=app",
+            "/spec/containers/0",
+            "/spec/containers/*/image/x",
+            "/metadata",
+        ] {
+            assert!(!Pattern::parse(p).unwrap().matches(&segs), "{p}");
+        }
+        let labels = [
+            Seg::Field("metadata".into()),
+            Seg::Field("labels".into()),
+            Seg::Field("a/b".into()),
+        ];
+        assert!(Pattern::parse("/metadata/labels/a~1b")
+            .unwrap()
+            .matches(&labels));
+        assert!(Pattern::parse("spec").is_err());
+    }
 }

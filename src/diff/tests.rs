@@ -802,3 +802,80 @@ fn finalizers_are_a_set_controllers_may_extend() {
     json_patch::patch(&mut patched, &c.patch).unwrap();
     assert_eq!(patched["metadata"]["finalizers"], json!(["x.io/y"]));
 }
+
+#[test]
+fn driftd_annotations_are_validated() {
+    let mut d = deployment();
+    assert!(validate_annotations(&d).is_ok());
+    d["metadata"]["annotations"] =
+        json!({"driftd.io/ignore": "/spec/replicas, /spec/template/spec/containers/name=x"});
+    assert!(validate_annotations(&d).is_ok());
+    d["metadata"]["annotations"] = json!({"driftd.io/ignore": "/spec/replicas,spec/paused"});
+    let err = validate_annotations(&d).unwrap_err();
+    assert!(
+        err.contains("driftd.io/ignore") && err.contains("spec/paused"),
+        "{err}"
+    );
+    d["metadata"]["annotations"] = json!({"driftd.io/compare": "no"});
+    assert!(validate_annotations(&d)
+        .unwrap_err()
+        .contains("driftd.io/compare"));
+}
+
+#[test]
+fn ports_pair_up_by_number_and_protocol() {
+    let desired = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "dns", "namespace": "default"},
+        "spec": {"ports": [{"name": "dns-tcp", "port": 53, "protocol": "TCP"}, {"name": "dns", "port": 53, "protocol": "UDP"}]}});
+    let mut live = desired.clone();
+    live["spec"]["ports"] = json!([
+        {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
+        {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53}
+    ]);
+    assert_eq!(
+        cmp(&desired, &live).class,
+        DriftClass::InSync,
+        "{:?}",
+        cmp(&desired, &live).changes
+    );
+    live["spec"]["ports"][0]["name"] = json!("renamed");
+    let c = cmp(&desired, &live);
+    assert_eq!(
+        paths(&c),
+        vec![("/spec/ports/1/name".to_string(), ChangeOp::Replace)]
+    );
+    assert_patch_restores(&desired, &live, &c);
+}
+
+#[test]
+fn zero_values_the_server_omits_are_not_drift() {
+    let mut desired = deployment();
+    let spec = &mut desired["spec"]["template"]["spec"];
+    spec["hostNetwork"] = json!(false);
+    spec["serviceAccountName"] = json!("");
+    spec["containers"][0]["volumeMounts"] =
+        json!([{"name": "data", "mountPath": "/data", "readOnly": false}]);
+    let mut live = live_deployment();
+    live["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] =
+        json!([{"name": "data", "mountPath": "/data"}]);
+    assert_eq!(
+        cmp(&desired, &live).class,
+        DriftClass::InSync,
+        "{:?}",
+        cmp(&desired, &live).changes
+    );
+    // A pointer field keeps an explicit false: its absence live is drift.
+    desired["spec"]["template"]["spec"]["automountServiceAccountToken"] = json!(false);
+    desired["spec"]["template"]["spec"]["hostPID"] = json!(true);
+    let mut got = paths(&cmp(&desired, &live));
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "/spec/template/spec/automountServiceAccountToken".to_string(),
+                ChangeOp::Add
+            ),
+            ("/spec/template/spec/hostPID".to_string(), ChangeOp::Add)
+        ]
+    );
+}

@@ -4,7 +4,8 @@
 
 use super::lists;
 use super::normalize::{
-    is_quantity_field, is_vacuous, quantities_equal, scalars_equal, secret_values_equal,
+    is_omitted_zero, is_quantity_field, is_vacuous, quantities_equal, scalars_equal,
+    secret_values_equal,
 };
 use super::pointer::{field_names, Seg};
 use super::ChangeOp;
@@ -40,6 +41,9 @@ const SERVER_ANNOTATIONS: &[&str] = &[
 
 /// Whether the field at `segs` + `key` is outside what a user can drift.
 fn skipped(segs: &[Seg], key: &str) -> bool {
+    if segs.len() > 2 {
+        return false;
+    }
     let names = field_names(segs);
     match names.as_slice() {
         // Identity and status: apiVersion/kind select the object, status is the controllers'.
@@ -88,7 +92,7 @@ impl<'a> Walker<'a> {
             return;
         }
         let Some(l) = l else {
-            if !is_vacuous(d) {
+            if !is_vacuous(d) && !is_omitted_zero(self.kind, &field_names(segs), d) {
                 self.push(segs, ChangeOp::Add, Some(d), None);
             }
             return;
