@@ -224,6 +224,17 @@ fn errors_read_like_kube_apiserver() {
         "{err}"
     );
 
+    let bad = WEB.split("---").next().unwrap().replace(
+        "    metadata:\n      labels: {app: web}",
+        "    metadata:\n      labels: {app: other}",
+    );
+    let file = sim.file("bad-deploy.yaml", &bad);
+    let err = sim.kubectl_err(&["create", "-f", &file]);
+    assert!(
+        err.contains(r#"The Deployment "web" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{"app":"other"}: `selector` does not match template `labels`"#),
+        "{err}"
+    );
+
     let err = sim.kubectl_err(&["delete", "namespace", "default"]);
     assert!(err.contains("this namespace may not be deleted"), "{err}");
 }

@@ -335,7 +335,13 @@ fn validate_object(info: &ResourceInfo, name: &str, obj: &Value) -> Result<(), A
         };
         let labels = obj.pointer("/spec/template/metadata/labels");
         if !label_selector_matches(sel, labels) {
-            let shown = labels.map(|l| l.to_string()).unwrap_or_else(|| "{}".into());
+            // Go's %#v of a map[string]string, as the validation message prints it.
+            let mut pairs: Vec<String> = labels
+                .and_then(Value::as_object)
+                .map(|m| m.iter().map(|(k, v)| format!("{k:?}:{}", v)).collect())
+                .unwrap_or_default();
+            pairs.sort();
+            let shown = format!("map[string]string{{{}}}", pairs.join(", "));
             return invalid(
                 "spec.template.metadata.labels",
                 &format!("Invalid value: {shown}: `selector` does not match template `labels`"),
@@ -636,11 +642,21 @@ impl Store {
                 };
                 match (requested, p.resource_version_match.as_deref()) {
                     (Some(rv), _) if rv > g.rv => {
-                        return Err(ApiError::new(
-                            504,
-                            "Timeout",
-                            format!("Too large resource version: {rv}, current: {}", g.rv),
-                        ))
+                        // The cause is how client-go's reflector recognizes this case.
+                        return Err(ApiError {
+                            details: Some(json!({
+                                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                                "retryAfterSeconds": 1,
+                            })),
+                            ..ApiError::new(
+                                504,
+                                "Timeout",
+                                format!(
+                                    "Timeout: Too large resource version: {rv}, current: {}",
+                                    g.rv
+                                ),
+                            )
+                        });
                     }
                     (Some(rv), Some("Exact")) => {
                         if rv < g.window_start {
