@@ -335,6 +335,21 @@ async fn stale_updates_conflict_and_errors_are_status_objects() {
             .body("data: {k: v}")
             .send()
     };
+    // Wrongly typed fields fail like kube-apiserver's decoder (kubectl would refuse to send them).
+    let resp = reqwest::Client::new()
+        .post(format!(
+            "{}/apis/apps/v1/namespaces/default/deployments",
+            sim.url
+        ))
+        .json(&json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d"}, "spec": {"replicas": "two"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 400);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["message"], "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32");
+
     // Unknown patch types are 415.
     assert_eq!(
         patch("application/xml", "")

@@ -122,10 +122,14 @@ pub async fn run(store: Store) {
             }
         }
         for (kind, ns, name) in dirty {
-            match kind {
+            // One odd object must not stop the controllers for everything else.
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match kind {
                 Kind::Deployment => reconcile(&store, &t, &ns, &name),
                 Kind::StatefulSet => reconcile_stateful_set(&store, &t, &ns, &name),
                 Kind::DaemonSet => reconcile_daemon_set(&store, &t, &ns, &name),
+            }));
+            if outcome.is_err() {
+                tracing::error!(?kind, namespace = %ns, %name, "controller reconcile panicked; skipped");
             }
         }
     }

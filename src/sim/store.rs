@@ -1468,6 +1468,60 @@ fn check_type(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
             )));
         }
     }
+    check_shapes(info, obj)
+}
+
+/// The type checks kube-apiserver's decoder makes on the fields everything here relies on
+/// (object metadata maps of strings, integer replicas), answered the way its decoder fails.
+fn check_shapes(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    let fail = |field: &str, want: &str, got: &Value| {
+        let got = match got {
+            Value::Null => "null",
+            Value::Bool(_) => "bool",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        Err(ApiError::bad_request(format!(
+            "{kind} in version \"{v}\" cannot be handled as a {kind}: json: cannot unmarshal {got} into Go struct field {field} of type {want}",
+            kind = info.kind,
+            v = info.version,
+        )))
+    };
+    let mut metas = vec![("metadata", obj.get("metadata"))];
+    if !info.custom {
+        metas.push((
+            "spec.template.metadata",
+            obj.pointer("/spec/template/metadata"),
+        ));
+    }
+    for (at, meta) in metas {
+        let Some(meta) = meta else { continue };
+        if !meta.is_object() {
+            return fail(at, "v1.ObjectMeta", meta);
+        }
+        for f in ["labels", "annotations"] {
+            match meta.get(f) {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(m)) => {
+                    if let Some(v) = m.values().find(|v| !v.is_string()) {
+                        return fail(&format!("ObjectMeta.{at}.{f}"), "string", v);
+                    }
+                }
+                Some(other) => {
+                    return fail(&format!("ObjectMeta.{at}.{f}"), "map[string]string", other)
+                }
+            }
+        }
+    }
+    if !info.custom {
+        if let Some(r) = obj.pointer("/spec/replicas") {
+            if !(r.is_i64() || r.is_u64() || r.is_null()) {
+                return fail(&format!("{}Spec.spec.replicas", info.kind), "int32", r);
+            }
+        }
+    }
     Ok(())
 }
 
