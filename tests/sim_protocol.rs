@@ -763,3 +763,30 @@ async fn aggregated_and_legacy_discovery_agree() {
         assert_eq!(discovery.resolve_gvk(&ns).unwrap().1.scope, Scope::Cluster);
     }
 }
+
+#[tokio::test]
+async fn library_simulator_faults_and_stops_when_dropped() {
+    use driftd::sim::Simulator;
+    let sim = Simulator::start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml()).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+    sim.fail_next("configmaps", 1, 500);
+    assert_eq!(api_err(api.list(&ours()).await.unwrap_err()).code, 500);
+    api.list(&ours()).await.unwrap();
+
+    let url = sim.url();
+    drop(sim);
+    let deadline = std::time::Instant::now() + T;
+    while reqwest::get(format!("{url}/version")).await.is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "simulator still answering after drop"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -91,14 +91,17 @@ pub struct Simulator {
     addr: SocketAddr,
     app: Arc<http::App>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    stop: tokio::sync::watch::Sender<bool>,
 }
 
 impl Drop for Simulator {
     fn drop(&mut self) {
+        // Stop accepting, end watch streams so in-flight connections finish, stop controllers.
+        let _ = self.stop.send(true);
+        self.app.store.close_watches();
         for t in &self.tasks {
             t.abort();
         }
-        self.app.store.close_watches();
     }
 }
 
@@ -126,16 +129,29 @@ impl Simulator {
         let router = axum::Router::new()
             .fallback(http::handle)
             .with_state(app.clone());
-        let mut tasks = vec![tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router).await {
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped.changed().await;
+            };
+            if let Err(e) = axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await
+            {
                 tracing::error!(error = %e, "simulator server stopped");
             }
-        })];
+        });
+        let mut tasks = Vec::new();
         if opts.controllers {
             tasks.push(tokio::spawn(controller::run(app.store.clone())));
         }
         tracing::info!(%addr, "simulator listening");
-        Ok(Simulator { addr, app, tasks })
+        Ok(Simulator {
+            addr,
+            app,
+            tasks,
+            stop,
+        })
     }
 
     pub fn addr(&self) -> SocketAddr {
