@@ -673,9 +673,11 @@ fn start_watch(
             None => obj.clone(),
         };
         let mut last_rv = start.start_rv;
-        for (kind, obj, _) in &start.initial {
-            if selected(obj) && tx.send(Ok(watch_line(kind, &shape(obj)))).await.is_err() {
-                return;
+        for c in &start.initial {
+            if let Some((kind, obj)) = classify(c) {
+                if tx.send(Ok(watch_line(kind, &shape(&obj)))).await.is_err() {
+                    return;
+                }
             }
         }
         if send_initial && bookmarks && tx.send(Ok(bookmark(last_rv, true))).await.is_err() {

@@ -187,7 +187,9 @@ pub struct ListParams {
 
 /// A watch ready to stream: what to send first, then live notices.
 pub struct WatchStart {
-    pub initial: Vec<(&'static str, Value, u64)>,
+    /// Changes to send first: synthetic ADDED events for the current objects, or the
+    /// history after the requested resourceVersion (in storage form, like live changes).
+    pub initial: Vec<Arc<Change>>,
     pub rx: broadcast::Receiver<Notice>,
     pub start_rv: u64,
 }
@@ -731,9 +733,20 @@ impl Store {
                 .objects
                 .get(&info.storage_key())
                 .map(|m| {
+                    let (group, plural) = info.storage_key();
                     m.iter()
                         .filter(|((ns, _), _)| in_ns(ns))
-                        .map(|(_, o)| ("ADDED", Self::output(info, o.clone()), g.rv))
+                        .map(|((ns, _), o)| {
+                            Arc::new(Change {
+                                rv: g.rv,
+                                kind: "ADDED",
+                                group: group.clone(),
+                                plural: plural.clone(),
+                                namespace: ns.clone(),
+                                object: o.clone(),
+                                prev: None,
+                            })
+                        })
                         .collect()
                 })
                 .unwrap_or_default(),
@@ -751,7 +764,7 @@ impl Store {
                     .iter()
                     .filter(|c| c.rv > rv && info.sees(c))
                     .filter(|c| in_ns(&c.namespace))
-                    .map(|c| (c.kind, Self::output(info, c.object.clone()), c.rv))
+                    .cloned()
                     .collect()
             }
         };
