@@ -1,5 +1,6 @@
-//! Lists: keyed lists (strategic-merge `patchMergeKey`) are matched item by item by key,
-//! atomic lists position by position.
+//! Lists: keyed lists (strategic-merge `patchMergeKey`) are matched item by item by key;
+//! atomic lists of built-in kinds compare whole and exactly, those of custom resources
+//! position by position.
 
 use super::pointer::{field_names, Seg};
 use super::walk::Walker;
@@ -150,8 +151,15 @@ fn keyed(
     }
 }
 
+/// A list without a merge key. `kubectl apply` replaces it whole, so for a built-in kind it
+/// must equal the (defaulted) desired list exactly and any difference is one `replace` of
+/// the list; custom resources compare position by position, each item by the fields the
+/// manifest sets (no schema tells which lists are atomic there).
 fn positional(w: &mut Walker, segs: &mut Vec<Seg>, d: &[Value], l: &[Value], p: Option<&[Value]>) {
-    if d.len() != l.len() {
+    let differs = d.len() != l.len()
+        || (w.builtin
+            && !w.exactly_equal(segs, &Value::Array(d.to_vec()), &Value::Array(l.to_vec())));
+    if differs {
         // An atomic list is replaced whole by apply; report it whole.
         w.push(
             segs,
@@ -159,6 +167,9 @@ fn positional(w: &mut Walker, segs: &mut Vec<Seg>, d: &[Value], l: &[Value], p: 
             Some(&Value::Array(d.to_vec())),
             Some(&Value::Array(l.to_vec())),
         );
+        return;
+    }
+    if w.builtin {
         return;
     }
     let p = p.filter(|p| p.len() == d.len());
