@@ -160,7 +160,8 @@ fn secret_values_never_reach_the_output() {
     args.extend(["--format".into(), "json".into()]);
     let o = run(args);
     let secret = &json_of(&o)["objects"][2]["changes"][0];
-    assert_eq!(secret["path"], "/data/password");
+    // Reported where the manifest sets it (stringData), hashed like the stored data value.
+    assert_eq!(secret["path"], "/stringData/password");
     let (d, l) = (
         secret["desired"]["hmac"].as_str().unwrap(),
         secret["live"]["hmac"].as_str().unwrap(),
@@ -268,6 +269,8 @@ fn hpa_in_the_input_owns_replicas() {
             "spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"minReplicas":2,"maxReplicas":10}}"#,
     )
     .unwrap();
+    // As the server stores it: with its defaults (the cpu metric, as no metric is given).
+    driftd::sim::defaults::apply("autoscaling/v2", "HorizontalPodAutoscaler", &mut live_hpa);
     live_hpa["status"] = json!({"currentReplicas": 5});
     list["items"].as_array_mut().unwrap().push(live_hpa);
     std::fs::write(&live, serde_json::to_string(&list).unwrap()).unwrap();

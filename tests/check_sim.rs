@@ -106,7 +106,8 @@ fn applied_objects_are_in_sync_and_hand_edits_are_drift() {
     assert_eq!(changes[0]["manager"], "kubectl-set");
     let secret = &objects[1];
     assert_eq!(secret["kind"], "Secret");
-    assert_eq!(secret["changes"][0]["path"], "/data/password");
+    // Reported where the manifest sets it; the manager comes from the stored data key.
+    assert_eq!(secret["changes"][0]["path"], "/stringData/password");
     assert_eq!(secret["changes"][0]["manager"], "kubectl-patch");
     let text = String::from_utf8_lossy(&o.stdout);
     for plain in ["hunter2", "leaked?", "aHVudGVyMg", "bGVha2VkPw"] {
