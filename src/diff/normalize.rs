@@ -50,6 +50,11 @@ const OMITEMPTY_SCALARS: &[&str] = &[
     "hostIP",
     "loadBalancerIP",
     "externalName",
+    // EnvVar.value, Toleration key/operator/value/effect, Taint value
+    "key",
+    "operator",
+    "value",
+    "effect",
 ];
 
 /// Whether desired value `d` at `names` is a zero value kube-apiserver omits on output, so
