@@ -1,12 +1,18 @@
 //! The comparison of a desired object with its live counterpart: a pure function, no I/O.
 //!
 //! It reports what a person or an unfinished deploy changed, never what kube-apiserver or a
-//! controller did by design: only fields the desired object sets are compared (apply
-//! semantics), equal values in other spellings are equal, keyed lists match by key, fields
-//! controllers own are skipped, and Secret values are only ever shown as keyed hashes.
+//! controller did by design. The committed state is the manifest plus kube-apiserver's
+//! deterministic defaults (`sim::defaults::apply_declared`, built-in kinds only): every
+//! field that defaulted object sets is compared, so a hand edit of a defaulted field
+//! (`suspend`, `type`, `imagePullPolicy`, an omitted `replicas`) is drift, while allocated
+//! values, server metadata, `status` and fields nobody committed are not. Equal values in
+//! other spellings are equal, keyed lists match by key, atomic lists of built-in kinds must
+//! match exactly (one `replace` of the whole list otherwise), fields controllers own are
+//! skipped, and Secret values are only ever shown as keyed hashes.
 //!
-//! Files: `walk` (apply-semantics walk, three-way prune), `lists`, `normalize` (spellings),
-//! `pointer` (paths), `managed` (managedFields attribution), `secret`, `rules` (ignore rules).
+//! Files: `walk` (the walk over the defaulted desired object, three-way prune), `lists`,
+//! `normalize` (spellings), `pointer` (paths), `managed` (managedFields attribution),
+//! `secret`, `rules` (ignore rules).
 
 mod lists;
 pub mod managed;

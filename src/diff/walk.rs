@@ -1,6 +1,7 @@
-//! The apply-semantics walk: only what the desired object sets is compared, fields the
-//! previous revision set and the new one dropped are pruned, and every difference is
-//! recorded with its path on both sides.
+//! The walk over the (defaulted) desired object: every field it sets is compared with the
+//! live one, live-only fields are not (apply semantics for maps), fields the previous
+//! revision set and the new one dropped are pruned, and every difference is recorded with
+//! its path on both sides.
 
 use super::lists;
 use super::normalize::{
