@@ -925,3 +925,125 @@ fn zero_values_the_server_omits_are_not_drift() {
         ]
     );
 }
+
+fn cron_job() -> Value {
+    json!({"apiVersion": "batch/v1", "kind": "CronJob",
+        "metadata": {"name": "nightly", "namespace": "reports"},
+        "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "OnFailure",
+            "containers": [{"name": "r", "image": "report:1",
+                "livenessProbe": {"httpGet": {"path": "/", "port": 8080}}}]}}}}}})
+}
+
+#[test]
+fn default_only_fields_changed_by_hand_are_drift() {
+    let desired = cron_job();
+    let mut live = served(&desired);
+    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+    live["spec"]["suspend"] = json!(true);
+    let probe = "/spec/jobTemplate/spec/template/spec/containers/0/livenessProbe";
+    live.pointer_mut(probe).unwrap()["failureThreshold"] = json!(10);
+    let c = cmp(&desired, &live);
+    let mut got = paths(&c);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            (format!("{probe}/failureThreshold"), ChangeOp::Replace),
+            ("/spec/suspend".to_string(), ChangeOp::Replace),
+        ]
+    );
+    let suspend = c
+        .changes
+        .iter()
+        .find(|c| c.path == "/spec/suspend")
+        .unwrap();
+    assert_eq!(
+        (suspend.desired.clone(), suspend.live.clone()),
+        (Some(json!(false)), Some(json!(true)))
+    );
+    assert_patch_restores(&desired, &live, &c);
+}
+
+#[test]
+fn a_default_only_field_absent_live_is_an_add() {
+    let desired = deployment();
+    let mut live = live_deployment();
+    live["spec"]["strategy"] = json!({"type": "Recreate"});
+    let c = cmp(&desired, &live);
+    let mut got = paths(&c);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("/spec/strategy/rollingUpdate".to_string(), ChangeOp::Add),
+            ("/spec/strategy/type".to_string(), ChangeOp::Replace),
+        ]
+    );
+    assert_patch_restores(&desired, &live, &c);
+}
+
+#[test]
+fn omitted_replicas_are_committed_as_one_unless_an_hpa_owns_them() {
+    let mut desired = deployment();
+    desired["spec"].as_object_mut().unwrap().remove("replicas");
+    let mut live = served(&desired);
+    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+    live["spec"]["replicas"] = json!(4);
+    let c = cmp(&desired, &live);
+    assert_eq!(
+        paths(&c),
+        vec![("/spec/replicas".to_string(), ChangeOp::Replace)]
+    );
+    assert_eq!(c.changes[0].desired, Some(json!(1)));
+    let mut facts = ClusterFacts::default();
+    facts
+        .hpa_targets
+        .insert(("shop".into(), "Deployment".into(), "web".into()));
+    assert_eq!(
+        cmp_full(&desired, Some(&live), None, &facts).class,
+        DriftClass::InSync
+    );
+    // The ignore annotation applies to default-only fields as to committed ones.
+    desired["metadata"]["annotations"] = json!({"driftd.io/ignore": "/spec/replicas"});
+    live["metadata"]["annotations"] = desired["metadata"]["annotations"].clone();
+    let c = cmp(&desired, &live);
+    assert_eq!(c.class, DriftClass::InSync, "{:?}", c.changes);
+    assert_eq!(c.ignored[0].count, 1);
+}
+
+#[test]
+fn service_type_switched_by_hand_is_one_finding() {
+    let desired = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}]}});
+    let live = served(&desired);
+    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+    // What the server keeps after `kubectl patch svc web -p '{"spec":{"type":"NodePort"}}'`.
+    let mut node_port = desired.clone();
+    node_port["spec"]["type"] = json!("NodePort");
+    let mut live2 = node_port.clone();
+    crate::sim::defaults::apply_update(
+        &mut crate::sim::defaults::ClusterAllocator::default(),
+        "v1",
+        "Service",
+        &live,
+        &mut live2,
+    );
+    assert!(live2["spec"]["ports"][0]["nodePort"].is_i64());
+    let c = cmp(&desired, &live2);
+    assert_eq!(
+        paths(&c),
+        vec![("/spec/type".to_string(), ChangeOp::Replace)]
+    );
+    assert_eq!(c.changes[0].desired, Some(json!("ClusterIP")));
+}
+
+#[test]
+fn custom_resources_get_no_defaults() {
+    let desired = json!({"apiVersion": "example.com/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "shop"}, "spec": {"size": 1}});
+    let mut live = desired.clone();
+    live["spec"]["replicas"] = json!(5);
+    live["spec"]["strategy"] = json!({"type": "Recreate"});
+    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+}

@@ -2108,4 +2108,131 @@ mod tests {
         let u = a.uid();
         assert_eq!(&u[14..15], "4");
     }
+
+    fn declared(api_version: &str, kind: &str, v: Value) -> Value {
+        let mut v = v;
+        apply_declared(api_version, kind, &mut v);
+        v
+    }
+
+    #[test]
+    fn declared_mode_has_the_defaults_but_no_allocations_or_status() {
+        let svc = declared(
+            "v1",
+            "Service",
+            json!({"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": "web", "namespace": "shop"},
+                   "spec": {"type": "NodePort", "selector": {"app": "web"},
+                            "ports": [{"port": 80}]}}),
+        );
+        let spec = &svc["spec"];
+        assert_eq!(spec["sessionAffinity"], "None");
+        assert_eq!(spec["externalTrafficPolicy"], "Cluster");
+        assert_eq!(spec["ports"][0]["targetPort"], 80);
+        assert_eq!(spec["ports"][0]["protocol"], "TCP");
+        for allocated in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+            assert!(spec.get(allocated).is_none(), "{allocated}: {spec}");
+        }
+        assert!(spec["ports"][0].get("nodePort").is_none());
+        assert!(svc.get("status").is_none());
+
+        let job = declared(
+            "batch/v1",
+            "Job",
+            json!({"apiVersion": "batch/v1", "kind": "Job",
+                   "metadata": {"name": "m", "namespace": "shop"},
+                   "spec": {"template": {"metadata": {"labels": {"app": "m"}},
+                            "spec": {"restartPolicy": "Never",
+                                     "containers": [{"name": "c", "image": "m:1"}]}}}}),
+        );
+        assert!(job["metadata"].get("uid").is_none());
+        assert!(job["spec"].get("selector").is_none());
+        assert_eq!(job["metadata"]["labels"], json!({"app": "m"}));
+        assert_eq!(
+            job["spec"]["template"]["metadata"]["labels"],
+            json!({"app": "m"})
+        );
+        assert_eq!(job["spec"]["suspend"], false);
+        assert_eq!(job["spec"]["backoffLimit"], 6);
+        assert!(job["spec"]["template"]["metadata"]
+            .get("creationTimestamp")
+            .is_none());
+        let c = &job["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["imagePullPolicy"], "IfNotPresent");
+
+        let secret = declared(
+            "v1",
+            "Secret",
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                   "stringData": {"k": "v"}}),
+        );
+        assert_eq!(secret["type"], "Opaque");
+        assert_eq!(secret["stringData"], json!({"k": "v"}));
+        assert!(secret.get("data").is_none());
+
+        // Custom resources: untouched.
+        let cr = json!({"apiVersion": "example.com/v1", "kind": "Widget", "spec": {"a": 1}});
+        assert_eq!(declared("example.com/v1", "Widget", cr.clone()), cr);
+    }
+
+    #[test]
+    fn declared_defaults_are_a_subset_of_the_served_object() {
+        // Whatever apply_declared adds, a create through the simulator has the same value.
+        let objects = [
+            (
+                "apps/v1",
+                "Deployment",
+                json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": "shop"},
+                "spec": {"selector": {"matchLabels": {"app": "web"}},
+                         "template": container_template(json!([{"name": "web", "image": "web:1",
+                            "ports": [{"containerPort": 80}],
+                            "readinessProbe": {"httpGet": {"port": 80}}}]))}}),
+            ),
+            (
+                "batch/v1",
+                "CronJob",
+                json!({"apiVersion": "batch/v1", "kind": "CronJob",
+                "metadata": {"name": "c", "namespace": "shop"},
+                "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template":
+                    container_template(json!([{"name": "c", "image": "c"}]))}}}}),
+            ),
+            (
+                "v1",
+                "Service",
+                json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "s", "namespace": "shop"},
+                "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                         "ports": [{"port": 53, "protocol": "UDP"}]}}),
+            ),
+            (
+                "v1",
+                "Namespace",
+                json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "shop"}}),
+            ),
+        ];
+        fn subset(d: &Value, s: &Value, path: &str) {
+            match (d, s) {
+                (Value::Object(dm), Value::Object(sm)) => {
+                    for (k, v) in dm {
+                        let sv = sm.get(k).unwrap_or_else(|| panic!("{path}/{k} not served"));
+                        subset(v, sv, &format!("{path}/{k}"));
+                    }
+                }
+                (Value::Array(da), Value::Array(sa)) => {
+                    assert_eq!(da.len(), sa.len(), "{path}");
+                    for (i, (dv, sv)) in da.iter().zip(sa).enumerate() {
+                        subset(dv, sv, &format!("{path}/{i}"));
+                    }
+                }
+                _ => assert_eq!(d, s, "{path}"),
+            }
+        }
+        for (api_version, kind, object) in objects {
+            let d = declared(api_version, kind, object.clone());
+            let served = defaulted(api_version, kind, object);
+            subset(&d, &served, kind);
+        }
+    }
 }
