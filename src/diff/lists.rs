@@ -156,11 +156,22 @@ fn keyed(
 /// the list; custom resources compare position by position, each item by the fields the
 /// manifest sets (no schema tells which lists are atomic there).
 fn positional(w: &mut Walker, segs: &mut Vec<Seg>, d: &[Value], l: &[Value], p: Option<&[Value]>) {
-    let differs = d.len() != l.len()
+    let admitted;
+    let compared = if w.kind == "Pod" && field_names(segs) == ["spec", "tolerations"] {
+        admitted = without_default_toleration_seconds(d, l);
+        admitted.as_slice()
+    } else {
+        l
+    };
+    let differs = d.len() != compared.len()
         || (w.builtin
-            && !w.exactly_equal(segs, &Value::Array(d.to_vec()), &Value::Array(l.to_vec())));
+            && !w.exactly_equal(
+                segs,
+                &Value::Array(d.to_vec()),
+                &Value::Array(compared.to_vec()),
+            ));
     if differs {
-        // An atomic list is replaced whole by apply; report it whole.
+        // An atomic list is replaced whole by apply; report it whole, as it is live.
         w.push(
             segs,
             ChangeOp::Replace,
@@ -186,4 +197,22 @@ fn positional(w: &mut Walker, segs: &mut Vec<Seg>, d: &[Value], l: &[Value], p: 
         }
         segs.pop();
     }
+}
+
+/// A Pod's live tolerations without the two the DefaultTolerationSeconds admission plugin
+/// (enabled by default, `plugin/pkg/admission/defaulttolerationseconds`) appends when the
+/// manifest does not tolerate `not-ready`/`unreachable` itself: admission, not a person.
+fn without_default_toleration_seconds(d: &[Value], l: &[Value]) -> Vec<Value> {
+    let is_default = |t: &Value| {
+        matches!(
+            t.get("key").and_then(Value::as_str),
+            Some("node.kubernetes.io/not-ready" | "node.kubernetes.io/unreachable")
+        ) && t.get("operator").and_then(Value::as_str) == Some("Exists")
+            && t.get("effect").and_then(Value::as_str) == Some("NoExecute")
+            && t.get("tolerationSeconds").and_then(Value::as_i64) == Some(300)
+    };
+    l.iter()
+        .filter(|t| !is_default(t) || d.contains(t))
+        .cloned()
+        .collect()
 }

@@ -1047,3 +1047,29 @@ fn custom_resources_get_no_defaults() {
     live["spec"]["strategy"] = json!({"type": "Recreate"});
     assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
 }
+
+#[test]
+fn tolerations_admission_adds_to_pods_are_not_drift() {
+    let desired = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "c:1"}],
+                 "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]}});
+    let mut live = served(&desired);
+    let t = live["spec"]["tolerations"].as_array_mut().unwrap();
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
+        t.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+    }
+    assert_eq!(
+        cmp(&desired, &live).class,
+        DriftClass::InSync,
+        "{:?}",
+        cmp(&desired, &live).changes
+    );
+    live["spec"]["tolerations"][0]["effect"] = json!("NoExecute");
+    assert_eq!(
+        paths(&cmp(&desired, &live)),
+        vec![("/spec/tolerations".to_string(), ChangeOp::Replace)]
+    );
+}
