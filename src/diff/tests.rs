@@ -1073,3 +1073,25 @@ fn tolerations_admission_adds_to_pods_are_not_drift() {
         vec![("/spec/tolerations".to_string(), ChangeOp::Replace)]
     );
 }
+
+#[test]
+fn generic_omitempty_names_only_count_where_they_are_struct_fields() {
+    // EnvVar.value is omitempty: `value: ""` comes back absent.
+    let mut desired = deployment();
+    desired["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] = json!("");
+    let mut live = served(&desired);
+    live["spec"]["template"]["spec"]["containers"][0]["env"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("value");
+    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+    // A ConfigMap key that happens to be called `value` is data: its absence is drift.
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"},
+        "data": {"value": "", "other": "1"}});
+    let live = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"},
+        "data": {"other": "1"}});
+    assert_eq!(
+        paths(&cmp(&cm, &live)),
+        vec![("/data/value".to_string(), ChangeOp::Add)]
+    );
+}
