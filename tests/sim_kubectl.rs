@@ -278,6 +278,9 @@ spec:
     storage: true
     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
     subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
 "#,
     );
     sim.kubectl(&["create", "-f", &crd]);
@@ -291,6 +294,27 @@ spec:
             .success()
             .then_some(())
     });
+    // Legacy discovery (kubectl falls back from aggregated discovery) shows the new kind.
+    let resources = sim.kubectl(&["api-resources", "--api-group=example.com"]);
+    assert!(
+        resources
+            .lines()
+            .any(|l| l.starts_with("widgets") && l.contains("wd") && l.contains("Widget")),
+        "{resources}"
+    );
+    let table = sim.kubectl(&["get", "widgets"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "SIZE", "AGE"], "{table}");
+    assert!(
+        table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .take(2)
+            .eq(["w1", "3"]),
+        "{table}"
+    );
     let got = sim.kubectl_json(&["get", "wd", "w1"]);
     assert_eq!(got["spec"]["size"], 3);
     assert_eq!(got["metadata"]["generation"], 1);
@@ -508,4 +532,149 @@ fn apply_set_image_strategic_patch_and_edit() {
         json!({"f:replicas": {}})
     );
     wait_pods(&sim, 4, "nginx:1.26.1");
+}
+
+#[test]
+fn generator_commands_sending_protobuf_work_for_simple_kinds() {
+    let sim = SimProc::start(&[]);
+    sim.kubectl(&["create", "namespace", "team-a"]);
+    sim.kubectl(&[
+        "create",
+        "configmap",
+        "cfg",
+        "-n",
+        "team-a",
+        "--from-literal=color=blue",
+    ]);
+    sim.kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "pw",
+        "-n",
+        "team-a",
+        "--from-literal=pw=s3cret",
+    ]);
+    let ns = sim.kubectl_json(&["get", "namespace", "team-a"]);
+    assert_eq!(ns["status"]["phase"], "Active");
+    assert!(ns["metadata"].get("generateName").is_none());
+    let cm = sim.kubectl_json(&["get", "configmap", "cfg", "-n", "team-a"]);
+    assert_eq!(cm["data"], json!({"color": "blue"}));
+    let secret = sim.kubectl_json(&["get", "secret", "pw", "-n", "team-a"]);
+    assert_eq!(secret["data"]["pw"], "czNjcmV0");
+    assert_eq!(secret["type"], "Opaque");
+    // Kinds whose protobuf form is not decoded get a clear 415 instead of a wrong object.
+    let err = sim.kubectl_err(&["create", "deployment", "d", "--image=nginx"]);
+    assert!(err.contains("send JSON"), "{err}");
+}
+
+#[test]
+fn stateful_sets_and_daemon_sets_get_pods_and_status() {
+    let sim = SimProc::start(&[]);
+    let file = sim.file(
+        "wl.yaml",
+        r#"apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  replicas: 2
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: "postgres:16"}]}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: agent, image: "fluent-bit:3"}]}
+"#,
+    );
+    sim.kubectl(&["create", "-f", &file]);
+    let names = wait_for("statefulset pods", T, || {
+        let pods = sim.kubectl_json(&["get", "pods", "-l", "app=db"]);
+        let mut names: Vec<String> = pods["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["status"]["phase"] == "Running")
+            .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        (names.len() == 2).then_some(names)
+    });
+    assert_eq!(names, ["db-0", "db-1"]);
+    let sts = wait_for("statefulset status", T, || {
+        let s = sim.kubectl_json(&["get", "statefulset", "db"]);
+        (s["status"]["readyReplicas"] == 2).then_some(s)
+    });
+    assert_eq!(
+        sts["status"]["currentRevision"],
+        sts["status"]["updateRevision"]
+    );
+
+    let ds = wait_for("daemonset status", T, || {
+        let d = sim.kubectl_json(&["get", "daemonset", "agent"]);
+        (d["status"]["numberReady"] == 1).then_some(d)
+    });
+    assert_eq!(ds["status"]["desiredNumberScheduled"], 1);
+    let pods = sim.kubectl_json(&["get", "pods", "-l", "app=agent"]);
+    assert_eq!(
+        pods["items"][0]["metadata"]["ownerReferences"][0]["kind"],
+        "DaemonSet"
+    );
+
+    // A template change replaces the StatefulSet's pods with the new revision.
+    sim.kubectl(&["patch", "statefulset", "db", "--type", "json", "-p",
+        r#"[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"postgres:17"}]"#]);
+    wait_for("pods on the new revision", T, || {
+        let pods = sim.kubectl_json(&["get", "pods", "-l", "app=db"]);
+        let items = pods["items"].as_array().unwrap();
+        (items.len() == 2
+            && items
+                .iter()
+                .all(|p| p["spec"]["containers"][0]["image"] == "postgres:17"))
+        .then_some(())
+    });
+}
+
+#[test]
+fn rollout_status_scale_wait_and_undo() {
+    let sim = SimProc::start(&[]);
+    let file = sim.file("web.yaml", WEB);
+    sim.kubectl(&["apply", "-f", &file]);
+    let out = sim.kubectl(&["rollout", "status", "deployment/web", "--timeout=15s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    sim.kubectl(&["scale", "deployment", "web", "--replicas=3"]);
+    wait_pods(&sim, 3, "nginx:1.25");
+    let out = sim.kubectl(&[
+        "wait",
+        "--for=condition=Available",
+        "deployment/web",
+        "--timeout=15s",
+    ]);
+    assert!(out.contains("condition met"), "{out}");
+
+    sim.kubectl(&["set", "image", "deployment/web", "app=nginx:1.28"]);
+    wait_pods(&sim, 3, "nginx:1.28");
+    sim.kubectl(&["rollout", "undo", "deployment/web"]);
+    wait_pods(&sim, 3, "nginx:1.25");
+    // The first ReplicaSet is reused as revision 3, not duplicated.
+    let rs = sim.kubectl_json(&["get", "replicasets"]);
+    let items = rs["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2);
+    let active = items.iter().find(|r| r["spec"]["replicas"] == 3).unwrap();
+    assert_eq!(
+        active["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "3"
+    );
+    let history = sim.kubectl(&["rollout", "history", "deployment/web"]);
+    assert!(
+        history.contains('2') && history.contains('3') && !history.contains("\n1 "),
+        "{history}"
+    );
 }

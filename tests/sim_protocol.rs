@@ -7,7 +7,7 @@ mod sim_support;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
 use serde_json::{json, Value};
 use sim_support::SimProc;
@@ -405,4 +405,277 @@ async fn scale_subresource_and_status_are_separate_from_spec() {
         rs.list(&ListParams::default()).await.unwrap().items.len(),
         1
     );
+}
+
+#[tokio::test]
+async fn finalizers_hold_deletion_and_orphan_keeps_dependents() {
+    let sim = SimProc::start(&[]);
+    let client = sim.client().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let mut held = cm("held", json!({}));
+    held.metadata.finalizers = Some(vec!["example.com/keep".into()]);
+    api.create(&PostParams::default(), &held).await.unwrap();
+    let first = api.delete("held", &Default::default()).await.unwrap();
+    let terminating = first
+        .left()
+        .expect("object returned while finalizers hold it");
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    assert!(api
+        .get("held")
+        .await
+        .unwrap()
+        .metadata
+        .deletion_timestamp
+        .is_some());
+    api.patch(
+        "held",
+        &Default::default(),
+        &kube::api::Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(api_err(api.get("held").await.unwrap_err()).code, 404);
+
+    // Orphan propagation: the owner goes, the dependent stays without the reference.
+    let owner = api
+        .create(&PostParams::default(), &cm("owner", json!({})))
+        .await
+        .unwrap();
+    let mut dependent = cm("dependent", json!({}));
+    dependent.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+        "uid": owner.metadata.uid.clone().unwrap()}))
+    .unwrap()]);
+    api.create(&PostParams::default(), &dependent)
+        .await
+        .unwrap();
+    api.delete("owner", &DeleteParams::orphan()).await.unwrap();
+    let kept = api.get("dependent").await.unwrap();
+    assert!(kept
+        .metadata
+        .owner_references
+        .unwrap_or_default()
+        .is_empty());
+
+    // Background propagation (the default) removes dependents with their owner.
+    let owner = api
+        .create(&PostParams::default(), &cm("owner2", json!({})))
+        .await
+        .unwrap();
+    let mut dependent = cm("dependent2", json!({}));
+    dependent.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "owner2",
+        "uid": owner.metadata.uid.clone().unwrap()}))
+    .unwrap()]);
+    api.create(&PostParams::default(), &dependent)
+        .await
+        .unwrap();
+    api.delete("owner2", &DeleteParams::background())
+        .await
+        .unwrap();
+    assert_eq!(api_err(api.get("dependent2").await.unwrap_err()).code, 404);
+}
+
+#[tokio::test]
+async fn streaming_list_watch_exact_lists_and_watch_timeouts() {
+    let sim = SimProc::start(&[]);
+    let client = sim.client().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let a = api
+        .create(&PostParams::default(), &cm("a", json!({})))
+        .await
+        .unwrap();
+    let rv_after_a = a.metadata.resource_version.clone().unwrap();
+    api.create(&PostParams::default(), &cm("b", json!({})))
+        .await
+        .unwrap();
+    api.delete("a", &DeleteParams::default()).await.unwrap();
+
+    // resourceVersionMatch=Exact serves the list as it was at that resourceVersion.
+    let then = api
+        .list(
+            &ListParams::default()
+                .at(&rv_after_a)
+                .matching(kube::api::VersionMatch::Exact),
+        )
+        .await
+        .unwrap();
+    assert_eq!(names(&then), ["a"]);
+    assert_eq!(
+        names(&api.list(&ListParams::default()).await.unwrap()),
+        ["b"]
+    );
+
+    // kube-runtime's streaming-list mode: sendInitialEvents + the initial-events-end bookmark.
+    let mut events = watcher(api.clone(), watcher::Config::default().streaming_lists()).boxed();
+    let mut initial = Vec::new();
+    timeout(T, async {
+        loop {
+            match events.try_next().await.unwrap().unwrap() {
+                watcher::Event::InitApply(c) => initial.push(c.metadata.name.unwrap()),
+                watcher::Event::InitDone => break,
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("initial events end");
+    assert_eq!(initial, ["b"]);
+
+    // timeoutSeconds ends the stream cleanly.
+    let mut stream = api
+        .watch(&WatchParams::default().timeout(1), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let ended = timeout(T, async {
+        while let Some(e) = stream.try_next().await.unwrap() {
+            let _ = e;
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "watch with timeoutSeconds=1 did not end");
+}
+
+#[tokio::test]
+async fn leases_are_ordinary_resources_with_optimistic_concurrency() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let sim = SimProc::start(&[]);
+    let leases: Api<Lease> = Api::namespaced(sim.client().await, "kube-node-lease");
+    let lease: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "driftd"},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}}))
+    .unwrap();
+    let created = leases.create(&PostParams::default(), &lease).await.unwrap();
+    let mut renewed = created.clone();
+    renewed.spec.as_mut().unwrap().holder_identity = Some("b".into());
+    leases
+        .replace("driftd", &PostParams::default(), &renewed)
+        .await
+        .unwrap();
+    // A second candidate holding the old resourceVersion loses the race.
+    let err = api_err(
+        leases
+            .replace("driftd", &PostParams::default(), &renewed)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(err.code, 409);
+    let now = leases.get("driftd").await.unwrap();
+    assert_eq!(now.spec.unwrap().holder_identity.as_deref(), Some("b"));
+}
+
+#[test]
+fn sim_command_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kc");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_driftd"))
+        .args(["sim", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
+        .arg(&kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    sim_support::wait_for("kubeconfig", T, || kubeconfig.exists().then_some(()));
+    let text = std::fs::read_to_string(&kubeconfig).unwrap();
+    assert!(text.contains("server: http://127.0.0.1:"), "{text}");
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = sim_support::wait_for("exit after SIGTERM", T, || child.try_wait().unwrap());
+    assert!(status.success(), "{status:?}");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    assert!(
+        out.contains("url: http://127.0.0.1:") && out.contains("kubeconfig: "),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn label_selected_watches_see_objects_enter_and_leave() {
+    let sim = SimProc::start(&[]);
+    let api: Api<ConfigMap> = Api::namespaced(sim.client().await, "default");
+    let mut stream = api
+        .watch(
+            &WatchParams::default().labels("team=a").disable_bookmarks(),
+            "0",
+        )
+        .await
+        .unwrap()
+        .boxed();
+    api.create(&PostParams::default(), &cm("x", json!({"team": "b"})))
+        .await
+        .unwrap();
+    let relabel =
+        |team: &str| kube::api::Patch::Merge(json!({"metadata": {"labels": {"team": team}}}));
+    api.patch("x", &Default::default(), &relabel("a"))
+        .await
+        .unwrap();
+    api.patch("x", &Default::default(), &relabel("b"))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let e = timeout(T, stream.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        seen.push(match e {
+            WatchEvent::Added(c) => format!("ADDED {}", c.metadata.labels.unwrap()["team"]),
+            WatchEvent::Deleted(c) => format!("DELETED {}", c.metadata.labels.unwrap()["team"]),
+            other => panic!("unexpected {other:?}"),
+        });
+    }
+    // Entering the selector reads as ADDED, leaving it as DELETED (with the new labels).
+    assert_eq!(seen, ["ADDED a", "DELETED b"]);
+}
+
+#[tokio::test]
+async fn kube_runtime_recorder_creates_then_bumps_a_series() {
+    use k8s_openapi::api::core::v1::{Event as CoreEvent, ObjectReference};
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let sim = SimProc::start(&[]);
+    let client = sim.client().await;
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "driftd".into(),
+            instance: Some("driftd-0".into()),
+        },
+    );
+    let reference = ObjectReference {
+        api_version: Some("apps/v1".into()),
+        kind: Some("Deployment".into()),
+        name: Some("web".into()),
+        namespace: Some("default".into()),
+        ..Default::default()
+    };
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "Drifted".into(),
+        note: Some("spec.replicas differs".into()),
+        action: "Compare".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, &reference).await.unwrap();
+    recorder.publish(&event, &reference).await.unwrap();
+    // Read back through core/v1, as `kubectl get events` would.
+    let core: Api<CoreEvent> = Api::namespaced(client, "default");
+    let events = core
+        .list(&ListParams::default().fields("involvedObject.name=web"))
+        .await
+        .unwrap();
+    assert_eq!(
+        events.items.len(),
+        1,
+        "the repeat bumps the series instead of adding an event"
+    );
+    let e = &events.items[0];
+    assert_eq!(e.reason.as_deref(), Some("Drifted"));
+    assert_eq!(e.message.as_deref(), Some("spec.replicas differs"));
+    assert_eq!(e.reporting_component.as_deref(), Some("driftd"));
+    assert_eq!(e.series.as_ref().and_then(|s| s.count), Some(2));
 }

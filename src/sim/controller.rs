@@ -21,6 +21,8 @@ struct Types {
     rs: ResourceInfo,
     pod: ResourceInfo,
     event: ResourceInfo,
+    sts: ResourceInfo,
+    ds: ResourceInfo,
 }
 
 /// Records a core/v1 Event about `about`, named `<name>.<hex nanos>` like client-go's
@@ -63,11 +65,13 @@ fn record_event(
 /// Runs until the store's channel closes.
 pub async fn run(store: Store) {
     let mut rx = store.subscribe();
-    let (Some(deploy), Some(rs), Some(pod), Some(event)) = (
+    let (Some(deploy), Some(rs), Some(pod), Some(event), Some(sts), Some(ds)) = (
         store.resolve("apps", "v1", "deployments"),
         store.resolve("apps", "v1", "replicasets"),
         store.resolve("", "v1", "pods"),
         store.resolve("", "v1", "events"),
+        store.resolve("apps", "v1", "statefulsets"),
+        store.resolve("apps", "v1", "daemonsets"),
     ) else {
         return;
     };
@@ -76,6 +80,8 @@ pub async fn run(store: Store) {
         rs,
         pod,
         event,
+        sts,
+        ds,
     };
     loop {
         let mut dirty = BTreeSet::new();
@@ -93,12 +99,22 @@ pub async fn run(store: Store) {
             }
         }
         if resync {
-            for d in store.all(&t.deploy) {
-                dirty.insert((meta(&d, "namespace"), meta(&d, "name")));
+            for (kind, info) in [
+                (Kind::Deployment, &t.deploy),
+                (Kind::StatefulSet, &t.sts),
+                (Kind::DaemonSet, &t.ds),
+            ] {
+                for d in store.all(info) {
+                    dirty.insert((kind, meta(&d, "namespace"), meta(&d, "name")));
+                }
             }
         }
-        for (ns, name) in dirty {
-            reconcile(&store, &t, &ns, &name);
+        for (kind, ns, name) in dirty {
+            match kind {
+                Kind::Deployment => reconcile(&store, &t, &ns, &name),
+                Kind::StatefulSet => reconcile_stateful_set(&store, &t, &ns, &name),
+                Kind::DaemonSet => reconcile_daemon_set(&store, &t, &ns, &name),
+            }
         }
     }
 }
@@ -120,8 +136,18 @@ fn controller_owner<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
         })
 }
 
-/// Maps a change to the Deployment it concerns, if any.
-fn collect(store: &Store, t: &Types, n: &Notice, dirty: &mut BTreeSet<(String, String)>) {
+/// The workload kinds the controller drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Deployment,
+    StatefulSet,
+    DaemonSet,
+}
+
+type Dirty = BTreeSet<(Kind, String, String)>;
+
+/// Maps a change to the workload it concerns, if any.
+fn collect(store: &Store, t: &Types, n: &Notice, dirty: &mut Dirty) {
     let Notice::Change(c) = n else { return };
     let ns = c.namespace.clone();
     let deploy_of_rs = |rs: &Value| {
@@ -129,17 +155,26 @@ fn collect(store: &Store, t: &Types, n: &Notice, dirty: &mut BTreeSet<(String, S
             .and_then(|r| r.get("name").and_then(Value::as_str))
             .map(str::to_string)
     };
-    let name = match (c.group.as_str(), c.plural.as_str()) {
-        ("apps", "deployments") => Some(meta(&c.object, "name")),
-        ("apps", "replicasets") => deploy_of_rs(&c.object),
-        ("", "pods") => controller_owner(&c.object, "ReplicaSet")
+    let owner = |kind: &str| {
+        controller_owner(&c.object, kind)
             .and_then(|r| r.get("name").and_then(Value::as_str))
-            .and_then(|rs| store.get(&t.rs, Some(&ns), rs).ok())
-            .and_then(|rs| deploy_of_rs(&rs)),
+            .map(str::to_string)
+    };
+    let target = match (c.group.as_str(), c.plural.as_str()) {
+        ("apps", "deployments") => Some((Kind::Deployment, meta(&c.object, "name"))),
+        ("apps", "statefulsets") => Some((Kind::StatefulSet, meta(&c.object, "name"))),
+        ("apps", "daemonsets") => Some((Kind::DaemonSet, meta(&c.object, "name"))),
+        ("apps", "replicasets") => deploy_of_rs(&c.object).map(|d| (Kind::Deployment, d)),
+        ("", "pods") => owner("ReplicaSet")
+            .and_then(|rs| store.get(&t.rs, Some(&ns), &rs).ok())
+            .and_then(|rs| deploy_of_rs(&rs))
+            .map(|d| (Kind::Deployment, d))
+            .or_else(|| owner("StatefulSet").map(|s| (Kind::StatefulSet, s)))
+            .or_else(|| owner("DaemonSet").map(|s| (Kind::DaemonSet, s))),
         _ => None,
     };
-    if let Some(name) = name {
-        dirty.insert((ns, name));
+    if let Some((kind, name)) = target {
+        dirty.insert((kind, ns, name));
     }
 }
 
@@ -148,7 +183,7 @@ fn collect(store: &Store, t: &Types, n: &Notice, dirty: &mut BTreeSet<(String, S
 /// values differ from a real cluster's, but the shape is the same).
 pub fn pod_template_hash(template: &Value) -> String {
     let mut h: u32 = 0x811c9dc5;
-    for b in template.to_string().bytes() {
+    for b in canonical(template).bytes() {
         h ^= u32::from(b);
         h = h.wrapping_mul(0x01000193);
     }
@@ -157,6 +192,45 @@ pub fn pod_template_hash(template: &Value) -> String {
         .bytes()
         .map(|b| ALPHANUMS[usize::from(b) % ALPHANUMS.len()] as char)
         .collect()
+}
+
+/// JSON with object keys sorted, so equal templates hash equally whatever their key order.
+fn canonical(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| {
+                    format!(
+                        "{}:{}",
+                        Value::String((*k).clone()),
+                        canonical(&m[k.as_str()])
+                    )
+                })
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(canonical).collect::<Vec<_>>().join(",")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// A ReplicaSet template without the label the controller adds, for comparing with the
+/// Deployment's template (the deployment controller's `EqualIgnoreHash`).
+fn without_hash(template: &Value) -> Value {
+    let mut t = template.clone();
+    if let Some(labels) = t
+        .pointer_mut("/metadata/labels")
+        .and_then(Value::as_object_mut)
+    {
+        labels.remove("pod-template-hash");
+    }
+    t
 }
 
 fn owner_ref(obj: &Value, api_version: &str, kind: &str) -> Value {
@@ -255,7 +329,14 @@ fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
         .unwrap_or(1);
     let owned = owned_by(store.all(&t.rs), ns, &uid);
     let max_rev = owned.iter().map(revision).max().unwrap_or(0);
-    let current = owned.iter().find(|r| meta(r, "name") == rs_name).cloned();
+    // An existing ReplicaSet with this template (e.g. after `kubectl rollout undo`) is
+    // reused and becomes the newest revision, as the deployment controller does.
+    let current = owned
+        .iter()
+        .find(|r| r.pointer("/spec/template").map(without_hash).as_ref() == Some(&template))
+        .or_else(|| owned.iter().find(|r| meta(r, "name") == rs_name))
+        .cloned();
+    let rs_name = current.as_ref().map(|r| meta(r, "name")).unwrap_or(rs_name);
 
     let mut rs_template = template.clone();
     rs_template["metadata"]["labels"]["pod-template-hash"] = json!(hash);
@@ -431,25 +512,20 @@ fn reconcile_pods(store: &Store, t: &Types, ns: &str, rs: &Value) -> (i64, i64) 
     let rs_name = meta(rs, "name");
     while (pods.len() as i64) < want {
         let template = rs.pointer("/spec/template").cloned().unwrap_or(json!({}));
-        let mut pod = json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {
-                "name": format!("{rs_name}-{}", random_suffix(5)),
-                "generateName": format!("{rs_name}-"),
-                "namespace": ns,
-                "labels": template.pointer("/metadata/labels").cloned().unwrap_or(json!({})),
-                "ownerReferences": [owner_ref(rs, "apps/v1", "ReplicaSet")],
-            },
-            "spec": template.get("spec").cloned().unwrap_or(json!({})),
-        });
-        if let Some(a) = template.pointer("/metadata/annotations") {
-            pod["metadata"]["annotations"] = a.clone();
-        }
-        pod["spec"]["nodeName"] = json!("driftd-sim-node");
-        let Ok(created) = store.create(&t.pod, Some(ns), pod, &ctx) else {
+        let name = format!("{rs_name}-{}", random_suffix(5));
+        let Some(running) = create_running_pod(
+            store,
+            t,
+            rs,
+            &name,
+            Some(&format!("{rs_name}-")),
+            &template,
+            &[],
+            pods.len(),
+        ) else {
             break;
         };
-        let msg = format!("Created pod: {}", meta(&created, "name"));
+        let msg = format!("Created pod: {name}");
         record_event(
             store,
             t,
@@ -458,20 +534,6 @@ fn reconcile_pods(store: &Store, t: &Types, ns: &str, rs: &Value) -> (i64, i64) 
             "SuccessfulCreate",
             &msg,
         );
-        let running = store
-            .write(
-                &t.pod,
-                Some(ns),
-                &meta(&created, "name"),
-                Some("status"),
-                &WriteCtx::new("kubelet"),
-                |old| {
-                    let mut new = old.clone();
-                    new["status"] = running_status(old, pods.len());
-                    Ok(new)
-                },
-            )
-            .unwrap_or(created);
         pods.push(running);
     }
     let ready = pods.iter().filter(|p| is_ready(p)).count() as i64;
@@ -490,6 +552,249 @@ fn reconcile_pods(store: &Store, t: &Types, ns: &str, rs: &Value) -> (i64, i64) 
         Ok(new)
     });
     (n, ready)
+}
+
+/// Creates a pod from `template` owned by `owner` (its controller) and reports it Running
+/// through the status subresource as the kubelet would.
+#[allow(clippy::too_many_arguments)]
+fn create_running_pod(
+    store: &Store,
+    t: &Types,
+    owner: &Value,
+    name: &str,
+    generate_name: Option<&str>,
+    template: &Value,
+    extra_labels: &[(&str, String)],
+    index: usize,
+) -> Option<Value> {
+    let ns = meta(owner, "namespace");
+    let owner_av = owner["apiVersion"].as_str().unwrap_or("apps/v1");
+    let owner_kind = owner["kind"].as_str().unwrap_or("");
+    let mut pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "labels": template.pointer("/metadata/labels").cloned().unwrap_or(json!({})),
+            "ownerReferences": [owner_ref(owner, owner_av, owner_kind)],
+        },
+        "spec": template.get("spec").cloned().unwrap_or(json!({})),
+    });
+    if let Some(g) = generate_name {
+        pod["metadata"]["generateName"] = json!(g);
+    }
+    for (k, v) in extra_labels {
+        pod["metadata"]["labels"][*k] = json!(v);
+    }
+    if let Some(a) = template.pointer("/metadata/annotations") {
+        pod["metadata"]["annotations"] = a.clone();
+    }
+    pod["spec"]["nodeName"] = json!("driftd-sim-node");
+    let created = store
+        .create(&t.pod, Some(&ns), pod, &WriteCtx::new(MANAGER))
+        .ok()?;
+    let running = store
+        .write(
+            &t.pod,
+            Some(&ns),
+            name,
+            Some("status"),
+            &WriteCtx::new("kubelet"),
+            |old| {
+                let mut new = old.clone();
+                new["status"] = running_status(old, index);
+                Ok(new)
+            },
+        )
+        .unwrap_or(created);
+    Some(running)
+}
+
+/// StatefulSet: pods `<name>-<ordinal>`, replaced when the template revision changes.
+fn reconcile_stateful_set(store: &Store, t: &Types, ns: &str, name: &str) {
+    let Ok(sts) = store.get(&t.sts, Some(ns), name) else {
+        return;
+    };
+    let Some(template) = sts.pointer("/spec/template").cloned() else {
+        return;
+    };
+    let revision = format!("{name}-{}", pod_template_hash(&template));
+    let replicas = sts
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+        .max(0) as usize;
+    let mut pods = owned_by(store.all(&t.pod), ns, &meta(&sts, "uid"));
+    pods.retain(|p| {
+        let ordinal = meta(p, "name")
+            .rsplit_once('-')
+            .and_then(|(_, o)| o.parse::<usize>().ok());
+        let current = p
+            .pointer("/metadata/labels/controller-revision-hash")
+            .and_then(Value::as_str)
+            == Some(&revision);
+        let keep = ordinal.is_some_and(|o| o < replicas) && current;
+        if !keep
+            && store
+                .delete(&t.pod, Some(ns), &meta(p, "name"), None, false)
+                .is_ok()
+        {
+            let msg = format!(
+                "delete Pod {} in StatefulSet {name} successful",
+                meta(p, "name")
+            );
+            record_event(
+                store,
+                t,
+                &sts,
+                "statefulset-controller",
+                "SuccessfulDelete",
+                &msg,
+            );
+        }
+        keep
+    });
+    for i in 0..replicas {
+        let pod_name = format!("{name}-{i}");
+        if pods.iter().any(|p| meta(p, "name") == pod_name) {
+            continue;
+        }
+        let mut tpl = template.clone();
+        tpl["spec"]["hostname"] = json!(pod_name);
+        if let Some(svc) = sts
+            .pointer("/spec/serviceName")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            tpl["spec"]["subdomain"] = json!(svc);
+        }
+        let labels = [
+            ("controller-revision-hash", revision.clone()),
+            ("statefulset.kubernetes.io/pod-name", pod_name.clone()),
+            ("apps.kubernetes.io/pod-index", i.to_string()),
+        ];
+        if let Some(p) = create_running_pod(store, t, &sts, &pod_name, None, &tpl, &labels, i) {
+            let msg = format!("create Pod {pod_name} in StatefulSet {name} successful");
+            record_event(
+                store,
+                t,
+                &sts,
+                "statefulset-controller",
+                "SuccessfulCreate",
+                &msg,
+            );
+            pods.push(p);
+        }
+    }
+    let ready = pods.iter().filter(|p| is_ready(p)).count();
+    let _ = store.write(&t.sts, Some(ns), name, Some("status"), &WriteCtx::new(MANAGER), |old| {
+        let mut new = old.clone();
+        let mut status = json!({
+            "observedGeneration": old.pointer("/metadata/generation").cloned().unwrap_or(json!(1)),
+            "replicas": pods.len(),
+            "readyReplicas": ready,
+            "currentReplicas": pods.len(),
+            "updatedReplicas": pods.len(),
+            "availableReplicas": ready,
+            "currentRevision": revision,
+            "updateRevision": revision,
+            "collisionCount": 0,
+        });
+        for k in ["readyReplicas", "currentReplicas", "updatedReplicas"] {
+            if status[k] == json!(0) {
+                status.as_object_mut().map(|s| s.remove(k));
+            }
+        }
+        new["status"] = status;
+        Ok(new)
+    });
+}
+
+/// DaemonSet: one pod on the simulator's single node.
+fn reconcile_daemon_set(store: &Store, t: &Types, ns: &str, name: &str) {
+    let Ok(ds) = store.get(&t.ds, Some(ns), name) else {
+        return;
+    };
+    let Some(template) = ds.pointer("/spec/template").cloned() else {
+        return;
+    };
+    let hash = pod_template_hash(&template);
+    let generation = ds
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let mut pods = owned_by(store.all(&t.pod), ns, &meta(&ds, "uid"));
+    pods.retain(|p| {
+        let current = p
+            .pointer("/metadata/labels/controller-revision-hash")
+            .and_then(Value::as_str)
+            == Some(&hash);
+        if !current
+            && store
+                .delete(&t.pod, Some(ns), &meta(p, "name"), None, false)
+                .is_ok()
+        {
+            let msg = format!("Deleted pod: {}", meta(p, "name"));
+            record_event(
+                store,
+                t,
+                &ds,
+                "daemonset-controller",
+                "SuccessfulDelete",
+                &msg,
+            );
+        }
+        current
+    });
+    if pods.is_empty() {
+        let pod_name = format!("{name}-{}", random_suffix(5));
+        let labels = [
+            ("controller-revision-hash", hash.clone()),
+            ("pod-template-generation", generation.to_string()),
+        ];
+        if let Some(p) = create_running_pod(
+            store,
+            t,
+            &ds,
+            &pod_name,
+            Some(&format!("{name}-")),
+            &template,
+            &labels,
+            0,
+        ) {
+            let msg = format!("Created pod: {pod_name}");
+            record_event(
+                store,
+                t,
+                &ds,
+                "daemonset-controller",
+                "SuccessfulCreate",
+                &msg,
+            );
+            pods.push(p);
+        }
+    }
+    let ready = pods.iter().filter(|p| is_ready(p)).count();
+    let _ = store.write(
+        &t.ds,
+        Some(ns),
+        name,
+        Some("status"),
+        &WriteCtx::new(MANAGER),
+        |old| {
+            let mut new = old.clone();
+            new["status"] = json!({
+                "currentNumberScheduled": 1,
+                "desiredNumberScheduled": 1,
+                "numberAvailable": ready,
+                "numberMisscheduled": 0,
+                "numberReady": ready,
+                "observedGeneration": generation,
+                "updatedNumberScheduled": pods.len(),
+            });
+            Ok(new)
+        },
+    );
 }
 
 /// What the kubelet reports for a started pod whose containers all run.

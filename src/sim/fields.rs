@@ -273,7 +273,7 @@ pub fn record(kind: &str, old: Option<&Value>, new: &mut Value, w: &Write) {
     let mut mine: Option<(Value, Set)> = None;
     for e in prior {
         let fields = e.get("fieldsV1").map(parse_fields_v1).unwrap_or_default();
-        let is_mine = e.get("manager").and_then(Value::as_str) == Some(w.manager)
+        let is_mine = e.get("manager").and_then(Value::as_str).unwrap_or("") == w.manager
             && e.get("operation").and_then(Value::as_str) == Some("Update")
             && e.get("subresource").and_then(Value::as_str).unwrap_or("") == sub;
         let kept: Set = fields
@@ -290,7 +290,11 @@ pub fn record(kind: &str, old: Option<&Value>, new: &mut Value, w: &Write) {
         }
     }
     let (mut entry, mut set) = mine.unwrap_or_else(|| {
-        let mut e = json!({"manager": w.manager, "operation": "Update"});
+        // An empty manager is omitted (`omitempty`), as kube-apiserver serializes it.
+        let mut e = json!({"operation": "Update"});
+        if !w.manager.is_empty() {
+            e["manager"] = json!(w.manager);
+        }
         if let Some(s) = w.subresource {
             e["subresource"] = json!(s);
         }

@@ -6,7 +6,9 @@ use super::discovery;
 use super::openapi;
 use super::select::Selector;
 use super::status::ApiError;
-use super::store::{scale_of, ListParams, Notice, ResourceInfo, Store, WriteCtx};
+use super::store::{
+    scale_of, Change, DeleteOpts, ListParams, Notice, ResourceInfo, Store, WriteCtx,
+};
 use super::table;
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
@@ -83,17 +85,25 @@ fn verb_of(method: &Method, t: &Target, watch: bool) -> &'static str {
     }
 }
 
+/// The field manager as kube-apiserver's `managerOrUserAgent` derives it: the
+/// `fieldManager` parameter, else the User-Agent up to its first `/` (printable characters,
+/// at most 128). A client sending neither (kube-rs sends no User-Agent) gets "" and its
+/// managedFields entries carry no manager name, as on a real cluster.
 fn manager_of(q: &HashMap<String, String>, headers: &HeaderMap) -> String {
     if let Some(m) = q.get("fieldManager").filter(|m| !m.is_empty()) {
         return m.clone();
     }
-    // kube-apiserver's default manager: the User-Agent up to the first '/'.
-    headers
+    let ua = headers
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
-        .map(|ua| ua.split('/').next().unwrap_or("").to_string())
-        .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| "unknown".into())
+        .unwrap_or("");
+    ua.split('/')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(128)
+        .collect()
 }
 
 fn truthy(q: &HashMap<String, String>, k: &str) -> bool {
@@ -230,6 +240,7 @@ async fn route(
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("as=Table"));
+    let columns = wants_table.then(|| store.printer_columns(info)).flatten();
     let include = q
         .get("includeObject")
         .map(String::as_str)
@@ -241,7 +252,13 @@ async fn route(
                 let items = list["items"].as_array().cloned().unwrap_or_default();
                 return Ok(json_response(
                     200,
-                    &table::table(&info.kind, &items, list["metadata"].clone(), include),
+                    &table::table_with(
+                        &info.kind,
+                        columns.as_deref(),
+                        &items,
+                        list["metadata"].clone(),
+                        include,
+                    ),
                 ));
             }
             Ok(json_response(200, &list))
@@ -279,7 +296,7 @@ async fn route(
             if wants_table {
                 return Ok(json_response(
                     200,
-                    &table::table(&info.kind, &[obj], json!({}), include),
+                    &table::table_with(&info.kind, columns.as_deref(), &[obj], json!({}), include),
                 ));
             }
             Ok(json_response(200, &obj))
@@ -334,25 +351,41 @@ async fn route(
             Ok(json_response(200, &out))
         }
         ("delete", Some(name), None) => {
-            let opts: Value = if body.is_empty() {
+            let body_opts: Value = if body.is_empty() {
                 json!({})
             } else {
                 parse_body(&body)?
             };
-            let precondition = opts
-                .pointer("/preconditions/resourceVersion")
-                .and_then(Value::as_str);
-            let dry_run = ctx.dry_run
-                || opts
-                    .get("dryRun")
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| a.iter().any(|d| d == "All"));
-            let deleted = store.delete(info, ns, name, precondition, dry_run)?;
-            if info.kind == "Pod" && !info.custom {
-                // Pods are deleted gracefully, so kube-apiserver returns the object.
-                return Ok(json_response(200, &deleted));
+            let s = |p: &str| {
+                body_opts
+                    .pointer(p)
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            };
+            let opts = DeleteOpts {
+                precondition_rv: s("/preconditions/resourceVersion"),
+                precondition_uid: s("/preconditions/uid"),
+                propagation: s("/propagationPolicy")
+                    .or_else(|| q.get("propagationPolicy").cloned())
+                    .or_else(|| {
+                        // The deprecated orphanDependents flag, still sent by old clients.
+                        (body_opts.get("orphanDependents") == Some(&json!(true)))
+                            .then(|| "Orphan".into())
+                    }),
+                dry_run: ctx.dry_run
+                    || body_opts
+                        .get("dryRun")
+                        .and_then(Value::as_array)
+                        .is_some_and(|a| a.iter().any(|d| d == "All")),
+            };
+            let deletion = store.delete_with(info, ns, name, &opts)?;
+            if !deletion.gone || (info.kind == "Pod" && !info.custom) {
+                // Not deleted yet (finalizers), or a Pod (graceful deletion): kube-apiserver
+                // returns the object.
+                return Ok(json_response(200, &deletion.object));
             }
-            let uid = deleted
+            let uid = deletion
+                .object
                 .pointer("/metadata/uid")
                 .cloned()
                 .unwrap_or(Value::Null);
@@ -456,14 +489,9 @@ impl PatchType {
 }
 
 fn parse_body(body: &Bytes) -> Result<Value, ApiError> {
-    if body.starts_with(b"k8s\x00") {
-        // Protobuf envelope: not served (JSON only), worded like kube-apiserver's
-        // unsupported-media-type answer so clients can tell.
-        return Err(ApiError::new(
-            415,
-            "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
-        ));
+    if body.starts_with(super::proto::MAGIC) {
+        return super::proto::decode(body)
+            .map_err(|m| ApiError::new(415, "UnsupportedMediaType", m));
     }
     serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!(
@@ -577,6 +605,29 @@ fn start_watch(
                 &json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": md}),
             )
         };
+        // What a change means to this watch: its event type and object, or nothing when it
+        // concerns another type/namespace or never matched the selectors. Objects moving in
+        // or out of a selector appear as ADDED/DELETED, as kube-apiserver's cacher does.
+        let classify = |c: &Change| -> Option<(&'static str, Value)> {
+            if !info.sees(c) || ns.as_ref().is_some_and(|ns| *ns != c.namespace) {
+                return None;
+            }
+            let obj = Store::render(&info, &c.object);
+            let now = selected(&obj);
+            let before = c
+                .prev
+                .as_ref()
+                .is_some_and(|p| selected(&Store::render(&info, p)));
+            let kind = match (c.kind, before, now) {
+                ("DELETED", true, _) => "DELETED",
+                ("DELETED", false, _) => return None,
+                (_, true, true) => "MODIFIED",
+                (_, false, true) => "ADDED",
+                (_, true, false) => "DELETED",
+                (_, false, _) => return None,
+            };
+            Some((kind, obj))
+        };
         let mut last_rv = start.start_rv;
         for (kind, obj, _) in &start.initial {
             if selected(obj) && tx.send(Ok(watch_line(kind, obj))).await.is_err() {
@@ -596,25 +647,11 @@ fn start_watch(
             tokio::select! {
                 n = notices.recv() => match n {
                     Ok(Notice::Change(c)) => {
-                        if !info.sees(&c) || c.rv <= last_rv {
+                        if c.rv <= last_rv {
                             continue;
                         }
-                        if ns.as_ref().is_some_and(|ns| *ns != c.namespace) {
-                            continue;
-                        }
+                        let Some((kind, obj)) = classify(&c) else { continue };
                         last_rv = c.rv;
-                        let obj = Store::render(&info, &c.object);
-                        let now = selected(&obj);
-                        let before = c.prev.as_ref().map(|p| Store::render(&info, p)).is_some_and(|p| selected(&p));
-                        // Objects moving in or out of a selector appear as ADDED/DELETED.
-                        let kind = match (c.kind, before, now) {
-                            ("DELETED", true, _) => "DELETED",
-                            ("DELETED", false, _) => continue,
-                            (_, true, true) => "MODIFIED",
-                            (_, false, true) => "ADDED",
-                            (_, true, false) => "DELETED",
-                            (_, false, false) => continue,
-                        };
                         if tx.send(Ok(watch_line(kind, &obj))).await.is_err() {
                             return;
                         }
@@ -633,26 +670,12 @@ fn start_watch(
                     loop {
                         match notices.try_recv() {
                             Ok(Notice::Change(c)) => {
-                                if info.sees(&c) && ns.as_ref().is_none_or(|ns| *ns == c.namespace) {
-                                    // Put it back in order: emit it now, as the loop would have.
-                                    let obj = Store::render(&info, &c.object);
-                                    let now_sel = selected(&obj);
-                                    let before = c.prev.as_ref().map(|p| Store::render(&info, p)).is_some_and(|p| selected(&p));
-                                    let kind = match (c.kind, before, now_sel) {
-                                        ("DELETED", true, _) => Some("DELETED"),
-                                        ("DELETED", false, _) => None,
-                                        (_, true, true) => Some("MODIFIED"),
-                                        (_, false, true) => Some("ADDED"),
-                                        (_, true, false) => Some("DELETED"),
-                                        (_, false, false) => None,
-                                    };
-                                    last_rv = last_rv.max(c.rv);
-                                    if let Some(kind) = kind {
-                                        if tx.send(Ok(watch_line(kind, &obj))).await.is_err() {
-                                            return;
-                                        }
+                                if let Some((kind, obj)) = classify(&c) {
+                                    if tx.send(Ok(watch_line(kind, &obj))).await.is_err() {
+                                        return;
                                     }
                                 }
+                                last_rv = last_rv.max(c.rv);
                             }
                             Ok(Notice::CloseWatches) => return,
                             Err(_) => break,

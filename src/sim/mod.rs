@@ -1,11 +1,27 @@
 //! The cluster simulator: an HTTP server speaking the Kubernetes REST/watch protocol, so the
 //! real `kube` client and `kubectl` can be pointed at it in tests and demos.
 //!
-//! Serves discovery, list/watch/get/create/update/patch (merge, JSON, strategic)/delete for
-//! every type in [`crate::k8s::kinds::BUILTIN`] plus CRD-defined kinds, `status` and `scale`
-//! subresources, Table output for `kubectl get`, and runs a small Deployment controller
-//! (ReplicaSets and Running Pods, status written as `kube-controller-manager`).
-//! Server-side apply is not supported (415, like a server without it).
+//! What it serves (plain HTTP, no auth):
+//! - discovery (`/version`, `/api`, `/apis`, legacy JSON documents; kubectl falls back to
+//!   them from aggregated discovery) and an OpenAPI v3 index with one PATCH operation per kind
+//!   so kubectl leaves field validation to the server (`openapi.rs` explains why that suffices);
+//! - list (selectors, `limit`/`continue` over a consistent snapshot, `resourceVersionMatch`),
+//!   watch (history replay, `allowWatchBookmarks`, `sendInitialEvents`, `timeoutSeconds`,
+//!   `410 Expired` from compacted history), get, create, update, patch (merge, JSON,
+//!   strategic for built-in kinds), delete and deletecollection, `status` and `scale`
+//!   subresources, Table output for `kubectl get`, protobuf bodies for Namespace/ConfigMap/
+//!   Secret (what kubectl's `create` generators send);
+//! - every type in [`crate::k8s::kinds::BUILTIN`] plus kinds defined by CRDs;
+//! - server-set metadata (uid, resourceVersion, generation, creationTimestamp, managedFields),
+//!   kube-apiserver defaults ([`defaults`]), finalizers/deletionTimestamp, owner-reference
+//!   garbage collection, and core/v1 + events.k8s.io/v1 Events sharing one storage;
+//! - in-process controllers: Deployments (ReplicaSets and Running Pods), StatefulSets and
+//!   DaemonSets (Pods), with status written like kube-controller-manager and the kubelet, and
+//!   Events like theirs.
+//!
+//! Not served: server-side apply (415, like a server without it), protobuf bodies for other
+//! kinds (415 naming the problem), `fieldValidation=Strict` checks, admission, RBAC, pod
+//! logs/exec, Table watch events (watch events carry plain objects).
 //!
 //! # Fault injection
 //! As a library ([`Simulator::fail_next`], [`Simulator::set_latency`], [`Simulator::compact`],
@@ -13,6 +29,7 @@
 //! - `POST /_sim/faults` `{"resource": "deployments"|"*", "verb": "list"?, "count": N, "code": 503}`:
 //!   the next N matching requests fail with a `Status` of that code (verbs: list, watch, get,
 //!   create, update, patch, delete, deletecollection; omitted = any). `DELETE /_sim/faults` clears.
+//!   Note kube's client retries 429/503/504 by itself; use 500 to see one failure per fault.
 //! - `POST /_sim/latency` `{"millis": N}`: delay every API request by N ms (0 turns it off).
 //! - `POST /_sim/compact`: drop the watch history; watches and continue tokens from an older
 //!   resourceVersion get `410 Expired`.
@@ -27,6 +44,7 @@ mod events;
 pub mod fields;
 mod http;
 mod openapi;
+mod proto;
 pub mod select;
 pub mod smp;
 pub mod status;

@@ -29,6 +29,10 @@ impl Gr<'_> {
             format!("{}.{}", self.resource, self.group)
         }
     }
+    /// `details` for errors about `name`.
+    pub fn details_pub(&self, name: &str) -> Value {
+        self.details(name)
+    }
     fn details(&self, name: &str) -> Value {
         let mut d = json!({"group": self.group, "kind": self.resource});
         if !name.is_empty() {

@@ -129,6 +129,25 @@ pub struct Store {
     tx: broadcast::Sender<Notice>,
 }
 
+/// What a DELETE request asked for (`DeleteOptions`).
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOpts {
+    pub precondition_rv: Option<String>,
+    pub precondition_uid: Option<String>,
+    /// `Orphan`, `Background` or `Foreground` (the last two behave alike here: deletion is
+    /// immediate, dependents go with it).
+    pub propagation: Option<String>,
+    pub dry_run: bool,
+}
+
+/// The outcome of a DELETE: the object as last seen, and whether it is gone (false while
+/// finalizers hold it).
+#[derive(Debug, Clone)]
+pub struct Deletion {
+    pub object: Value,
+    pub gone: bool,
+}
+
 /// Parameters of a list call.
 #[derive(Debug, Default, Clone)]
 pub struct ListParams {
@@ -739,6 +758,14 @@ impl Store {
             }
         }
         validate_name(info, &name)?;
+        if meta_str(&obj, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
+            // etcd3 storage's plain error, which kube-apiserver reports as a 500.
+            return Err(ApiError::new(
+                500,
+                "InternalError",
+                "Internal error occurred: resourceVersion should not be set on objects to be created",
+            ));
+        }
         let ns = self.check_namespace(info, ns, &mut obj)?;
         // Fields a client may not set on create (kube-apiserver's BeforeCreate resets them).
         if let Some(md) = obj["metadata"].as_object_mut() {
@@ -965,7 +992,14 @@ impl Store {
             _ => {}
         }
         // Identity fields come from storage whatever the client sent.
-        for f in ["uid", "creationTimestamp", "generation", "resourceVersion"] {
+        for f in [
+            "uid",
+            "creationTimestamp",
+            "generation",
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ] {
             match old.pointer(&format!("/metadata/{f}")) {
                 Some(v) => set_meta(&mut new, f, v.clone()),
                 None => {
@@ -1019,7 +1053,20 @@ impl Store {
             }
             return Ok(old_out);
         }
-        let stored = g.commit(&self.tx, info, key, Some(new), "MODIFIED");
+        // The last finalizer removed from a terminating object completes its deletion.
+        let finalized = new.pointer("/metadata/deletionTimestamp").is_some()
+            && new
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_none_or(|f| f.is_empty());
+        let stored = if finalized {
+            g.commit(&self.tx, info, key.clone(), Some(new), "MODIFIED");
+            let gone = g.commit(&self.tx, info, key, None, "DELETED");
+            g.cascade(&self.tx, info, &gone);
+            gone
+        } else {
+            g.commit(&self.tx, info, key, Some(new), "MODIFIED")
+        };
         if info.kind == "CustomResourceDefinition" && !info.custom {
             g.refresh_crds();
         }
@@ -1036,6 +1083,24 @@ impl Store {
         precondition_rv: Option<&str>,
         dry_run: bool,
     ) -> Result<Value, ApiError> {
+        let opts = DeleteOpts {
+            precondition_rv: precondition_rv.map(str::to_string),
+            dry_run,
+            ..DeleteOpts::default()
+        };
+        self.delete_with(info, ns, name, &opts).map(|d| d.object)
+    }
+
+    /// DELETE with `DeleteOptions`: objects with finalizers only get a deletionTimestamp
+    /// and go away when an update empties `metadata.finalizers`; `Orphan` propagation
+    /// strips the owner reference from dependents instead of deleting them.
+    pub fn delete_with(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        opts: &DeleteOpts,
+    ) -> Result<Deletion, ApiError> {
         if info.kind == "Namespace"
             && !info.custom
             && ["default", "kube-system", "kube-public"].contains(&name)
@@ -1064,20 +1129,86 @@ impl Store {
             .and_then(|m| m.get(&key))
             .cloned()
             .ok_or_else(|| ApiError::not_found(info.gr(), name))?;
-        if let Some(rv) = precondition_rv.filter(|rv| !rv.is_empty()) {
+        if let Some(rv) = opts.precondition_rv.as_deref().filter(|rv| !rv.is_empty()) {
             if Some(rv) != meta_str(&old, "resourceVersion") {
                 return Err(ApiError::conflict(info.gr(), name));
             }
         }
-        if dry_run {
-            return Ok(Self::output(info, old));
+        if let Some(uid) = opts.precondition_uid.as_deref().filter(|u| !u.is_empty()) {
+            if Some(uid) != meta_str(&old, "uid") {
+                return Err(ApiError {
+                    details: Some(info.gr().details_pub(name)),
+                    ..ApiError::new(
+                        409,
+                        "Conflict",
+                        format!(
+                            "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                            info.gr().qualified(),
+                            meta_str(&old, "uid").unwrap_or("")
+                        ),
+                    )
+                });
+            }
+        }
+        if opts.dry_run {
+            return Ok(Deletion {
+                object: Self::output(info, old),
+                gone: true,
+            });
+        }
+        let has_finalizers = old
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+        if has_finalizers {
+            if old.pointer("/metadata/deletionTimestamp").is_some() {
+                return Ok(Deletion {
+                    object: Self::output(info, old),
+                    gone: false,
+                });
+            }
+            let mut terminating = old.clone();
+            set_meta(&mut terminating, "deletionTimestamp", json!(now_rfc3339()));
+            set_meta(&mut terminating, "deletionGracePeriodSeconds", json!(0));
+            let stored = g.commit(&self.tx, info, key, Some(terminating), "MODIFIED");
+            return Ok(Deletion {
+                object: Self::output(info, stored),
+                gone: false,
+            });
         }
         let deleted = g.commit(&self.tx, info, key, None, "DELETED");
-        g.cascade(&self.tx, info, &deleted);
+        if opts.propagation.as_deref() == Some("Orphan") {
+            g.orphan(&self.tx, meta_str(&deleted, "uid").unwrap_or(""));
+        } else {
+            g.cascade(&self.tx, info, &deleted);
+        }
         if info.kind == "CustomResourceDefinition" && !info.custom {
             g.refresh_crds();
         }
-        Ok(Self::output(info, deleted))
+        Ok(Deletion {
+            object: Self::output(info, deleted),
+            gone: true,
+        })
+    }
+
+    /// A custom resource version's `additionalPrinterColumns`, from its CRD.
+    pub fn printer_columns(&self, info: &ResourceInfo) -> Option<Vec<Value>> {
+        if !info.custom {
+            return None;
+        }
+        let g = self.lock();
+        let crds = g.objects.get(&(
+            "apiextensions.k8s.io".to_string(),
+            "customresourcedefinitions".to_string(),
+        ))?;
+        let crd = crds.get(&(String::new(), format!("{}.{}", info.plural, info.group)))?;
+        crd.pointer("/spec/versions")?
+            .as_array()?
+            .iter()
+            .find(|v| v.get("name").and_then(Value::as_str) == Some(&info.version))?
+            .get("additionalPrinterColumns")?
+            .as_array()
+            .cloned()
     }
 
     /// Every stored object of a type (all namespaces), for the controller.
@@ -1269,6 +1400,47 @@ impl Inner {
         objects
     }
 
+    /// Removes owner references to `uid` from every dependent (orphan propagation).
+    fn orphan(&mut self, tx: &broadcast::Sender<Notice>, uid: &str) {
+        let mut changed = Vec::new();
+        for t in &self.types {
+            let Some(map) = self.objects.get(&t.storage_key()) else {
+                continue;
+            };
+            for (key, obj) in map {
+                let Some(refs) = obj
+                    .pointer("/metadata/ownerReferences")
+                    .and_then(Value::as_array)
+                else {
+                    continue;
+                };
+                if refs
+                    .iter()
+                    .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
+                {
+                    let kept: Vec<Value> = refs
+                        .iter()
+                        .filter(|r| r.get("uid").and_then(Value::as_str) != Some(uid))
+                        .cloned()
+                        .collect();
+                    let mut o = obj.clone();
+                    if kept.is_empty() {
+                        o["metadata"]
+                            .as_object_mut()
+                            .map(|m| m.remove("ownerReferences"));
+                    } else {
+                        o["metadata"]["ownerReferences"] = Value::Array(kept);
+                    }
+                    changed.push((t.clone(), key.clone(), o));
+                }
+            }
+        }
+        changed.dedup_by(|a, b| a.0.storage_key() == b.0.storage_key() && a.1 == b.1);
+        for (t, key, o) in changed {
+            self.commit(tx, &t, key, Some(o), "MODIFIED");
+        }
+    }
+
     fn cascade(&mut self, tx: &broadcast::Sender<Notice>, info: &ResourceInfo, deleted: &Value) {
         let uid = meta_str(deleted, "uid").unwrap_or("").to_string();
         let ns_deleted = info.kind == "Namespace" && !info.custom;
@@ -1374,4 +1546,146 @@ pub fn scale_of(obj: &Value) -> Value {
             "selector": selector,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployments(store: &Store) -> ResourceInfo {
+        store.resolve("apps", "v1", "deployments").unwrap()
+    }
+
+    fn deployment(replicas: i64) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}})
+    }
+
+    #[test]
+    fn generation_moves_with_spec_not_metadata_or_status() {
+        let store = Store::new(100);
+        let d = deployments(&store);
+        let ctx = WriteCtx::new("test");
+        let created = store
+            .create(&d, Some("default"), deployment(1), &ctx)
+            .unwrap();
+        assert_eq!(created["metadata"]["generation"], 1);
+        let rv = created["metadata"]["resourceVersion"].clone();
+
+        // Same object again: a no-op keeps the resourceVersion.
+        let same = store
+            .update(&d, Some("default"), "web", created.clone(), None, &ctx)
+            .unwrap();
+        assert_eq!(same["metadata"]["resourceVersion"], rv);
+
+        let mut labelled = created.clone();
+        labelled["metadata"]["labels"] = json!({"team": "a"});
+        let labelled = store
+            .update(&d, Some("default"), "web", labelled, None, &ctx)
+            .unwrap();
+        assert_eq!(labelled["metadata"]["generation"], 1);
+
+        let mut with_status = labelled.clone();
+        with_status["status"] = json!({"replicas": 1});
+        let ignored = store
+            .update(&d, Some("default"), "web", with_status.clone(), None, &ctx)
+            .unwrap();
+        assert!(
+            ignored
+                .get("status")
+                .is_none_or(|s| s.get("replicas").is_none()),
+            "main resource PUT ignores status"
+        );
+        let status = store
+            .update(
+                &d,
+                Some("default"),
+                "web",
+                with_status,
+                Some("status"),
+                &ctx,
+            )
+            .unwrap();
+        assert_eq!(status["status"]["replicas"], 1);
+        assert_eq!(status["metadata"]["generation"], 1);
+
+        let mut scaled = status.clone();
+        scaled["spec"]["replicas"] = json!(3);
+        let scaled = store
+            .update(&d, Some("default"), "web", scaled, None, &ctx)
+            .unwrap();
+        assert_eq!(scaled["metadata"]["generation"], 2);
+        assert_eq!(scaled["status"]["replicas"], 1, "status kept from storage");
+    }
+
+    #[test]
+    fn stale_resource_version_conflicts_and_lists_rebuild_history() {
+        let store = Store::new(100);
+        let d = deployments(&store);
+        let ctx = WriteCtx::new("test");
+        let v1 = store
+            .create(&d, Some("default"), deployment(1), &ctx)
+            .unwrap();
+        let rv1 = v1["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let mut v2 = v1.clone();
+        v2["spec"]["replicas"] = json!(2);
+        store
+            .update(&d, Some("default"), "web", v2.clone(), None, &ctx)
+            .unwrap();
+        let err = store
+            .update(&d, Some("default"), "web", v2, None, &ctx)
+            .unwrap_err();
+        assert_eq!((err.code, err.reason), (409, "Conflict"));
+
+        let then = store
+            .list(
+                &d,
+                &ListParams {
+                    resource_version: Some(rv1.clone()),
+                    resource_version_match: Some("Exact".into()),
+                    ..ListParams::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(then["items"][0]["spec"]["replicas"], 1);
+        store.compact();
+        let err = store
+            .list(
+                &d,
+                &ListParams {
+                    resource_version: Some(rv1),
+                    resource_version_match: Some("Exact".into()),
+                    ..ListParams::default()
+                },
+            )
+            .unwrap_err();
+        assert_eq!(err.code, 410);
+    }
+
+    #[test]
+    fn bounded_history_expires_old_watch_positions() {
+        let store = Store::new(2);
+        let cms = store.resolve("", "v1", "configmaps").unwrap();
+        let ctx = WriteCtx::new("test");
+        let start = store.current_rv();
+        for i in 0..3 {
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}});
+            store.create(&cms, Some("default"), cm, &ctx).unwrap();
+        }
+        let err = store
+            .watch(&cms, None, Some(&start.to_string()))
+            .err()
+            .unwrap();
+        assert_eq!((err.code, err.reason), (410, "Expired"));
+        let recent = store
+            .watch(&cms, None, Some(&(store.current_rv() - 1).to_string()))
+            .ok()
+            .unwrap();
+        assert_eq!(recent.initial.len(), 1);
+    }
 }

@@ -238,14 +238,73 @@ fn columns_and_cells(kind: &str, obj: &Value) -> (Vec<Value>, Vec<Value>) {
     }
 }
 
-/// Wraps objects (from a list or a single get) in a Table. `include` is the
-/// `includeObject` query parameter: `None`, `Object` or (default) `Metadata`.
-pub fn table(kind: &str, items: &[Value], list_meta: Value, include: &str) -> Value {
-    let mut columns = columns_and_cells(kind, &json!({})).0;
+/// Evaluates the simple JSONPaths CRDs use in printer columns (`.spec.size`,
+/// `.status.items[0].name`); anything fancier prints as empty.
+fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut cur = obj;
+    for seg in path.trim_start_matches('.').split('.') {
+        let (field, index) = match seg.split_once('[') {
+            Some((f, rest)) => (f, Some(rest.trim_end_matches(']').parse::<usize>().ok()?)),
+            None => (seg, None),
+        };
+        if !field.is_empty() {
+            cur = cur.get(field)?;
+        }
+        if let Some(i) = index {
+            cur = cur.get(i)?;
+        }
+    }
+    Some(cur)
+}
+
+/// Columns from a CRD version's `additionalPrinterColumns` (Name first, as kube-apiserver
+/// builds them; Age only when listed, or when no columns are given at all).
+fn custom_columns_and_cells(defs: &[Value], obj: &Value) -> (Vec<Value>, Vec<Value>) {
+    let mut cols = vec![col("Name", "string", "name")];
+    let mut cells = vec![json!(s(obj, "/metadata/name"))];
+    for d in defs {
+        let ty = d.get("type").and_then(Value::as_str).unwrap_or("string");
+        let mut c = col(
+            d.get("name").and_then(Value::as_str).unwrap_or(""),
+            ty,
+            d.get("format").and_then(Value::as_str).unwrap_or(""),
+        );
+        c["priority"] = d.get("priority").cloned().unwrap_or(json!(0));
+        c["description"] = d.get("description").cloned().unwrap_or(json!(""));
+        cols.push(c);
+        let v = d
+            .get("jsonPath")
+            .and_then(Value::as_str)
+            .and_then(|p| json_path(obj, p));
+        cells.push(match (ty, v) {
+            ("date", Some(Value::String(ts))) => json!(human_age(Some(ts))),
+            (_, Some(v)) => v.clone(),
+            (_, None) => Value::Null,
+        });
+    }
+    (cols, cells)
+}
+
+/// Wraps objects (from a list or a single get) in a Table. `printer_columns` are a CRD's
+/// `additionalPrinterColumns` (None for built-in kinds, which get kube-apiserver's own
+/// columns). `include` is the `includeObject` query parameter: `None`, `Object` or
+/// (default) `Metadata`.
+pub fn table_with(
+    kind: &str,
+    printer_columns: Option<&[Value]>,
+    items: &[Value],
+    list_meta: Value,
+    include: &str,
+) -> Value {
+    let layout = |o: &Value| match printer_columns {
+        Some(defs) if !defs.is_empty() => custom_columns_and_cells(defs, o),
+        _ => columns_and_cells(kind, o),
+    };
+    let mut columns = layout(&json!({})).0;
     let rows: Vec<Value> = items
         .iter()
         .map(|o| {
-            let (cols, cells) = columns_and_cells(kind, o);
+            let (cols, cells) = layout(o);
             columns = cols;
             let object = match include {
                 "None" => Value::Null,
