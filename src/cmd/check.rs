@@ -7,7 +7,8 @@
 //! desired input order. `desired`/`live` are `null` where the op has no such side.
 //!
 //! Live objects that no desired object names are not reported: check answers "does the
-//! cluster match what we committed", not "what else is running".
+//! cluster match what we committed", not "what else is running". What was committed is the
+//! manifest plus kube-apiserver's deterministic defaults (see `crate::diff`).
 
 use crate::diff::{ClusterFacts, CompareInput, Comparison, Differ, DriftClass, RuleSet};
 use crate::k8s::ObjectKey;

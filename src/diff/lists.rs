@@ -163,13 +163,8 @@ fn positional(w: &mut Walker, segs: &mut Vec<Seg>, d: &[Value], l: &[Value], p: 
     } else {
         l
     };
-    let differs = d.len() != compared.len()
-        || (w.builtin
-            && !w.exactly_equal(
-                segs,
-                &Value::Array(d.to_vec()),
-                &Value::Array(compared.to_vec()),
-            ));
+    let differs =
+        d.len() != compared.len() || (w.builtin && !w.lists_exactly_equal(segs, d, compared));
     if differs {
         // An atomic list is replaced whole by apply; report it whole, as it is live.
         w.push(

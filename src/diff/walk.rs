@@ -179,21 +179,24 @@ impl<'a> Walker<'a> {
                     eq
                 })
             }
-            (Value::Array(da), Value::Array(la)) => {
-                da.len() == la.len()
-                    && da.iter().zip(la).enumerate().all(|(i, (dv, lv))| {
-                        segs.push(Seg::Item {
-                            desired: Some(i),
-                            live: Some(i),
-                            key: None,
-                        });
-                        let eq = self.exactly_equal(segs, dv, lv);
-                        segs.pop();
-                        eq
-                    })
-            }
+            (Value::Array(da), Value::Array(la)) => self.lists_exactly_equal(segs, da, la),
             _ => self.scalar_equal(segs, d, l),
         }
+    }
+
+    /// [`Walker::exactly_equal`] for two lists at `segs`, item by item.
+    pub fn lists_exactly_equal(&self, segs: &mut Vec<Seg>, d: &[Value], l: &[Value]) -> bool {
+        d.len() == l.len()
+            && d.iter().zip(l).enumerate().all(|(i, (dv, lv))| {
+                segs.push(Seg::Item {
+                    desired: Some(i),
+                    live: Some(i),
+                    key: None,
+                });
+                let eq = self.exactly_equal(segs, dv, lv);
+                segs.pop();
+                eq
+            })
     }
 
     fn scalar_equal(&self, segs: &[Seg], d: &Value, l: &Value) -> bool {
