@@ -71,7 +71,9 @@ pub enum ChangeOp {
 /// One difference. Secret values never appear: `desired`/`live` hold a keyed hash instead.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Change {
-    /// RFC 6901 pointer into the desired object (into the live list for an extra item).
+    /// RFC 6901 pointer into the desired object (into the live list for an extra item); for
+    /// a field only the server defaults set, where it would sit in the desired object; a
+    /// Secret value the manifest gives in `stringData` is at `/stringData/<key>`.
     pub path: String,
     pub op: ChangeOp,
     #[serde(skip_serializing_if = "Option::is_none")]
