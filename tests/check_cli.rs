@@ -366,3 +366,29 @@ fn errors_exit_2_and_name_the_input() {
     );
     assert!(o.stdout.is_empty());
 }
+
+#[test]
+fn the_daemon_config_file_serves_as_rules_file() {
+    // `serve --config` and `check --rules` share one file: the example config plus the rule.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("driftd.toml");
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml"),
+    )
+    .unwrap();
+    let rules = std::fs::read_to_string(fixture("drift/rules.toml")).unwrap();
+    std::fs::write(&config, format!("{example}\n{rules}")).unwrap();
+    let mut args = pair("drift");
+    args.extend([
+        "--format".into(),
+        "json".into(),
+        "--rules".into(),
+        config.display().to_string(),
+    ]);
+    let o = run(args);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        json_of(&o)["objects"][0]["ignored"],
+        json!([{"rule": "ignore[0] (\"on-call debugging\")", "count": 2}])
+    );
+}
