@@ -224,6 +224,17 @@ fn errors_read_like_kube_apiserver() {
         "{err}"
     );
 
+    let bad = WEB.split("---").next().unwrap().replace(
+        "    metadata:\n      labels: {app: web}",
+        "    metadata:\n      labels: {app: other}",
+    );
+    let file = sim.file("bad-deploy.yaml", &bad);
+    let err = sim.kubectl_err(&["create", "-f", &file]);
+    assert!(
+        err.contains(r#"The Deployment "web" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{"app":"other"}: `selector` does not match template `labels`"#),
+        "{err}"
+    );
+
     let err = sim.kubectl_err(&["delete", "namespace", "default"]);
     assert!(err.contains("this namespace may not be deleted"), "{err}");
 }
@@ -555,6 +566,15 @@ fn generator_commands_sending_protobuf_work_for_simple_kinds() {
         "team-a",
         "--from-literal=pw=s3cret",
     ]);
+    // Like kube-controller-manager, the simulator fills a new namespace with its system objects.
+    wait_for("default ServiceAccount and kube-root-ca.crt", T, || {
+        let sa = sim.kubectl_output(&["get", "serviceaccount", "default", "-n", "team-a"], &[]);
+        let cm = sim.kubectl_output(
+            &["get", "configmap", "kube-root-ca.crt", "-n", "team-a"],
+            &[],
+        );
+        (sa.status.success() && cm.status.success()).then_some(())
+    });
     let ns = sim.kubectl_json(&["get", "namespace", "team-a"]);
     assert_eq!(ns["status"]["phase"], "Active");
     assert!(ns["metadata"].get("generateName").is_none());
@@ -676,5 +696,114 @@ fn rollout_status_scale_wait_and_undo() {
     assert!(
         history.contains('2') && history.contains('3') && !history.contains("\n1 "),
         "{history}"
+    );
+}
+
+#[test]
+fn get_watch_prints_table_rows_as_changes_happen() {
+    use std::io::{BufRead, BufReader};
+    let sim = SimProc::start(&[]);
+    let file = sim.file("web.yaml", WEB);
+    sim.kubectl(&["apply", "-f", &file]);
+    wait_pods(&sim, 2, "nginx:1.25");
+    let mut child = std::process::Command::new(sim_support::KUBECTL)
+        .args(["get", "deployments", "-w"])
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let header = rx.recv_timeout(T).unwrap();
+    assert!(
+        header.starts_with("NAME") && header.contains("UP-TO-DATE"),
+        "{header}"
+    );
+    assert!(rx.recv_timeout(T).unwrap().contains("2/2"));
+    sim.kubectl(&["scale", "deployment", "web", "--replicas=3"]);
+    let mut seen = Vec::new();
+    while !seen.last().is_some_and(|l: &String| l.contains("3/3")) {
+        seen.push(
+            rx.recv_timeout(T)
+                .unwrap_or_else(|_| panic!("no 3/3 row; saw {seen:?}")),
+        );
+    }
+    assert!(seen.iter().all(|l| l.starts_with("web ")), "{seen:?}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn server_side_apply_owns_fields_conflicts_and_forces() {
+    let sim = SimProc::start(&[]);
+    let file = sim.file("web.yaml", WEB);
+    let out = sim.kubectl(&["apply", "--server-side", "-f", &file]);
+    assert!(
+        out.contains("deployment.apps/web serverside-applied"),
+        "{out}"
+    );
+    let d = sim.kubectl_json(&["get", "deployment", "web", "--show-managed-fields"]);
+    let entry = d["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["manager"] == "kubectl" && m["operation"] == "Apply")
+        .expect("Apply entry");
+    let key = r#"k:{"name":"app"}"#;
+    let fields = &entry["fieldsV1"]["f:spec"];
+    assert_eq!(fields["f:replicas"], json!({}));
+    assert!(fields["f:template"]["f:spec"]["f:containers"][key]["f:image"].is_object());
+    // Defaults applied by the server are not the applier's.
+    assert!(fields["f:template"]["f:spec"]["f:containers"][key]
+        .get("f:imagePullPolicy")
+        .is_none());
+
+    // Another manager takes replicas; re-applying a different value conflicts (409).
+    sim.kubectl(&[
+        "patch",
+        "deployment",
+        "web",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"replicas":5}}"#,
+    ]);
+    let changed = WEB.replace("nginx:1.25", "nginx:1.26");
+    let file = sim.file("web.yaml", &changed);
+    let err = sim.kubectl_err(&["apply", "--server-side", "-f", &file]);
+    assert!(err.contains(r#"Apply failed with 1 conflict: conflict with "kubectl-patch" using apps/v1: .spec.replicas"#), "{err}");
+    let d = sim.kubectl_json(&["get", "deployment", "web"]);
+    assert_eq!(d["spec"]["replicas"], 5, "a refused apply changes nothing");
+
+    sim.kubectl(&["apply", "--server-side", "--force-conflicts", "-f", &file]);
+    let d = sim.kubectl_json(&["get", "deployment", "web", "--show-managed-fields"]);
+    assert_eq!(d["spec"]["replicas"], 2);
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.26"
+    );
+    assert!(
+        managers(&d).iter().all(|m| m != "kubectl-patch"),
+        "forced fields leave the old manager"
+    );
+
+    // Dropping a field from the configuration removes it from the object.
+    let without_env = changed.replace("        env:\n        - {name: MODE, value: prod}\n", "");
+    let file = sim.file("web.yaml", &without_env);
+    sim.kubectl(&["apply", "--server-side", "-f", &file]);
+    let d = sim.kubectl_json(&["get", "deployment", "web"]);
+    assert!(
+        d["spec"]["template"]["spec"]["containers"][0]
+            .get("env")
+            .is_none(),
+        "{d}"
     );
 }

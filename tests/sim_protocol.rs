@@ -17,10 +17,19 @@ use tokio::time::timeout;
 
 const T: Duration = Duration::from_secs(15);
 
+/// A ConfigMap labelled `made-by=test`, so lists can leave out the `kube-root-ca.crt`
+/// ConfigMap the simulator (like kube-controller-manager) puts in every namespace.
 fn cm(name: &str, labels: Value) -> ConfigMap {
+    let mut labels = labels;
+    labels["made-by"] = json!("test");
     serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": name, "labels": labels}, "data": {"k": name}}))
     .unwrap()
+}
+
+/// Lists only what the test made.
+fn ours() -> ListParams {
+    ListParams::default().labels("made-by=test")
 }
 
 fn api_err(e: kube::Error) -> kube::core::Status {
@@ -50,7 +59,7 @@ async fn list_pages_with_continue_tokens_and_expires_them_on_compaction() {
         .unwrap();
     }
     let mut seen = Vec::new();
-    let mut lp = ListParams::default().limit(3);
+    let mut lp = ours().limit(3);
     let first = api.list(&lp).await.unwrap();
     assert_eq!(first.items.len(), 3);
     let snapshot_rv = first.metadata.resource_version.clone().unwrap();
@@ -73,7 +82,7 @@ async fn list_pages_with_continue_tokens_and_expires_them_on_compaction() {
     let expected: Vec<String> = (0..7).map(|i| format!("cm-{i}")).collect();
     assert_eq!(seen, expected);
 
-    let page = api.list(&ListParams::default().limit(2)).await.unwrap();
+    let page = api.list(&ours().limit(2)).await.unwrap();
     let token = page.metadata.continue_.clone().unwrap();
     // Like an etcd compaction past the token's revision.
     api.create(&PostParams::default(), &cm("cm-later", json!({})))
@@ -81,7 +90,7 @@ async fn list_pages_with_continue_tokens_and_expires_them_on_compaction() {
         .unwrap();
     sim.admin("compact", json!({})).await;
     let err = api_err(
-        api.list(&ListParams::default().limit(2).continue_token(&token))
+        api.list(&ours().limit(2).continue_token(&token))
             .await
             .unwrap_err(),
     );
@@ -107,7 +116,7 @@ async fn selectors_filter_lists() {
     )
     .await
     .unwrap();
-    let sel = |s: &str| ListParams::default().labels(s);
+    let sel = |s: &str| ListParams::default().labels(&format!("{s},made-by=test"));
     assert_eq!(
         names(&api.list(&sel("tier in (web,db)")).await.unwrap()),
         ["a", "b"]
@@ -122,12 +131,12 @@ async fn selectors_filter_lists() {
         ["b", "c"]
     );
     assert_eq!(names(&api.list(&sel("tier==db")).await.unwrap()), ["b"]);
-    let by_name = ListParams::default().fields("metadata.name=c");
+    let by_name = ours().fields("metadata.name=c");
     assert_eq!(names(&api.list(&by_name).await.unwrap()), ["c"]);
     // Cluster-wide list sees other namespaces too, filtered by namespace field.
     let all: Api<ConfigMap> = Api::all(sim.client().await);
     let in_default = all
-        .list(&ListParams::default().fields("metadata.namespace=default"))
+        .list(&ours().fields("metadata.namespace=default"))
         .await
         .unwrap();
     assert_eq!(in_default.items.len(), 3);
@@ -316,18 +325,65 @@ async fn stale_updates_conflict_and_errors_are_status_objects() {
     assert_eq!(raw["status"], "Failure");
     assert_eq!(raw["code"], 404);
 
-    // Unsupported patch types are 415, like a server without server-side apply.
+    let patch = |ctype: &'static str, query: &'static str| {
+        reqwest::Client::new()
+            .patch(format!(
+                "{}/api/v1/namespaces/default/configmaps/c{query}",
+                sim.url
+            ))
+            .header("content-type", ctype)
+            .body("data: {k: v}")
+            .send()
+    };
+    // Wrongly typed fields fail like kube-apiserver's decoder (kubectl would refuse to send them).
     let resp = reqwest::Client::new()
-        .patch(format!(
-            "{}/api/v1/namespaces/default/configmaps/c",
+        .post(format!(
+            "{}/apis/apps/v1/namespaces/default/deployments",
             sim.url
         ))
-        .header("content-type", "application/apply-patch+yaml")
-        .body("data: {k: v}")
+        .json(&json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d"}, "spec": {"replicas": "two"}}))
         .send()
         .await
         .unwrap();
-    assert_eq!(resp.status().as_u16(), 415);
+    assert_eq!(resp.status().as_u16(), 400);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["message"], "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32");
+
+    // Unknown patch types are 415.
+    assert_eq!(
+        patch("application/xml", "")
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        415
+    );
+    // Server-side apply needs a fieldManager (422), then works with YAML.
+    let resp = patch("application/apply-patch+yaml", "").await.unwrap();
+    assert_eq!(resp.status().as_u16(), 422);
+    let body: Value = resp.json().await.unwrap();
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("fieldManager: Required value"),
+        "{body}"
+    );
+    // data.k was last written by the replace above (a manager with no name: kube-rs sends no
+    // User-Agent), so changing it conflicts unless forced.
+    let resp = patch("application/apply-patch+yaml", "?fieldManager=test")
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 409);
+    let resp = patch(
+        "application/apply-patch+yaml",
+        "?fieldManager=test&force=true",
+    )
+    .await
+    .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(api.get("c").await.unwrap().data.unwrap()["k"], "v");
 }
 
 #[tokio::test]
@@ -494,20 +550,20 @@ async fn streaming_list_watch_exact_lists_and_watch_timeouts() {
     // resourceVersionMatch=Exact serves the list as it was at that resourceVersion.
     let then = api
         .list(
-            &ListParams::default()
+            &ours()
                 .at(&rv_after_a)
                 .matching(kube::api::VersionMatch::Exact),
         )
         .await
         .unwrap();
     assert_eq!(names(&then), ["a"]);
-    assert_eq!(
-        names(&api.list(&ListParams::default()).await.unwrap()),
-        ["b"]
-    );
+    assert_eq!(names(&api.list(&ours()).await.unwrap()), ["b"]);
 
     // kube-runtime's streaming-list mode: sendInitialEvents + the initial-events-end bookmark.
-    let mut events = watcher(api.clone(), watcher::Config::default().streaming_lists()).boxed();
+    let config = watcher::Config::default()
+        .labels("made-by=test")
+        .streaming_lists();
+    let mut events = watcher(api.clone(), config).boxed();
     let mut initial = Vec::new();
     timeout(T, async {
         loop {
@@ -678,4 +734,59 @@ async fn kube_runtime_recorder_creates_then_bumps_a_series() {
     assert_eq!(e.message.as_deref(), Some("spec.replicas differs"));
     assert_eq!(e.reporting_component.as_deref(), Some("driftd"));
     assert_eq!(e.series.as_ref().and_then(|s| s.count), Some(2));
+}
+
+#[tokio::test]
+async fn aggregated_and_legacy_discovery_agree() {
+    use kube::discovery::{Discovery, Scope};
+    let sim = SimProc::start(&[]);
+    let client = sim.client().await;
+    let gvk = kube::api::GroupVersionKind::gvk("apps", "v1", "Deployment");
+    for discovery in [
+        Discovery::new(client.clone())
+            .run_aggregated()
+            .await
+            .unwrap(),
+        Discovery::new(client.clone()).run().await.unwrap(),
+    ] {
+        let (ar, caps) = discovery.resolve_gvk(&gvk).expect("deployments discovered");
+        assert_eq!(ar.plural, "deployments");
+        assert_eq!(caps.scope, Scope::Namespaced);
+        let mut subs: Vec<String> = caps
+            .subresources
+            .iter()
+            .map(|(sub, _)| sub.plural.clone())
+            .collect();
+        subs.sort();
+        assert_eq!(subs, ["scale", "status"]);
+        let ns = kube::api::GroupVersionKind::gvk("", "v1", "Namespace");
+        assert_eq!(discovery.resolve_gvk(&ns).unwrap().1.scope, Scope::Cluster);
+    }
+}
+
+#[tokio::test]
+async fn library_simulator_faults_and_stops_when_dropped() {
+    use driftd::sim::Simulator;
+    let sim = Simulator::start("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml()).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+    sim.fail_next("configmaps", 1, 500);
+    assert_eq!(api_err(api.list(&ours()).await.unwrap_err()).code, 500);
+    api.list(&ours()).await.unwrap();
+
+    let url = sim.url();
+    drop(sim);
+    let deadline = std::time::Instant::now() + T;
+    while reqwest::get(format!("{url}/version")).await.is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "simulator still answering after drop"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -23,6 +23,9 @@ struct Types {
     event: ResourceInfo,
     sts: ResourceInfo,
     ds: ResourceInfo,
+    namespace: ResourceInfo,
+    configmap: ResourceInfo,
+    service_account: ResourceInfo,
 }
 
 /// Records a core/v1 Event about `about`, named `<name>.<hex nanos>` like client-go's
@@ -62,27 +65,36 @@ fn record_event(
     let _ = store.create(&t.event, Some(&ns), event, &WriteCtx::new(component));
 }
 
+/// Resolves the types the controllers touch (all built in).
+fn types(store: &Store) -> Option<Types> {
+    let resolve = |g: &str, p: &str| store.resolve(g, "v1", p);
+    Some(Types {
+        deploy: resolve("apps", "deployments")?,
+        rs: resolve("apps", "replicasets")?,
+        pod: resolve("", "pods")?,
+        event: resolve("", "events")?,
+        sts: resolve("apps", "statefulsets")?,
+        ds: resolve("apps", "daemonsets")?,
+        namespace: resolve("", "namespaces")?,
+        configmap: resolve("", "configmaps")?,
+        service_account: resolve("", "serviceaccounts")?,
+    })
+}
+
+/// Puts the per-namespace system objects into the namespaces that exist at startup, before
+/// the server answers its first request.
+pub fn seed(store: &Store) {
+    if let Some(t) = types(store) {
+        for ns in store.all(&t.namespace) {
+            namespace_defaults(store, &t, &meta(&ns, "name"));
+        }
+    }
+}
+
 /// Runs until the store's channel closes.
 pub async fn run(store: Store) {
     let mut rx = store.subscribe();
-    let (Some(deploy), Some(rs), Some(pod), Some(event), Some(sts), Some(ds)) = (
-        store.resolve("apps", "v1", "deployments"),
-        store.resolve("apps", "v1", "replicasets"),
-        store.resolve("", "v1", "pods"),
-        store.resolve("", "v1", "events"),
-        store.resolve("apps", "v1", "statefulsets"),
-        store.resolve("apps", "v1", "daemonsets"),
-    ) else {
-        return;
-    };
-    let t = Types {
-        deploy,
-        rs,
-        pod,
-        event,
-        sts,
-        ds,
-    };
+    let Some(t) = types(&store) else { return };
     loop {
         let mut dirty = BTreeSet::new();
         let mut resync = false;
@@ -110,10 +122,14 @@ pub async fn run(store: Store) {
             }
         }
         for (kind, ns, name) in dirty {
-            match kind {
+            // One odd object must not stop the controllers for everything else.
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match kind {
                 Kind::Deployment => reconcile(&store, &t, &ns, &name),
                 Kind::StatefulSet => reconcile_stateful_set(&store, &t, &ns, &name),
                 Kind::DaemonSet => reconcile_daemon_set(&store, &t, &ns, &name),
+            }));
+            if outcome.is_err() {
+                tracing::error!(?kind, namespace = %ns, %name, "controller reconcile panicked; skipped");
             }
         }
     }
@@ -160,6 +176,10 @@ fn collect(store: &Store, t: &Types, n: &Notice, dirty: &mut Dirty) {
             .and_then(|r| r.get("name").and_then(Value::as_str))
             .map(str::to_string)
     };
+    if (c.group.as_str(), c.plural.as_str(), c.kind) == ("", "namespaces", "ADDED") {
+        namespace_defaults(store, t, &meta(&c.object, "name"));
+        return;
+    }
     let target = match (c.group.as_str(), c.plural.as_str()) {
         ("apps", "deployments") => Some((Kind::Deployment, meta(&c.object, "name"))),
         ("apps", "statefulsets") => Some((Kind::StatefulSet, meta(&c.object, "name"))),
@@ -609,6 +629,33 @@ fn create_running_pod(
         .unwrap_or(created);
     Some(running)
 }
+
+/// What kube-controller-manager puts in every namespace: the `default` ServiceAccount
+/// (serviceaccount controller) and the `kube-root-ca.crt` ConfigMap (root-ca-cert-publisher).
+fn namespace_defaults(store: &Store, t: &Types, ns: &str) {
+    let ctx = WriteCtx::new(MANAGER);
+    if store.get(&t.service_account, Some(ns), "default").is_err() {
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}});
+        let _ = store.create(&t.service_account, Some(ns), sa, &ctx);
+    }
+    if store
+        .get(&t.configmap, Some(ns), "kube-root-ca.crt")
+        .is_err()
+    {
+        let cm = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {
+                "name": "kube-root-ca.crt", "namespace": ns,
+                "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."},
+            },
+            "data": {"ca.crt": SIM_CA_PEM},
+        });
+        let _ = store.create(&t.configmap, Some(ns), cm, &ctx);
+    }
+}
+
+/// A placeholder CA bundle (the simulator serves plain HTTP; nothing verifies against it).
+const SIM_CA_PEM: &str = "-----BEGIN CERTIFICATE-----\nZHJpZnRkLXNpbXVsYXRvci1wbGFjZWhvbGRlci1jYQ==\n-----END CERTIFICATE-----\n";
 
 /// StatefulSet: pods `<name>-<ordinal>`, replaced when the template revision changes.
 fn reconcile_stateful_set(store: &Store, t: &Types, ns: &str, name: &str) {

@@ -1,6 +1,6 @@
 //! Discovery documents (`/version`, `/api`, `/apis`, group and group-version resource lists)
-//! in the legacy (non-aggregated) JSON form; kubectl falls back to it when the server does
-//! not answer with `apidiscovery.k8s.io/v2`.
+//! in the legacy JSON form, and `/api`, `/apis` as aggregated `apidiscovery.k8s.io/v2`
+//! lists for clients that ask for them (one request instead of one per group-version).
 
 use super::store::ResourceInfo;
 use serde_json::{json, Value};
@@ -122,4 +122,91 @@ pub fn resource_list(group: &str, version: &str, types: &[ResourceInfo]) -> Opti
         "groupVersion": gv,
         "resources": resources,
     }))
+}
+
+/// The media type of aggregated discovery (`apidiscovery.k8s.io/v2`), which clients look for
+/// in the response's Content-Type before decoding it as such.
+pub const AGGREGATED_V2: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether an Accept header asks for aggregated discovery v2.
+pub fn wants_aggregated(accept: &str) -> bool {
+    accept.split(',').any(|part| {
+        let p: Vec<&str> = part.split(';').map(str::trim).collect();
+        p.contains(&"g=apidiscovery.k8s.io")
+            && p.contains(&"v=v2")
+            && p.contains(&"as=APIGroupDiscoveryList")
+    })
+}
+
+fn resource_discovery(t: &ResourceInfo) -> Value {
+    let gvk = |g: &str, v: &str, k: &str| json!({"group": g, "version": v, "kind": k});
+    let subresources: Vec<Value> = t
+        .subresources
+        .iter()
+        .map(|sub| {
+            let kind = if sub == "scale" {
+                gvk("autoscaling", "v1", "Scale")
+            } else {
+                gvk(&t.group, &t.version, &t.kind)
+            };
+            json!({"subresource": sub, "responseKind": kind, "verbs": ["get", "patch", "update"]})
+        })
+        .collect();
+    let mut r = json!({
+        "resource": t.plural,
+        "responseKind": gvk(&t.group, &t.version, &t.kind),
+        "scope": if t.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": t.singular,
+        "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+    });
+    if !t.short_names.is_empty() {
+        r["shortNames"] = json!(t.short_names);
+    }
+    if !t.categories.is_empty() {
+        r["categories"] = json!(t.categories);
+    }
+    if !subresources.is_empty() {
+        r["subresources"] = json!(subresources);
+    }
+    r
+}
+
+/// `/api` (core) or `/apis` (every other group) as an `APIGroupDiscoveryList`.
+pub fn aggregated(core: bool, types: &[ResourceInfo]) -> Value {
+    let mut groups: Vec<&str> = Vec::new();
+    for t in types.iter().filter(|t| t.group.is_empty() == core) {
+        if !groups.contains(&t.group.as_str()) {
+            groups.push(&t.group);
+        }
+    }
+    let items: Vec<Value> = groups
+        .iter()
+        .map(|g| {
+            let mut versions: Vec<&str> = Vec::new();
+            for t in types.iter().filter(|t| t.group == *g) {
+                if !versions.contains(&t.version.as_str()) {
+                    versions.push(&t.version);
+                }
+            }
+            let versions: Vec<Value> = versions
+                .iter()
+                .map(|v| {
+                    let resources: Vec<Value> = types
+                        .iter()
+                        .filter(|t| t.group == *g && t.version == *v)
+                        .map(resource_discovery)
+                        .collect();
+                    json!({"version": v, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            json!({"metadata": {"name": g, "creationTimestamp": null}, "versions": versions})
+        })
+        .collect();
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    })
 }

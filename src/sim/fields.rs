@@ -336,6 +336,223 @@ pub fn record(kind: &str, old: Option<&Value>, new: &mut Value, w: &Write) {
     }
 }
 
+/// The field set an Apply owns: every leaf of the applied configuration and every item of a
+/// keyed list (the item itself is a member, `.`), as structured-merge-diff computes it from
+/// the applied object. Maps and structs are members only through their children.
+pub fn applied_set(kind: &str, config: &Value) -> BTreeSet<Vec<String>> {
+    fn go(kind: &str, names: &mut Vec<String>, path: &mut Path, v: &Value, out: &mut Set) {
+        match v {
+            Value::Object(m) if !m.is_empty() => {
+                for (k, child) in m {
+                    names.push(k.clone());
+                    path.push(format!("f:{k}"));
+                    go(kind, names, path, child, out);
+                    path.pop();
+                    names.pop();
+                }
+            }
+            Value::Array(items) => {
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                match list_keys(kind, &refs) {
+                    Some(keys) => {
+                        for item in items {
+                            let Some(k) = item_key(item, &keys) else {
+                                continue;
+                            };
+                            path.push(k);
+                            out.insert(path.clone());
+                            go(kind, names, path, item, out);
+                            path.pop();
+                        }
+                    }
+                    None => {
+                        out.insert(path.clone());
+                    }
+                }
+            }
+            _ => {
+                out.insert(path.clone());
+            }
+        }
+    }
+    let mut out = Set::new();
+    go(
+        kind,
+        &mut Vec::new(),
+        &mut Vec::new(),
+        &ownable(config, None),
+        &mut out,
+    );
+    out
+}
+
+fn key_matches(item: &Value, key_elem: &str) -> bool {
+    let Some(json) = key_elem.strip_prefix("k:") else {
+        return false;
+    };
+    let Ok(Value::Object(key)) = serde_json::from_str::<Value>(json) else {
+        return false;
+    };
+    key.iter().all(|(k, v)| match (item.get(k), k.as_str()) {
+        (Some(x), _) => x == v,
+        // Ports keyed by protocol default to TCP when the item leaves it out.
+        (None, "protocol") => v == "TCP",
+        (None, _) => false,
+    })
+}
+
+/// The value at a managedFields path (`f:` fields, `k:` keyed list items) in `obj`.
+pub fn value_at<'a>(obj: &'a Value, path: &[String]) -> Option<&'a Value> {
+    let mut cur = obj;
+    for e in path {
+        cur = match e.strip_prefix("f:") {
+            Some(f) => cur.get(f)?,
+            None => cur.as_array()?.iter().find(|i| key_matches(i, e))?,
+        };
+    }
+    Some(cur)
+}
+
+/// Removes the node at a managedFields path from `obj`, if present.
+pub fn remove_at(obj: &mut Value, path: &[String]) {
+    let Some((last, parent)) = path.split_last() else {
+        return;
+    };
+    let mut cur = obj;
+    for e in parent {
+        let next = match e.strip_prefix("f:") {
+            Some(f) => cur.get_mut(f),
+            None => cur
+                .as_array_mut()
+                .and_then(|a| a.iter_mut().find(|i| key_matches(i, e))),
+        };
+        match next {
+            Some(n) => cur = n,
+            None => return,
+        }
+    }
+    match last.strip_prefix("f:") {
+        Some(f) => {
+            cur.as_object_mut().map(|m| m.remove(f));
+        }
+        None => {
+            if let Some(a) = cur.as_array_mut() {
+                a.retain(|i| !key_matches(i, last));
+            }
+        }
+    }
+}
+
+/// A path as kube-apiserver prints it in conflict messages: `.spec.containers[name="app"].image`.
+pub fn describe(path: &[String]) -> String {
+    let mut s = String::new();
+    for e in path {
+        match e.strip_prefix("f:") {
+            Some(f) => {
+                s.push('.');
+                s.push_str(f);
+            }
+            None => {
+                let key = e.strip_prefix("k:").unwrap_or(e);
+                let parts: Vec<String> = serde_json::from_str::<Map<String, Value>>(key)
+                    .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect())
+                    .unwrap_or_else(|_| vec![key.to_string()]);
+                s.push_str(&format!("[{}]", parts.join(",")));
+            }
+        }
+    }
+    s
+}
+
+/// One managedFields entry, parsed.
+pub struct Owner {
+    pub manager: String,
+    pub operation: String,
+    pub api_version: String,
+    pub subresource: String,
+    pub fields: BTreeSet<Vec<String>>,
+}
+
+/// The managedFields of `obj`, parsed.
+pub fn owners(obj: &Value) -> Vec<Owner> {
+    let s = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    obj.pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|e| Owner {
+                    manager: s(e, "manager"),
+                    operation: s(e, "operation"),
+                    api_version: s(e, "apiVersion"),
+                    subresource: s(e, "subresource"),
+                    fields: e.get("fieldsV1").map(parse_fields_v1).unwrap_or_default(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Records a server-side Apply: the manager's Apply entry becomes exactly `applied`;
+/// `taken` (conflicts overridden with `force`) and removed fields leave the other managers.
+pub fn record_apply(
+    kind: &str,
+    old: Option<&Value>,
+    new: &mut Value,
+    w: &Write,
+    applied: &BTreeSet<Vec<String>>,
+    taken: &BTreeSet<Vec<String>>,
+) {
+    let empty = json!({});
+    let mut walker = Walker {
+        kind,
+        changed: Set::new(),
+        removed: Set::new(),
+    };
+    walker.children(
+        &mut Vec::new(),
+        &mut Vec::new(),
+        Some(&ownable(old.unwrap_or(&empty), None)),
+        &ownable(new, None),
+    );
+    let removed = walker.removed;
+    let prior = new
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut entries = Vec::new();
+    for e in prior {
+        let is_mine = e.get("manager").and_then(Value::as_str).unwrap_or("") == w.manager
+            && e.get("operation").and_then(Value::as_str) == Some("Apply");
+        if is_mine {
+            continue;
+        }
+        let fields = e.get("fieldsV1").map(parse_fields_v1).unwrap_or_default();
+        let kept: Set = fields
+            .into_iter()
+            .filter(|p| !removed.iter().any(|r| p.starts_with(r)) && !taken.contains(p))
+            .collect();
+        if !kept.is_empty() {
+            let mut e = e;
+            e["fieldsV1"] = to_fields_v1(&kept);
+            entries.push(e);
+        }
+    }
+    if !applied.is_empty() {
+        entries.push(json!({
+            "manager": w.manager,
+            "operation": "Apply",
+            "apiVersion": w.api_version,
+            "time": w.time,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": to_fields_v1(applied),
+        }));
+    }
+    if let Some(md) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+        md.insert("managedFields".into(), Value::Array(entries));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -418,5 +635,51 @@ mod tests {
     fn fields_v1_round_trips() {
         let v = json!({"f:metadata": {"f:labels": {".": {}, "f:app": {}}}, "f:spec": {"f:replicas": {}}});
         assert_eq!(to_fields_v1(&parse_fields_v1(&v)), v);
+    }
+
+    #[test]
+    fn apply_sets_paths_and_removal() {
+        let config = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"app": "web"}},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "app", "image": "nginx", "env": [{"name": "A", "value": "1"}]}]}}}});
+        let set = applied_set("Deployment", &config);
+        let item = |rest: &[&str]| -> Vec<String> {
+            [
+                "f:spec",
+                "f:template",
+                "f:spec",
+                "f:containers",
+                "k:{\"name\":\"app\"}",
+            ]
+            .iter()
+            .chain(rest)
+            .map(|s| s.to_string())
+            .collect()
+        };
+        assert!(set.contains(&item(&[])), "keyed list items are members");
+        assert!(set.contains(&item(&["f:image"])));
+        assert!(
+            !set.contains(&vec!["f:spec".to_string()]),
+            "structs are not members"
+        );
+        assert!(
+            !set.iter()
+                .any(|p| p.iter().any(|e| e == "f:name" && p.len() == 2)),
+            "metadata.name is not owned"
+        );
+        assert_eq!(
+            describe(&item(&["f:image"])),
+            ".spec.template.spec.containers[name=\"app\"].image"
+        );
+
+        let env_item = item(&["f:env", "k:{\"name\":\"A\"}"]);
+        assert_eq!(value_at(&config, &env_item).unwrap()["value"], "1");
+        let mut obj = config.clone();
+        remove_at(&mut obj, &env_item);
+        assert_eq!(
+            obj["spec"]["template"]["spec"]["containers"][0]["env"],
+            json!([])
+        );
     }
 }

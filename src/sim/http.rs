@@ -148,6 +148,10 @@ async fn route(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let types = app.store.types();
     let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
         [] => {
@@ -163,6 +167,15 @@ async fn route(
             return openapi::gv_document(&gv.join("/"), &types)
                 .map(|d| json_response(200, &d))
                 .ok_or_else(not_found_path)
+        }
+        ["api"] | ["apis"] if discovery::wants_aggregated(accept) => {
+            let doc = discovery::aggregated(segs == ["api"], &types);
+            return Ok((
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, discovery::AGGREGATED_V2)],
+                doc.to_string(),
+            )
+                .into_response());
         }
         ["api"] => return Ok(json_response(200, &discovery::api_versions(&app.addr))),
         ["apis"] => return Ok(json_response(200, &discovery::api_group_list(&types))),
@@ -232,6 +245,7 @@ async fn route(
     let ctx = WriteCtx {
         manager: manager_of(q, headers),
         dry_run: q.get("dryRun").is_some_and(|d| d == "All"),
+        apply: None,
     };
     let store = &app.store;
     let info = &target.info;
@@ -263,7 +277,11 @@ async fn route(
             }
             Ok(json_response(200, &list))
         }
-        ("watch", _, _) => start_watch(app, info.clone(), q, ns),
+        ("watch", _, _) => {
+            // `kubectl get -w` asks for Tables: each event then carries a one-row Table.
+            let table = wants_table.then(|| (columns.clone(), include.to_string()));
+            start_watch(app, info.clone(), q, ns, table)
+        }
         ("create", None, None) => {
             let obj = parse_body(&body)?;
             let created = store.create(info, ns, obj, &ctx)?;
@@ -326,6 +344,21 @@ async fn route(
                 .unwrap_or("")
                 .trim()
                 .to_string();
+            if ctype == "application/apply-patch+yaml" && sub.is_none() {
+                let text = std::str::from_utf8(&body)
+                    .map_err(|_| ApiError::bad_request("apply configuration is not UTF-8"))?;
+                let config: Value = serde_saphyr::from_str(text).map_err(|e| {
+                    ApiError::bad_request(format!("error decoding YAML apply configuration: {e}"))
+                })?;
+                // Server-side apply takes the manager only from fieldManager, never the User-Agent.
+                let ctx = WriteCtx {
+                    manager: q.get("fieldManager").cloned().unwrap_or_default(),
+                    ..ctx
+                };
+                let (obj, created) =
+                    store.apply(info, ns, name, config, &ctx, truthy(q, "force"))?;
+                return Ok(json_response(if created { 201 } else { 200 }, &obj));
+            }
             let patch_type = PatchType::from_content_type(&ctype, info)?;
             let patch: Value = serde_json::from_slice(&body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
@@ -562,6 +595,7 @@ fn start_watch(
     info: ResourceInfo,
     q: &HashMap<String, String>,
     ns: Option<&str>,
+    table: Option<(Option<Vec<Value>>, String)>,
 ) -> Result<Response, ApiError> {
     let p = list_params(q, ns)?;
     let bookmarks = truthy(q, "allowWatchBookmarks");
@@ -628,9 +662,19 @@ fn start_watch(
             };
             Some((kind, obj))
         };
+        let shape = |obj: &Value| match &table {
+            Some((columns, include)) => table::table_with(
+                &info.kind,
+                columns.as_deref(),
+                std::slice::from_ref(obj),
+                json!({"resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(json!(""))}),
+                include,
+            ),
+            None => obj.clone(),
+        };
         let mut last_rv = start.start_rv;
         for (kind, obj, _) in &start.initial {
-            if selected(obj) && tx.send(Ok(watch_line(kind, obj))).await.is_err() {
+            if selected(obj) && tx.send(Ok(watch_line(kind, &shape(obj)))).await.is_err() {
                 return;
             }
         }
@@ -652,7 +696,7 @@ fn start_watch(
                         }
                         let Some((kind, obj)) = classify(&c) else { continue };
                         last_rv = c.rv;
-                        if tx.send(Ok(watch_line(kind, &obj))).await.is_err() {
+                        if tx.send(Ok(watch_line(kind, &shape(&obj)))).await.is_err() {
                             return;
                         }
                     }
@@ -671,7 +715,7 @@ fn start_watch(
                         match notices.try_recv() {
                             Ok(Notice::Change(c)) => {
                                 if let Some((kind, obj)) = classify(&c) {
-                                    if tx.send(Ok(watch_line(kind, &obj))).await.is_err() {
+                                    if tx.send(Ok(watch_line(kind, &shape(&obj)))).await.is_err() {
                                         return;
                                     }
                                 }

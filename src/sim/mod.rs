@@ -2,26 +2,32 @@
 //! real `kube` client and `kubectl` can be pointed at it in tests and demos.
 //!
 //! What it serves (plain HTTP, no auth):
-//! - discovery (`/version`, `/api`, `/apis`, legacy JSON documents; kubectl falls back to
-//!   them from aggregated discovery) and an OpenAPI v3 index with one PATCH operation per kind
+//! - discovery (`/version`, `/api`, `/apis`, group and group-version documents; aggregated
+//!   `apidiscovery.k8s.io/v2` when the Accept header asks for it, as kubectl 1.32 and
+//!   `kube::Discovery::run_aggregated` do) and an OpenAPI v3 index with one PATCH operation per kind
 //!   so kubectl leaves field validation to the server (`openapi.rs` explains why that suffices);
 //! - list (selectors, `limit`/`continue` over a consistent snapshot, `resourceVersionMatch`),
 //!   watch (history replay, `allowWatchBookmarks`, `sendInitialEvents`, `timeoutSeconds`,
 //!   `410 Expired` from compacted history), get, create, update, patch (merge, JSON,
 //!   strategic for built-in kinds), delete and deletecollection, `status` and `scale`
-//!   subresources, Table output for `kubectl get`, protobuf bodies for Namespace/ConfigMap/
-//!   Secret (what kubectl's `create` generators send);
+//!   subresources, Table output for `kubectl get` (also in watch events, for `get -w`),
+//!   protobuf bodies for Namespace/ConfigMap/Secret (what kubectl's `create` generators send);
 //! - every type in [`crate::k8s::kinds::BUILTIN`] plus kinds defined by CRDs;
 //! - server-set metadata (uid, resourceVersion, generation, creationTimestamp, managedFields),
 //!   kube-apiserver defaults ([`defaults`]), finalizers/deletionTimestamp, owner-reference
 //!   garbage collection, and core/v1 + events.k8s.io/v1 Events sharing one storage;
 //! - in-process controllers: Deployments (ReplicaSets and Running Pods), StatefulSets and
 //!   DaemonSets (Pods), with status written like kube-controller-manager and the kubelet, and
-//!   Events like theirs.
+//!   Events like theirs; every namespace gets the `default` ServiceAccount and the
+//!   `kube-root-ca.crt` ConfigMap (the `kubernetes` Service in `default` is not created).
 //!
-//! Not served: server-side apply (415, like a server without it), protobuf bodies for other
-//! kinds (415 naming the problem), `fieldValidation=Strict` checks, admission, RBAC, pod
-//! logs/exec, Table watch events (watch events carry plain objects).
+//! - server-side apply (`application/apply-patch+yaml`): Apply managedFields, conflicts
+//!   (409, worded like kube-apiserver) unless `force`, removal of fields a manager stops
+//!   applying. Simplified: merging uses strategic-merge semantics (JSON merge for custom
+//!   resources), set-lists are atomic, and apply is not offered on subresources.
+//!
+//! Not served: protobuf bodies for other kinds (415 naming the problem),
+//! `fieldValidation=Strict` checks, admission, RBAC, pod logs/exec.
 //!
 //! # Fault injection
 //! As a library ([`Simulator::fail_next`], [`Simulator::set_latency`], [`Simulator::compact`],
@@ -85,14 +91,17 @@ pub struct Simulator {
     addr: SocketAddr,
     app: Arc<http::App>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    stop: tokio::sync::watch::Sender<bool>,
 }
 
 impl Drop for Simulator {
     fn drop(&mut self) {
+        // Stop accepting, end watch streams so in-flight connections finish, stop controllers.
+        let _ = self.stop.send(true);
+        self.app.store.close_watches();
         for t in &self.tasks {
             t.abort();
         }
-        self.app.store.close_watches();
     }
 }
 
@@ -114,19 +123,35 @@ impl Simulator {
             open_watches: Default::default(),
             addr: addr.to_string(),
         });
+        if opts.controllers {
+            controller::seed(&app.store);
+        }
         let router = axum::Router::new()
             .fallback(http::handle)
             .with_state(app.clone());
-        let mut tasks = vec![tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router).await {
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped.changed().await;
+            };
+            if let Err(e) = axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await
+            {
                 tracing::error!(error = %e, "simulator server stopped");
             }
-        })];
+        });
+        let mut tasks = Vec::new();
         if opts.controllers {
             tasks.push(tokio::spawn(controller::run(app.store.clone())));
         }
         tracing::info!(%addr, "simulator listening");
-        Ok(Simulator { addr, app, tasks })
+        Ok(Simulator {
+            addr,
+            app,
+            tasks,
+            stop,
+        })
     }
 
     pub fn addr(&self) -> SocketAddr {

@@ -98,6 +98,8 @@ pub enum Notice {
 pub struct WriteCtx {
     pub manager: String,
     pub dry_run: bool,
+    /// Set for server-side apply: managedFields are recorded as an Apply.
+    pub apply: Option<Arc<ApplyPlan>>,
 }
 
 impl WriteCtx {
@@ -105,6 +107,29 @@ impl WriteCtx {
         WriteCtx {
             manager: manager.to_string(),
             dry_run: false,
+            apply: None,
+        }
+    }
+}
+
+/// A server-side apply in progress: the fields the configuration sets, and those it took
+/// from other managers with `force`.
+#[derive(Debug, Default)]
+pub struct ApplyPlan {
+    pub set: std::collections::BTreeSet<Vec<String>>,
+    pub taken: Mutex<std::collections::BTreeSet<Vec<String>>>,
+}
+
+impl WriteCtx {
+    /// Records managedFields for this write: as an Apply for server-side apply, else as an
+    /// Update by `manager`.
+    fn record(&self, kind: &str, old: Option<&Value>, new: &mut Value, w: &fields::Write) {
+        match &self.apply {
+            Some(plan) => {
+                let taken = plan.taken.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                fields::record_apply(kind, old, new, w, &plan.set, &taken);
+            }
+            None => fields::record(kind, old, new, w),
         }
     }
 }
@@ -310,7 +335,13 @@ fn validate_object(info: &ResourceInfo, name: &str, obj: &Value) -> Result<(), A
         };
         let labels = obj.pointer("/spec/template/metadata/labels");
         if !label_selector_matches(sel, labels) {
-            let shown = labels.map(|l| l.to_string()).unwrap_or_else(|| "{}".into());
+            // Go's %#v of a map[string]string, as the validation message prints it.
+            let mut pairs: Vec<String> = labels
+                .and_then(Value::as_object)
+                .map(|m| m.iter().map(|(k, v)| format!("{k:?}:{}", v)).collect())
+                .unwrap_or_default();
+            pairs.sort();
+            let shown = format!("map[string]string{{{}}}", pairs.join(", "));
             return invalid(
                 "spec.template.metadata.labels",
                 &format!("Invalid value: {shown}: `selector` does not match template `labels`"),
@@ -611,11 +642,21 @@ impl Store {
                 };
                 match (requested, p.resource_version_match.as_deref()) {
                     (Some(rv), _) if rv > g.rv => {
-                        return Err(ApiError::new(
-                            504,
-                            "Timeout",
-                            format!("Too large resource version: {rv}, current: {}", g.rv),
-                        ))
+                        // The cause is how client-go's reflector recognizes this case.
+                        return Err(ApiError {
+                            details: Some(json!({
+                                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                                "retryAfterSeconds": 1,
+                            })),
+                            ..ApiError::new(
+                                504,
+                                "Timeout",
+                                format!(
+                                    "Timeout: Too large resource version: {rv}, current: {}",
+                                    g.rv
+                                ),
+                            )
+                        });
                     }
                     (Some(rv), Some("Exact")) => {
                         if rv < g.window_start {
@@ -815,7 +856,7 @@ impl Store {
         if let Some(md) = obj["metadata"].as_object_mut() {
             md.remove("managedFields");
         }
-        fields::record(
+        ctx.record(
             &info.kind,
             None,
             &mut obj,
@@ -1036,7 +1077,7 @@ impl Store {
                 .unwrap_or(0);
             set_meta(&mut new, "generation", json!(gen + 1));
         }
-        fields::record(
+        ctx.record(
             &info.kind,
             Some(&old),
             &mut new,
@@ -1191,6 +1232,135 @@ impl Store {
         })
     }
 
+    /// Server-side apply (`application/apply-patch+yaml`): creates the object if missing,
+    /// else merges the configuration into it, refusing (409) to change fields other managers
+    /// own unless `force`, and dropping fields this manager applied before but no longer
+    /// does (when nobody else owns them). Returns the object and whether it was created.
+    pub fn apply(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        mut config: Value,
+        ctx: &WriteCtx,
+        force: bool,
+    ) -> Result<(Value, bool), ApiError> {
+        let manager = ctx.manager.clone();
+        if manager.is_empty() {
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+            ));
+        }
+        if !config.is_object() {
+            return Err(ApiError::bad_request(
+                "the apply configuration must be an object",
+            ));
+        }
+        check_type(info, &config)?;
+        match meta_str(&config, "name") {
+            Some(n) if n != name => {
+                return Err(ApiError::bad_request(
+                    "the name of the object (from the body) does not match the name on the URL",
+                ))
+            }
+            Some(_) => {}
+            None => set_meta(&mut config, "name", json!(name)),
+        }
+        let plan = Arc::new(ApplyPlan {
+            set: fields::applied_set(&info.kind, &config),
+            taken: Mutex::default(),
+        });
+        let ctx = WriteCtx {
+            apply: Some(plan.clone()),
+            ..ctx.clone()
+        };
+        match self.get(info, ns, name) {
+            Err(e) if e.code == 404 => return Ok((self.create(info, ns, config, &ctx)?, true)),
+            Err(e) => return Err(e),
+            Ok(_) => {}
+        }
+        let kind = info.kind.clone();
+        let builtin = !info.custom && crate::sim::smp::supported(&info.api_version(), &info.kind);
+        let updated = self.write(info, ns, name, None, &ctx, |live| {
+            let all = fields::owners(live);
+            let mine = |o: &fields::Owner| o.manager == manager && o.operation == "Apply";
+            let others: Vec<&fields::Owner> = all.iter().filter(|o| !mine(o)).collect();
+            let mut conflicts: Vec<(String, String, Vec<String>)> = Vec::new();
+            let mut taken = std::collections::BTreeSet::new();
+            for p in &plan.set {
+                let Some(want) = fields::value_at(&config, p) else {
+                    continue;
+                };
+                if fields::value_at(live, p) == Some(want) {
+                    continue;
+                }
+                for o in others.iter().filter(|o| o.fields.contains(p)) {
+                    let who = if o.subresource.is_empty() {
+                        format!("\"{}\"", o.manager)
+                    } else {
+                        format!("\"{}\" with subresource \"{}\"", o.manager, o.subresource)
+                    };
+                    conflicts.push((who, o.api_version.clone(), p.clone()));
+                }
+                taken.insert(p.clone());
+            }
+            if !conflicts.is_empty() && !force {
+                return Err(apply_conflict(&conflicts));
+            }
+            *plan.taken.lock().unwrap_or_else(|e| e.into_inner()) = taken;
+            let mut merged = if builtin {
+                crate::sim::smp::apply(&kind, live, &config)
+                    .map_err(|e| ApiError::bad_request(e.0))?
+            } else {
+                let mut doc = live.clone();
+                json_patch::merge(&mut doc, &config);
+                doc
+            };
+            // Fields this manager applied last time but not now go, unless someone else owns them.
+            let prior: std::collections::BTreeSet<Vec<String>> = all
+                .iter()
+                .filter(|o| mine(o))
+                .flat_map(|o| o.fields.iter().cloned())
+                .collect();
+            // Parents before children: a removed list item takes its fields with it.
+            for p in prior.difference(&plan.set) {
+                let shared = others
+                    .iter()
+                    .any(|o| o.fields.iter().any(|q| q.starts_with(p)));
+                if shared {
+                    continue;
+                }
+                fields::remove_at(&mut merged, p);
+                // Containers left empty by the removal go too (structured-merge-diff prunes them).
+                let mut parent = &p[..p.len().saturating_sub(1)];
+                while !parent.is_empty() {
+                    let empty = match fields::value_at(&merged, parent) {
+                        Some(Value::Array(a)) => a.is_empty(),
+                        Some(Value::Object(m)) => m.is_empty(),
+                        _ => false,
+                    };
+                    let owned = plan.set.contains(parent)
+                        || others.iter().any(|o| o.fields.contains(parent));
+                    if !empty || owned {
+                        break;
+                    }
+                    fields::remove_at(&mut merged, parent);
+                    parent = &parent[..parent.len() - 1];
+                }
+            }
+            // A configuration without resourceVersion carries no precondition.
+            if config.pointer("/metadata/resourceVersion").is_none() {
+                merged["metadata"]
+                    .as_object_mut()
+                    .map(|m| m.remove("resourceVersion"));
+            }
+            Ok(merged)
+        })?;
+        Ok((updated, false))
+    }
+
     /// A custom resource version's `additionalPrinterColumns`, from its CRD.
     pub fn printer_columns(&self, info: &ResourceInfo) -> Option<Vec<Value>> {
         if !info.custom {
@@ -1218,6 +1388,52 @@ impl Store {
             .get(&info.storage_key())
             .map(|m| m.values().map(|o| Self::output(info, o.clone())).collect())
             .unwrap_or_default()
+    }
+}
+
+/// The 409 kube-apiserver's field manager answers for apply conflicts.
+fn apply_conflict(conflicts: &[(String, String, Vec<String>)]) -> ApiError {
+    let n = conflicts.len();
+    let summary = if n == 1 {
+        let (m, av, p) = &conflicts[0];
+        format!("conflict with {m} using {av}: {}", fields::describe(p))
+    } else {
+        let mut by_manager: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (m, av, p) in conflicts {
+            by_manager
+                .entry(format!("{m} using {av}"))
+                .or_default()
+                .push(fields::describe(p));
+        }
+        let mut s = String::from("conflicts with");
+        for (m, paths) in by_manager {
+            if paths.len() == 1 {
+                s.push_str(&format!(" {m}: {}", paths[0]));
+            } else {
+                s.push_str(&format!(" {m}:"));
+                for p in paths {
+                    s.push_str(&format!("\n- {p}"));
+                }
+            }
+        }
+        s
+    };
+    let causes: Vec<Value> = conflicts
+        .iter()
+        .map(|(m, av, p)| {
+            json!({"reason": "FieldManagerConflict", "message": format!("conflict with {m} using {av}"), "field": fields::describe(p)})
+        })
+        .collect();
+    ApiError {
+        details: Some(json!({"causes": causes})),
+        ..ApiError::new(
+            409,
+            "Conflict",
+            format!(
+                "Apply failed with {n} conflict{}: {summary}",
+                if n == 1 { "" } else { "s" }
+            ),
+        )
     }
 }
 
@@ -1250,6 +1466,60 @@ fn check_type(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
                 "the kind in the data ({kind}) does not match the expected kind ({})",
                 info.kind
             )));
+        }
+    }
+    check_shapes(info, obj)
+}
+
+/// The type checks kube-apiserver's decoder makes on the fields everything here relies on
+/// (object metadata maps of strings, integer replicas), answered the way its decoder fails.
+fn check_shapes(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    let fail = |field: &str, want: &str, got: &Value| {
+        let got = match got {
+            Value::Null => "null",
+            Value::Bool(_) => "bool",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        Err(ApiError::bad_request(format!(
+            "{kind} in version \"{v}\" cannot be handled as a {kind}: json: cannot unmarshal {got} into Go struct field {field} of type {want}",
+            kind = info.kind,
+            v = info.version,
+        )))
+    };
+    let mut metas = vec![("metadata", obj.get("metadata"))];
+    if !info.custom {
+        metas.push((
+            "spec.template.metadata",
+            obj.pointer("/spec/template/metadata"),
+        ));
+    }
+    for (at, meta) in metas {
+        let Some(meta) = meta else { continue };
+        if !meta.is_object() {
+            return fail(at, "v1.ObjectMeta", meta);
+        }
+        for f in ["labels", "annotations"] {
+            match meta.get(f) {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(m)) => {
+                    if let Some(v) = m.values().find(|v| !v.is_string()) {
+                        return fail(&format!("ObjectMeta.{at}.{f}"), "string", v);
+                    }
+                }
+                Some(other) => {
+                    return fail(&format!("ObjectMeta.{at}.{f}"), "map[string]string", other)
+                }
+            }
+        }
+    }
+    if !info.custom {
+        if let Some(r) = obj.pointer("/spec/replicas") {
+            if !(r.is_i64() || r.is_u64() || r.is_null()) {
+                return fail(&format!("{}Spec.spec.replicas", info.kind), "int32", r);
+            }
         }
     }
     Ok(())
