@@ -160,7 +160,8 @@ fn secret_values_never_reach_the_output() {
     args.extend(["--format".into(), "json".into()]);
     let o = run(args);
     let secret = &json_of(&o)["objects"][2]["changes"][0];
-    assert_eq!(secret["path"], "/data/password");
+    // Reported where the manifest sets it (stringData), hashed like the stored data value.
+    assert_eq!(secret["path"], "/stringData/password");
     let (d, l) = (
         secret["desired"]["hmac"].as_str().unwrap(),
         secret["live"]["hmac"].as_str().unwrap(),
@@ -268,6 +269,8 @@ fn hpa_in_the_input_owns_replicas() {
             "spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"minReplicas":2,"maxReplicas":10}}"#,
     )
     .unwrap();
+    // As the server stores it: with its defaults (the cpu metric, as no metric is given).
+    driftd::sim::defaults::apply("autoscaling/v2", "HorizontalPodAutoscaler", &mut live_hpa);
     live_hpa["status"] = json!({"currentReplicas": 5});
     list["items"].as_array_mut().unwrap().push(live_hpa);
     std::fs::write(&live, serde_json::to_string(&list).unwrap()).unwrap();
@@ -362,4 +365,30 @@ fn errors_exit_2_and_name_the_input() {
         "{err}"
     );
     assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn the_daemon_config_file_serves_as_rules_file() {
+    // `serve --config` and `check --rules` share one file: the example config plus the rule.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("driftd.toml");
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml"),
+    )
+    .unwrap();
+    let rules = std::fs::read_to_string(fixture("drift/rules.toml")).unwrap();
+    std::fs::write(&config, format!("{example}\n{rules}")).unwrap();
+    let mut args = pair("drift");
+    args.extend([
+        "--format".into(),
+        "json".into(),
+        "--rules".into(),
+        config.display().to_string(),
+    ]);
+    let o = run(args);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        json_of(&o)["objects"][0]["ignored"],
+        json!([{"rule": "ignore[0] (\"on-call debugging\")", "count": 2}])
+    );
 }

@@ -7,9 +7,10 @@
 //! desired input order. `desired`/`live` are `null` where the op has no such side.
 //!
 //! Live objects that no desired object names are not reported: check answers "does the
-//! cluster match what we committed", not "what else is running".
+//! cluster match what we committed", not "what else is running". What was committed is the
+//! manifest plus kube-apiserver's deterministic defaults (see `crate::diff`).
 
-use crate::diff::{ClusterFacts, CompareInput, Comparison, Differ, DriftClass, RuleSet};
+use crate::diff::{ClusterFacts, CompareInput, Comparison, Differ, DriftClass};
 use crate::k8s::ObjectKey;
 use crate::manifest::{self, LoadOptions, ManifestObject};
 use anyhow::Context;
@@ -37,7 +38,8 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
-    /// TOML file with `[[ignore]]` rules, as in the daemon configuration.
+    /// The daemon configuration file (or a TOML file with only `[[ignore]]` and
+    /// `[[controller_managers]]` tables): its ignore rules and controller managers apply.
     #[arg(long)]
     pub rules: Option<PathBuf>,
     /// Key for the hashes shown instead of Secret values; random per run by default. Set it
@@ -60,15 +62,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.namespace.trim().is_empty() {
         anyhow::bail!("--namespace must not be empty");
     }
-    let rules = match &args.rules {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read rules file {}", path.display()))?;
-            RuleSet::from_toml(&text)
-                .map_err(|e| anyhow::anyhow!("rules file {}: {e}", path.display()))?
-        }
-        None => RuleSet::default(),
+    // The rules file is read as a daemon configuration, so `serve` and `check` can share one
+    // file (a file with only `[[ignore]]` tables is a valid configuration too).
+    let config = match &args.rules {
+        Some(path) => crate::config::Config::load_with_env(Some(path), |_| None)?,
+        None => crate::config::Config::default(),
     };
+    let rules = config.rule_set();
     let desired = manifest::load(
         &args.desired,
         &LoadOptions {
@@ -99,7 +99,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let live_by_key: HashMap<&ObjectKey, &ManifestObject> =
         live.iter().map(|o| (&o.key, o)).collect();
-    let facts = cluster_facts(desired.iter().chain(live.iter()));
+    let mut facts = cluster_facts(desired.iter().chain(live.iter()));
+    facts.controller_managers = config.controller_managers.clone();
     // Hashes only need to be consistent within one run unless a key is given.
     let key: Vec<u8> = match &args.hash_key {
         Some(k) if !k.is_empty() => k.as_bytes().to_vec(),

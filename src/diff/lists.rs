@@ -1,5 +1,6 @@
-//! Lists: keyed lists (strategic-merge `patchMergeKey`) are matched item by item by key,
-//! atomic lists position by position.
+//! Lists: keyed lists (strategic-merge `patchMergeKey`) are matched item by item by key;
+//! atomic lists of built-in kinds compare whole and exactly, those of custom resources
+//! position by position.
 
 use super::pointer::{field_names, Seg};
 use super::walk::Walker;
@@ -150,15 +151,31 @@ fn keyed(
     }
 }
 
+/// A list without a merge key. `kubectl apply` replaces it whole, so for a built-in kind it
+/// must equal the (defaulted) desired list exactly and any difference is one `replace` of
+/// the list; custom resources compare position by position, each item by the fields the
+/// manifest sets (no schema tells which lists are atomic there).
 fn positional(w: &mut Walker, segs: &mut Vec<Seg>, d: &[Value], l: &[Value], p: Option<&[Value]>) {
-    if d.len() != l.len() {
-        // An atomic list is replaced whole by apply; report it whole.
+    let admitted;
+    let compared = if w.kind == "Pod" && field_names(segs) == ["spec", "tolerations"] {
+        admitted = without_default_toleration_seconds(d, l);
+        admitted.as_slice()
+    } else {
+        l
+    };
+    let differs =
+        d.len() != compared.len() || (w.builtin && !w.lists_exactly_equal(segs, d, compared));
+    if differs {
+        // An atomic list is replaced whole by apply; report it whole, as it is live.
         w.push(
             segs,
             ChangeOp::Replace,
             Some(&Value::Array(d.to_vec())),
             Some(&Value::Array(l.to_vec())),
         );
+        return;
+    }
+    if w.builtin {
         return;
     }
     let p = p.filter(|p| p.len() == d.len());
@@ -175,4 +192,22 @@ fn positional(w: &mut Walker, segs: &mut Vec<Seg>, d: &[Value], l: &[Value], p: 
         }
         segs.pop();
     }
+}
+
+/// A Pod's live tolerations without the two the DefaultTolerationSeconds admission plugin
+/// (enabled by default, `plugin/pkg/admission/defaulttolerationseconds`) appends when the
+/// manifest does not tolerate `not-ready`/`unreachable` itself: admission, not a person.
+fn without_default_toleration_seconds(d: &[Value], l: &[Value]) -> Vec<Value> {
+    let is_default = |t: &Value| {
+        matches!(
+            t.get("key").and_then(Value::as_str),
+            Some("node.kubernetes.io/not-ready" | "node.kubernetes.io/unreachable")
+        ) && t.get("operator").and_then(Value::as_str) == Some("Exists")
+            && t.get("effect").and_then(Value::as_str) == Some("NoExecute")
+            && t.get("tolerationSeconds").and_then(Value::as_i64) == Some(300)
+    };
+    l.iter()
+        .filter(|t| !is_default(t) || d.contains(t))
+        .cloned()
+        .collect()
 }

@@ -1,12 +1,18 @@
 //! The comparison of a desired object with its live counterpart: a pure function, no I/O.
 //!
 //! It reports what a person or an unfinished deploy changed, never what kube-apiserver or a
-//! controller did by design: only fields the desired object sets are compared (apply
-//! semantics), equal values in other spellings are equal, keyed lists match by key, fields
-//! controllers own are skipped, and Secret values are only ever shown as keyed hashes.
+//! controller did by design. The committed state is the manifest plus kube-apiserver's
+//! deterministic defaults (`sim::defaults::apply_declared`, built-in kinds only): every
+//! field that defaulted object sets is compared, so a hand edit of a defaulted field
+//! (`suspend`, `type`, `imagePullPolicy`, an omitted `replicas`) is drift, while allocated
+//! values, server metadata, `status` and fields nobody committed are not. Equal values in
+//! other spellings are equal, keyed lists match by key, atomic lists of built-in kinds must
+//! match exactly (one `replace` of the whole list otherwise), fields controllers own are
+//! skipped, and Secret values are only ever shown as keyed hashes.
 //!
-//! Files: `walk` (apply-semantics walk, three-way prune), `lists`, `normalize` (spellings),
-//! `pointer` (paths), `managed` (managedFields attribution), `secret`, `rules` (ignore rules).
+//! Files: `walk` (the walk over the defaulted desired object, three-way prune), `lists`,
+//! `normalize` (spellings), `pointer` (paths), `managed` (managedFields attribution),
+//! `secret`, `rules` (ignore rules).
 
 mod lists;
 pub mod managed;
@@ -65,7 +71,9 @@ pub enum ChangeOp {
 /// One difference. Secret values never appear: `desired`/`live` hold a keyed hash instead.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Change {
-    /// RFC 6901 pointer into the desired object (into the live list for an extra item).
+    /// RFC 6901 pointer into the desired object (into the live list for an extra item); for
+    /// a field only the server defaults set, where it would sit in the desired object; a
+    /// Secret value the manifest gives in `stringData` is at `/stringData/<key>`.
     pub path: String,
     pub op: ChangeOp,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -232,12 +240,23 @@ impl Differ {
             return Comparison::empty(DriftClass::Missing);
         };
         let kind = desired.get("kind").and_then(Value::as_str).unwrap_or("");
-        let desired_s = normalize::desired_as_stored(kind, desired);
+        let api_version = desired
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let builtin = crate::k8s::kinds::builtin(api_version, kind).is_some();
+        let mut desired_s = normalize::desired_as_stored(kind, desired);
+        if builtin {
+            // Committed state = manifest + kube-apiserver's deterministic defaults: a field
+            // the manifest leaves to a default was committed with that value.
+            crate::sim::defaults::apply_declared(api_version, kind, &mut desired_s);
+        }
+        // The previous revision stays as written: only fields it *set* are pruned.
         let previous_s = input
             .previous
             .map(|p| normalize::desired_as_stored(kind, p));
 
-        let mut walker = Walker::new(kind);
+        let mut walker = Walker::new(kind, builtin);
         walker.value(&mut Vec::new(), &desired_s, Some(live), previous_s.as_ref());
         let entries = managed::entries(live);
         let raw: Vec<RawChange> = walker
@@ -269,22 +288,26 @@ impl Differ {
         let mut changes = Vec::new();
         let mut kept = Vec::new();
         for c in raw {
+            // `c.segs` address the live object (patch, managedFields); `dsegs` the desired
+            // one (they differ only for Secret `stringData`, stored as `data`).
+            let dsegs = secret::desired_segs(kind, desired, &c.segs);
             let owner = managed::owner(&entries, &c.segs);
             let manager = owner.map(|o| o.manager);
             let hit = ignorers.iter().position(|(_, pats, rule)| {
-                pats.iter().any(|p| p.matches(&c.segs))
-                    || rule.is_some_and(|r| r.ignores(&c.segs, manager))
+                pats.iter().any(|p| p.matches(&dsegs) || p.matches(&c.segs))
+                    || rule
+                        .is_some_and(|r| r.ignores(&dsegs, manager) || r.ignores(&c.segs, manager))
             });
             if let Some(i) = hit {
                 counts[i] += 1;
                 continue;
             }
             let mut change = Change {
-                path: pointer(&c.segs, Side::Desired),
+                path: pointer(&dsegs, Side::Desired),
                 op: c.op,
                 desired: c.desired.clone(),
                 live: c.live.clone(),
-                field: pointer::display(&c.segs),
+                field: pointer::display(&dsegs),
                 manager: manager.map(str::to_string),
                 changed_at: owner.and_then(|o| o.time).map(str::to_string),
             };

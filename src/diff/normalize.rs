@@ -52,6 +52,16 @@ const OMITEMPTY_SCALARS: &[&str] = &[
     "externalName",
 ];
 
+/// The same for fields whose names are too generic to match alone (a ConfigMap key may be
+/// called `value`): (list they are items of, field). `EnvVar.Value`, `Toleration` fields.
+const OMITEMPTY_ITEM_FIELDS: &[(&str, &str)] = &[
+    ("env", "value"),
+    ("tolerations", "key"),
+    ("tolerations", "operator"),
+    ("tolerations", "value"),
+    ("tolerations", "effect"),
+];
+
 /// Whether desired value `d` at `names` is a zero value kube-apiserver omits on output, so
 /// an absent live field is the same. Only for built-in kinds: custom resources are stored
 /// as written.
@@ -62,8 +72,14 @@ pub fn is_omitted_zero(kind: &str, names: &[&str], d: &Value) -> bool {
         Value::String(s) => s.is_empty(),
         _ => false,
     };
-    zero && names.last().is_some_and(|f| OMITEMPTY_SCALARS.contains(f))
-        && crate::k8s::kinds::BUILTIN.iter().any(|r| r.kind == kind)
+    let omitempty = match names {
+        [.., list, field] => {
+            OMITEMPTY_SCALARS.contains(field) || OMITEMPTY_ITEM_FIELDS.contains(&(*list, *field))
+        }
+        [field] => OMITEMPTY_SCALARS.contains(field),
+        [] => false,
+    };
+    zero && omitempty && crate::k8s::kinds::BUILTIN.iter().any(|r| r.kind == kind)
 }
 
 /// Whether the field at `names` (field names, list positions left out) in an object of

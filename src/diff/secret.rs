@@ -2,6 +2,7 @@
 //! can still tell "same value" from "different value" without revealing either.
 
 use super::normalize::decode_secret_value;
+use super::pointer::Seg;
 use hmac::{Hmac, Mac};
 use serde_json::{json, Map, Value};
 use sha2::Sha256;
@@ -40,6 +41,31 @@ pub fn is_secret_path(kind: &str, names: &[&str]) -> bool {
     kind == "Secret"
         && (matches!(names.first(), Some(&"data") | Some(&"stringData"))
             || names.starts_with(&["metadata", "annotations"]) && names.len() <= 3)
+}
+
+/// Where a finding about a Secret's (folded) `data` sits in the desired object: a key the
+/// manifest gives in `stringData` (which wins over `data`, as on the server) is reported at
+/// `/stringData/<key>`, and a whole missing `data` map at `/stringData` when the manifest
+/// only has `stringData`. Other paths are returned unchanged.
+pub fn desired_segs(kind: &str, desired: &Value, segs: &[Seg]) -> Vec<Seg> {
+    let mut out = segs.to_vec();
+    if kind != "Secret" || !matches!(segs.first(), Some(Seg::Field(f)) if f == "data") {
+        return out;
+    }
+    let string_data = desired.get("stringData").and_then(Value::as_object);
+    let has_data = desired
+        .get("data")
+        .and_then(Value::as_object)
+        .is_some_and(|m| !m.is_empty());
+    let moved = match segs.get(1) {
+        Some(Seg::Field(key)) => string_data.is_some_and(|m| m.contains_key(key)),
+        Some(_) => false,
+        None => string_data.is_some_and(|m| !m.is_empty()) && !has_data,
+    };
+    if moved {
+        out[0] = Seg::Field("stringData".into());
+    }
+    out
 }
 
 #[cfg(test)]

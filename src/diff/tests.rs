@@ -60,26 +60,27 @@ fn deployment() -> Value {
     })
 }
 
-/// `deployment()` as kube-apiserver returns it: server metadata, status and defaults added.
-fn live_deployment() -> Value {
-    let mut l = deployment();
+/// `desired` as kube-apiserver returns it after create: `sim::defaults` (defaults,
+/// allocations, status) plus server metadata.
+fn served(desired: &Value) -> Value {
+    let mut l = desired.clone();
+    let api_version = l["apiVersion"].as_str().unwrap_or("").to_string();
+    let kind = l["kind"].as_str().unwrap_or("").to_string();
+    crate::sim::defaults::apply(&api_version, &kind, &mut l);
     let m = l["metadata"].as_object_mut().unwrap();
     m.insert("uid".into(), json!("0b8d-11"));
     m.insert("resourceVersion".into(), json!("812"));
     m.insert("generation".into(), json!(3));
     m.insert("creationTimestamp".into(), json!("2026-01-01T00:00:00Z"));
-    m.insert(
-        "annotations".into(),
-        json!({"deployment.kubernetes.io/revision": "3",
-               "kubectl.kubernetes.io/last-applied-configuration": "{}"}),
-    );
+    l
+}
+
+/// `deployment()` as kube-apiserver returns it: server metadata, status and defaults added.
+fn live_deployment() -> Value {
+    let mut l = served(&deployment());
+    l["metadata"]["annotations"] = json!({"deployment.kubernetes.io/revision": "3",
+               "kubectl.kubernetes.io/last-applied-configuration": "{}"});
     l["status"] = json!({"replicas": 2, "readyReplicas": 2});
-    l["spec"]["strategy"] = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%"}});
-    l["spec"]["revisionHistoryLimit"] = json!(10);
-    let c0 = &mut l["spec"]["template"]["spec"]["containers"][0];
-    c0["imagePullPolicy"] = json!("IfNotPresent");
-    c0["terminationMessagePath"] = json!("/dev/termination-log");
-    l["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
     l
 }
 
@@ -113,11 +114,9 @@ fn rule1_maps_compare_per_desired_key() {
     let desired = json!({"apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": "j", "namespace": "default"},
         "spec": {"template": {"metadata": {"labels": {"team": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
-    let mut live = desired.clone();
-    live["spec"]["selector"] = json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "x"}});
-    live["spec"]["template"]["metadata"]["labels"] = json!({"team": "a",
-        "controller-uid": "x", "batch.kubernetes.io/controller-uid": "x",
-        "job-name": "j", "batch.kubernetes.io/job-name": "j"});
+    // The server adds the generated selector and job-name/controller-uid labels.
+    let mut live = served(&desired);
+    assert!(live["spec"]["template"]["metadata"]["labels"]["controller-uid"].is_string());
     assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
     live["spec"]["template"]["metadata"]["labels"]["team"] = json!("b");
     let c = cmp(&desired, &live);
@@ -179,9 +178,7 @@ fn rule2_quantity_number_vs_string() {
 fn rule2_int_or_string_keeps_its_type() {
     let desired = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"},
         "spec": {"ports": [{"port": 80, "targetPort": 8080}]}});
-    let mut live = desired.clone();
-    live["spec"]["ports"][0]["protocol"] = json!("TCP");
-    live["spec"]["clusterIP"] = json!("10.0.0.1");
+    let mut live = served(&desired);
     assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
     live["spec"]["ports"][0]["targetPort"] = json!("8080");
     let c = cmp(&desired, &live);
@@ -220,10 +217,16 @@ fn rule2_secret_string_data_equals_base64_data() {
     assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
     let live2 = secret(json!({"password": "aHVudGVyMw=="}), None); // hunter3
     let c = cmp(&desired, &live2);
+    // Reported where the manifest has it; the patch restores the stored `data` key.
     assert_eq!(
         paths(&c),
-        vec![("/data/password".to_string(), ChangeOp::Replace)]
+        vec![("/stringData/password".to_string(), ChangeOp::Replace)]
     );
+    assert_eq!(c.changes[0].field, "stringData.password");
+    assert_eq!(c.patch.0.len(), 1);
+    let op = serde_json::to_value(&c.patch).unwrap();
+    assert_eq!(op[0]["path"], "/data/password");
+    assert!(op[0]["value"]["hmac"].is_string());
 }
 
 #[test]
@@ -254,8 +257,8 @@ fn secret_values_never_appear_in_any_output() {
         got,
         vec![
             ("/data/extra".to_string(), ChangeOp::Remove),
-            ("/data/password".to_string(), ChangeOp::Replace),
-            ("/data/token".to_string(), ChangeOp::Add)
+            ("/data/token".to_string(), ChangeOp::Add),
+            ("/stringData/password".to_string(), ChangeOp::Replace)
         ]
     );
     let outputs = [
@@ -280,7 +283,7 @@ fn secret_values_never_appear_in_any_output() {
     let pw = c
         .changes
         .iter()
-        .find(|c| c.path == "/data/password")
+        .find(|c| c.path == "/stringData/password")
         .unwrap();
     let d = pw.desired.as_ref().unwrap()["hmac"].as_str().unwrap();
     let l = pw.live.as_ref().unwrap()["hmac"].as_str().unwrap();
@@ -357,23 +360,27 @@ fn rule3_extra_and_missing_keyed_items_are_drift() {
 }
 
 #[test]
-fn rule3_atomic_lists_compare_by_position_and_length() {
+fn rule3_atomic_lists_of_built_in_kinds_compare_whole() {
     let mut live = live_deployment();
     let c = cmp(&deployment(), &live);
     assert_eq!(c.class, DriftClass::InSync);
     live["spec"]["template"]["spec"]["containers"][0]["args"] = json!(["--port", "9090"]);
     let c = cmp(&deployment(), &live);
+    // `kubectl apply` replaces an atomic list whole: one finding with both lists.
     assert_eq!(
         paths(&c),
         vec![(
-            "/spec/template/spec/containers/0/args/1".to_string(),
+            "/spec/template/spec/containers/0/args".to_string(),
             ChangeOp::Replace
         )]
     );
     assert_eq!(
         c.changes[0].field,
-        "spec.template.spec.containers[name=app].args[1]"
+        "spec.template.spec.containers[name=app].args"
     );
+    assert_eq!(c.changes[0].desired, Some(json!(["--port", "8080"])));
+    assert_eq!(c.changes[0].live, Some(json!(["--port", "9090"])));
+    assert_patch_restores(&deployment(), &live, &c);
     live["spec"]["template"]["spec"]["containers"][0]["args"] = json!(["--port", "8080", "-v"]);
     let c = cmp(&deployment(), &live);
     assert_eq!(
@@ -387,22 +394,64 @@ fn rule3_atomic_lists_compare_by_position_and_length() {
 }
 
 #[test]
+fn rule3_extra_keys_inside_atomic_list_items_are_drift() {
+    let mut desired = deployment();
+    desired["spec"]["template"]["spec"]["tolerations"] = json!([{"operator": "Exists"}]);
+    let mut live = served(&desired);
+    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+    // Narrowed live: the toleration now only matches one taint.
+    live["spec"]["template"]["spec"]["tolerations"][0]["key"] = json!("dedicated");
+    live["spec"]["template"]["spec"]["tolerations"][0]["effect"] = json!("NoSchedule");
+    let c = cmp(&desired, &live);
+    assert_eq!(
+        paths(&c),
+        vec![(
+            "/spec/template/spec/tolerations".to_string(),
+            ChangeOp::Replace
+        )]
+    );
+    assert_patch_restores(&desired, &live, &c);
+    // Spellings still are not drift inside atomic lists, nor omitted zero values.
+    desired["spec"]["template"]["spec"]["tolerations"] =
+        json!([{"operator": "Exists", "key": "dedicated", "effect": "NoSchedule", "value": null}]);
+    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+}
+
+#[test]
+fn custom_resources_keep_per_position_list_semantics() {
+    let desired = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "default"},
+        "spec": {"size": 1, "items": [{"name": "a"}, {"name": "b"}]}});
+    let mut live = desired.clone();
+    // No defaults are modelled for custom resources, and items compare by the keys set.
+    live["spec"]["items"][0]["extra"] = json!(true);
+    live["spec"]["mode"] = json!("fast");
+    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+    live["spec"]["items"][1]["name"] = json!("c");
+    assert_eq!(
+        paths(&cmp(&desired, &live)),
+        vec![("/spec/items/1/name".to_string(), ChangeOp::Replace)]
+    );
+}
+
+#[test]
 fn rule3_defaults_inside_atomic_list_objects_are_not_drift() {
     let desired = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "default"},
         "spec": {"volumeClaimTemplates": [{"metadata": {"name": "data"},
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}});
-    let mut live = desired.clone();
-    live["spec"]["volumeClaimTemplates"][0] = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem",
-        "resources": {"requests": {"storage": "1024Mi"}}}, "status": {"phase": "Pending"}});
-    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+    let mut live = served(&desired);
+    live["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] =
+        json!("1024Mi");
+    assert_eq!(
+        cmp(&desired, &live).class,
+        DriftClass::InSync,
+        "{:?}",
+        cmp(&desired, &live).changes
+    );
     live["spec"]["volumeClaimTemplates"][0]["spec"]["accessModes"] = json!(["ReadWriteMany"]);
     assert_eq!(
         paths(&cmp(&desired, &live)),
-        vec![(
-            "/spec/volumeClaimTemplates/0/spec/accessModes/0".to_string(),
-            ChangeOp::Replace
-        )]
+        vec![("/spec/volumeClaimTemplates".to_string(), ChangeOp::Replace)]
     );
 }
 
@@ -568,7 +617,7 @@ fn rule7_changes_name_the_last_writer_and_time() {
     let arg = c
         .changes
         .iter()
-        .find(|c| c.path.ends_with("/args/1"))
+        .find(|c| c.path.ends_with("/args"))
         .unwrap();
     assert_eq!(arg.manager.as_deref(), Some("kubectl-client-side-apply"));
 }
@@ -826,11 +875,8 @@ fn driftd_annotations_are_validated() {
 fn ports_pair_up_by_number_and_protocol() {
     let desired = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "dns", "namespace": "default"},
         "spec": {"ports": [{"name": "dns-tcp", "port": 53, "protocol": "TCP"}, {"name": "dns", "port": 53, "protocol": "UDP"}]}});
-    let mut live = desired.clone();
-    live["spec"]["ports"] = json!([
-        {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
-        {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53}
-    ]);
+    let mut live = served(&desired);
+    live["spec"]["ports"].as_array_mut().unwrap().reverse();
     assert_eq!(
         cmp(&desired, &live).class,
         DriftClass::InSync,
@@ -877,5 +923,175 @@ fn zero_values_the_server_omits_are_not_drift() {
             ),
             ("/spec/template/spec/hostPID".to_string(), ChangeOp::Add)
         ]
+    );
+}
+
+fn cron_job() -> Value {
+    json!({"apiVersion": "batch/v1", "kind": "CronJob",
+        "metadata": {"name": "nightly", "namespace": "reports"},
+        "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "OnFailure",
+            "containers": [{"name": "r", "image": "report:1",
+                "livenessProbe": {"httpGet": {"path": "/", "port": 8080}}}]}}}}}})
+}
+
+#[test]
+fn default_only_fields_changed_by_hand_are_drift() {
+    let desired = cron_job();
+    let mut live = served(&desired);
+    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+    live["spec"]["suspend"] = json!(true);
+    let probe = "/spec/jobTemplate/spec/template/spec/containers/0/livenessProbe";
+    live.pointer_mut(probe).unwrap()["failureThreshold"] = json!(10);
+    let c = cmp(&desired, &live);
+    let mut got = paths(&c);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            (format!("{probe}/failureThreshold"), ChangeOp::Replace),
+            ("/spec/suspend".to_string(), ChangeOp::Replace),
+        ]
+    );
+    let suspend = c
+        .changes
+        .iter()
+        .find(|c| c.path == "/spec/suspend")
+        .unwrap();
+    assert_eq!(
+        (suspend.desired.clone(), suspend.live.clone()),
+        (Some(json!(false)), Some(json!(true)))
+    );
+    assert_patch_restores(&desired, &live, &c);
+}
+
+#[test]
+fn a_default_only_field_absent_live_is_an_add() {
+    let desired = deployment();
+    let mut live = live_deployment();
+    live["spec"]["strategy"] = json!({"type": "Recreate"});
+    let c = cmp(&desired, &live);
+    let mut got = paths(&c);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("/spec/strategy/rollingUpdate".to_string(), ChangeOp::Add),
+            ("/spec/strategy/type".to_string(), ChangeOp::Replace),
+        ]
+    );
+    assert_patch_restores(&desired, &live, &c);
+}
+
+#[test]
+fn omitted_replicas_are_committed_as_one_unless_an_hpa_owns_them() {
+    let mut desired = deployment();
+    desired["spec"].as_object_mut().unwrap().remove("replicas");
+    let mut live = served(&desired);
+    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+    live["spec"]["replicas"] = json!(4);
+    let c = cmp(&desired, &live);
+    assert_eq!(
+        paths(&c),
+        vec![("/spec/replicas".to_string(), ChangeOp::Replace)]
+    );
+    assert_eq!(c.changes[0].desired, Some(json!(1)));
+    let mut facts = ClusterFacts::default();
+    facts
+        .hpa_targets
+        .insert(("shop".into(), "Deployment".into(), "web".into()));
+    assert_eq!(
+        cmp_full(&desired, Some(&live), None, &facts).class,
+        DriftClass::InSync
+    );
+    // The ignore annotation applies to default-only fields as to committed ones.
+    desired["metadata"]["annotations"] = json!({"driftd.io/ignore": "/spec/replicas"});
+    live["metadata"]["annotations"] = desired["metadata"]["annotations"].clone();
+    let c = cmp(&desired, &live);
+    assert_eq!(c.class, DriftClass::InSync, "{:?}", c.changes);
+    assert_eq!(c.ignored[0].count, 1);
+}
+
+#[test]
+fn service_type_switched_by_hand_is_one_finding() {
+    let desired = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}]}});
+    let live = served(&desired);
+    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+    // What the server keeps after `kubectl patch svc web -p '{"spec":{"type":"NodePort"}}'`.
+    let mut node_port = desired.clone();
+    node_port["spec"]["type"] = json!("NodePort");
+    let mut live2 = node_port.clone();
+    crate::sim::defaults::apply_update(
+        &mut crate::sim::defaults::ClusterAllocator::default(),
+        "v1",
+        "Service",
+        &live,
+        &mut live2,
+    );
+    assert!(live2["spec"]["ports"][0]["nodePort"].is_i64());
+    let c = cmp(&desired, &live2);
+    assert_eq!(
+        paths(&c),
+        vec![("/spec/type".to_string(), ChangeOp::Replace)]
+    );
+    assert_eq!(c.changes[0].desired, Some(json!("ClusterIP")));
+}
+
+#[test]
+fn custom_resources_get_no_defaults() {
+    let desired = json!({"apiVersion": "example.com/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "shop"}, "spec": {"size": 1}});
+    let mut live = desired.clone();
+    live["spec"]["replicas"] = json!(5);
+    live["spec"]["strategy"] = json!({"type": "Recreate"});
+    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+}
+
+#[test]
+fn tolerations_admission_adds_to_pods_are_not_drift() {
+    let desired = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "c:1"}],
+                 "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]}});
+    let mut live = served(&desired);
+    let t = live["spec"]["tolerations"].as_array_mut().unwrap();
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
+        t.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+    }
+    assert_eq!(
+        cmp(&desired, &live).class,
+        DriftClass::InSync,
+        "{:?}",
+        cmp(&desired, &live).changes
+    );
+    live["spec"]["tolerations"][0]["effect"] = json!("NoExecute");
+    assert_eq!(
+        paths(&cmp(&desired, &live)),
+        vec![("/spec/tolerations".to_string(), ChangeOp::Replace)]
+    );
+}
+
+#[test]
+fn generic_omitempty_names_only_count_where_they_are_struct_fields() {
+    // EnvVar.value is omitempty: `value: ""` comes back absent.
+    let mut desired = deployment();
+    desired["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] = json!("");
+    let mut live = served(&desired);
+    live["spec"]["template"]["spec"]["containers"][0]["env"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("value");
+    assert_eq!(cmp(&desired, &live).class, DriftClass::InSync);
+    // A ConfigMap key that happens to be called `value` is data: its absence is drift.
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"},
+        "data": {"value": "", "other": "1"}});
+    let live = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"},
+        "data": {"other": "1"}});
+    assert_eq!(
+        paths(&cmp(&cm, &live)),
+        vec![("/data/value".to_string(), ChangeOp::Add)]
     );
 }

@@ -1,6 +1,7 @@
-//! The apply-semantics walk: only what the desired object sets is compared, fields the
-//! previous revision set and the new one dropped are pruned, and every difference is
-//! recorded with its path on both sides.
+//! The walk over the (defaulted) desired object: every field it sets is compared with the
+//! live one, live-only fields are not (apply semantics for maps), fields the previous
+//! revision set and the new one dropped are pruned, and every difference is recorded with
+//! its path on both sides.
 
 use super::lists;
 use super::normalize::{
@@ -58,13 +59,17 @@ fn skipped(segs: &[Seg], key: &str) -> bool {
 
 pub(crate) struct Walker<'a> {
     pub kind: &'a str,
+    /// A built-in kind: its atomic lists compare exactly (`kubectl apply` replaces them
+    /// whole). Custom resources keep per-position apply semantics (no schema is modelled).
+    pub builtin: bool,
     pub changes: Vec<RawChange>,
 }
 
 impl<'a> Walker<'a> {
-    pub fn new(kind: &'a str) -> Self {
+    pub fn new(kind: &'a str, builtin: bool) -> Self {
         Walker {
             kind,
+            builtin,
             changes: Vec::new(),
         }
     }
@@ -151,6 +156,49 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// Exact equality of a desired and a live value inside an atomic list: every key on
+    /// either side counts (an extra live key is a difference), but spellings still do not
+    /// (quantities, numbers), and an absent field equals `null`, `{}`, `[]` and the zero
+    /// values kube-apiserver omits on output.
+    pub fn exactly_equal(&self, segs: &mut Vec<Seg>, d: &Value, l: &Value) -> bool {
+        match (d, l) {
+            (Value::Object(dm), Value::Object(lm)) => {
+                let keys: std::collections::BTreeSet<&String> =
+                    dm.keys().chain(lm.keys()).collect();
+                keys.into_iter().all(|k| {
+                    segs.push(Seg::Field(k.clone()));
+                    let present = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
+                    let eq = match (present(dm.get(k)), present(lm.get(k))) {
+                        (None, None) => true,
+                        (Some(v), None) | (None, Some(v)) => {
+                            is_vacuous(&v) || is_omitted_zero(self.kind, &field_names(segs), &v)
+                        }
+                        (Some(dv), Some(lv)) => self.exactly_equal(segs, &dv, &lv),
+                    };
+                    segs.pop();
+                    eq
+                })
+            }
+            (Value::Array(da), Value::Array(la)) => self.lists_exactly_equal(segs, da, la),
+            _ => self.scalar_equal(segs, d, l),
+        }
+    }
+
+    /// [`Walker::exactly_equal`] for two lists at `segs`, item by item.
+    pub fn lists_exactly_equal(&self, segs: &mut Vec<Seg>, d: &[Value], l: &[Value]) -> bool {
+        d.len() == l.len()
+            && d.iter().zip(l).enumerate().all(|(i, (dv, lv))| {
+                segs.push(Seg::Item {
+                    desired: Some(i),
+                    live: Some(i),
+                    key: None,
+                });
+                let eq = self.exactly_equal(segs, dv, lv);
+                segs.pop();
+                eq
+            })
+    }
+
     fn scalar_equal(&self, segs: &[Seg], d: &Value, l: &Value) -> bool {
         let names = field_names(segs);
         if is_quantity_field(self.kind, &names) {
@@ -188,7 +236,7 @@ impl<'a> Walker<'a> {
                 return lists::set(self, segs, &[], la, Some(pa));
             }
         }
-        let mut probe = Walker::new(self.kind);
+        let mut probe = Walker::new(self.kind, self.builtin);
         let mut probe_segs = segs.clone();
         probe.value(&mut probe_segs, p, Some(l), None);
         if probe.changes.is_empty() {

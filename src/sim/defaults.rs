@@ -263,6 +263,61 @@ pub fn apply_update(
     apply_inner(alloc, api_version, kind, new, Some(old));
 }
 
+/// Applies only the *declared* defaults: every deterministic default kube-apiserver's
+/// `SetDefaults_*` functions give a manifest (so it is part of what the team committed),
+/// but nothing allocated or derived from the object's identity (clusterIP(s), ipFamilies,
+/// ipFamilyPolicy, nodePort, healthCheckNodePort, uid, the Job's generated selector and
+/// labels), no `status`, no `creationTimestamp: null` in embedded metadata, and no Secret
+/// `stringData` folding (the differ keeps `stringData` paths). The differ calls this on a
+/// copy of the desired object, so a hand edit of a defaulted field is drift.
+pub fn apply_declared(api_version: &str, kind: &str, object: &mut Value) {
+    if !object.is_object() {
+        return;
+    }
+    let had_status = object.get("status").is_some();
+    let mut alloc = NoAllocator;
+    apply_mode(&mut alloc, api_version, kind, object, None, true);
+    if !had_status {
+        if let Some(m) = map(object) {
+            m.remove("status");
+        }
+    }
+    strip_null_creation_timestamps(object);
+}
+
+/// Refuses every allocation; `apply_declared` never reaches a call (the paths that allocate
+/// are skipped in declared mode), this only keeps the signatures shared.
+struct NoAllocator;
+
+impl Allocator for NoAllocator {
+    fn cluster_ip(&mut self) -> Option<String> {
+        None
+    }
+    fn node_port(&mut self) -> Option<u16> {
+        None
+    }
+    fn uid(&mut self) -> String {
+        String::new()
+    }
+}
+
+/// Removes the `creationTimestamp: null` the encoder prints in embedded ObjectMeta: it is
+/// not a default anyone declares.
+fn strip_null_creation_timestamps(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+                if meta.get("creationTimestamp") == Some(&Value::Null) {
+                    meta.remove("creationTimestamp");
+                }
+            }
+            m.values_mut().for_each(strip_null_creation_timestamps);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_null_creation_timestamps),
+        _ => {}
+    }
+}
+
 fn apply_inner(
     alloc: &mut dyn Allocator,
     api_version: &str,
@@ -270,23 +325,36 @@ fn apply_inner(
     object: &mut Value,
     old: Option<&Value>,
 ) {
+    apply_mode(alloc, api_version, kind, object, old, false);
+}
+
+/// `declared`: skip allocations, identity-derived values and Secret folding
+/// ([`apply_declared`]).
+fn apply_mode(
+    alloc: &mut dyn Allocator,
+    api_version: &str,
+    kind: &str,
+    object: &mut Value,
+    old: Option<&Value>,
+    declared: bool,
+) {
     if !object.is_object() {
         return;
     }
     let (group, version) = split_api_version(api_version);
     match (group, kind) {
-        ("", "Pod") => pod(object, old.is_none()),
+        ("", "Pod") => pod(object, old.is_none() && !declared),
         ("", "PodTemplate") => pod_template(&mut object["template"]),
         ("", "ReplicationController") => replication_controller(object),
-        ("", "Service") => service(alloc, object, old),
-        ("", "Secret") => secret(object),
+        ("", "Service") => service(alloc, object, old, declared),
+        ("", "Secret") => secret(object, declared),
         ("", "PersistentVolumeClaim") => pvc(object),
         ("", "Namespace") => namespace(object, old),
         ("apps", "Deployment") => deployment(object),
         ("apps", "ReplicaSet") => replica_set(object),
         ("apps", "StatefulSet") => stateful_set(object),
         ("apps", "DaemonSet") => daemon_set(object),
-        ("batch", "Job") => job(alloc, object, old),
+        ("batch", "Job") => job(alloc, object, old, declared),
         ("batch", "CronJob") => cron_job(object),
         ("autoscaling", "HorizontalPodAutoscaler") => hpa(object, version),
         ("networking.k8s.io", "NetworkPolicy") => network_policy(object),
@@ -675,7 +743,7 @@ fn replication_controller(object: &mut Value) {
 // ---------------------------------------------------------------------------------------
 // core/v1: Service (defaults.go SetDefaults_Service + service/storage/alloc.go)
 
-fn service(alloc: &mut dyn Allocator, object: &mut Value, old: Option<&Value>) {
+fn service(alloc: &mut dyn Allocator, object: &mut Value, old: Option<&Value>, declared: bool) {
     let Some(m) = map(object) else { return };
     let has_selector = m["spec"]
         .get("selector")
@@ -737,6 +805,10 @@ fn service(alloc: &mut dyn Allocator, object: &mut Value, old: Option<&Value>) {
         default_ptr(spec, "allocateLoadBalancerNodePorts", json!(true));
     }
 
+    if declared {
+        // Everything below is allocation (alloc.go), not defaulting.
+        return;
+    }
     // Keep what was allocated before (storage.go patchAllocatedValues).
     if let Some(old_spec) = old.and_then(|o| o.get("spec")).and_then(Value::as_object) {
         carry_over_allocations(old_spec, spec);
@@ -887,9 +959,12 @@ fn allocate_cluster_ips(alloc: &mut dyn Allocator, spec: &mut Map<String, Value>
 // ---------------------------------------------------------------------------------------
 // core/v1: Secret, PVC, Namespace
 
-fn secret(object: &mut Value) {
+fn secret(object: &mut Value, declared: bool) {
     let Some(m) = map(object) else { return };
     default_str(m, "type", "Opaque");
+    if declared {
+        return;
+    }
     // Convert_v1_Secret_To_core_Secret: stringData is write-only, merged over data.
     if let Some(Value::Object(string_data)) = m.remove("stringData") {
         let engine = base64::engine::general_purpose::STANDARD;
@@ -1123,8 +1198,18 @@ fn job_spec(spec: &mut Map<String, Value>) {
     }
 }
 
-fn job(alloc: &mut dyn Allocator, object: &mut Value, old: Option<&Value>) {
+fn job(alloc: &mut dyn Allocator, object: &mut Value, old: Option<&Value>, declared: bool) {
     let Some(m) = map(object) else { return };
+    if declared {
+        // No uid, no generated selector or labels (job strategy, identity-derived).
+        let Some(spec) = map(child(m, "spec")) else {
+            return;
+        };
+        job_spec(spec);
+        template_of(spec);
+        copy_template_labels(m);
+        return;
+    }
     let meta = map(child(m, "metadata")).expect("metadata is an object");
     let name = meta
         .get("name")
@@ -1157,7 +1242,20 @@ fn job(alloc: &mut dyn Allocator, object: &mut Value, old: Option<&Value>) {
     // SetDefaults_Job: a Job without labels takes its template's. Defaulting runs again
     // when the created object is decoded from storage, after generateSelector, so the
     // generated labels are copied too (what `kubectl get job -o yaml` shows).
-    let tpl_labels = spec["template"]["metadata"].get("labels").cloned();
+    copy_template_labels(m);
+    if old.is_none() {
+        initial_status(m, json!({}));
+    }
+}
+
+/// SetDefaults_Job: a Job without labels takes its template's.
+fn copy_template_labels(m: &mut Map<String, Value>) {
+    let tpl_labels = m
+        .get("spec")
+        .and_then(|s| s.get("template"))
+        .and_then(|t| t.get("metadata"))
+        .and_then(|md| md.get("labels"))
+        .cloned();
     if let (Some(labels), Some(meta)) = (tpl_labels, map(child(m, "metadata"))) {
         if meta
             .get("labels")
@@ -1166,9 +1264,6 @@ fn job(alloc: &mut dyn Allocator, object: &mut Value, old: Option<&Value>) {
         {
             meta.insert("labels".into(), labels);
         }
-    }
-    if old.is_none() {
-        initial_status(m, json!({}));
     }
 }
 
@@ -2012,5 +2107,132 @@ mod tests {
         assert_eq!(a.node_port(), None, "range exhausted");
         let u = a.uid();
         assert_eq!(&u[14..15], "4");
+    }
+
+    fn declared(api_version: &str, kind: &str, v: Value) -> Value {
+        let mut v = v;
+        apply_declared(api_version, kind, &mut v);
+        v
+    }
+
+    #[test]
+    fn declared_mode_has_the_defaults_but_no_allocations_or_status() {
+        let svc = declared(
+            "v1",
+            "Service",
+            json!({"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": "web", "namespace": "shop"},
+                   "spec": {"type": "NodePort", "selector": {"app": "web"},
+                            "ports": [{"port": 80}]}}),
+        );
+        let spec = &svc["spec"];
+        assert_eq!(spec["sessionAffinity"], "None");
+        assert_eq!(spec["externalTrafficPolicy"], "Cluster");
+        assert_eq!(spec["ports"][0]["targetPort"], 80);
+        assert_eq!(spec["ports"][0]["protocol"], "TCP");
+        for allocated in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+            assert!(spec.get(allocated).is_none(), "{allocated}: {spec}");
+        }
+        assert!(spec["ports"][0].get("nodePort").is_none());
+        assert!(svc.get("status").is_none());
+
+        let job = declared(
+            "batch/v1",
+            "Job",
+            json!({"apiVersion": "batch/v1", "kind": "Job",
+                   "metadata": {"name": "m", "namespace": "shop"},
+                   "spec": {"template": {"metadata": {"labels": {"app": "m"}},
+                            "spec": {"restartPolicy": "Never",
+                                     "containers": [{"name": "c", "image": "m:1"}]}}}}),
+        );
+        assert!(job["metadata"].get("uid").is_none());
+        assert!(job["spec"].get("selector").is_none());
+        assert_eq!(job["metadata"]["labels"], json!({"app": "m"}));
+        assert_eq!(
+            job["spec"]["template"]["metadata"]["labels"],
+            json!({"app": "m"})
+        );
+        assert_eq!(job["spec"]["suspend"], false);
+        assert_eq!(job["spec"]["backoffLimit"], 6);
+        assert!(job["spec"]["template"]["metadata"]
+            .get("creationTimestamp")
+            .is_none());
+        let c = &job["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["imagePullPolicy"], "IfNotPresent");
+
+        let secret = declared(
+            "v1",
+            "Secret",
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                   "stringData": {"k": "v"}}),
+        );
+        assert_eq!(secret["type"], "Opaque");
+        assert_eq!(secret["stringData"], json!({"k": "v"}));
+        assert!(secret.get("data").is_none());
+
+        // Custom resources: untouched.
+        let cr = json!({"apiVersion": "example.com/v1", "kind": "Widget", "spec": {"a": 1}});
+        assert_eq!(declared("example.com/v1", "Widget", cr.clone()), cr);
+    }
+
+    #[test]
+    fn declared_defaults_are_a_subset_of_the_served_object() {
+        // Whatever apply_declared adds, a create through the simulator has the same value.
+        let objects = [
+            (
+                "apps/v1",
+                "Deployment",
+                json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": "shop"},
+                "spec": {"selector": {"matchLabels": {"app": "web"}},
+                         "template": container_template(json!([{"name": "web", "image": "web:1",
+                            "ports": [{"containerPort": 80}],
+                            "readinessProbe": {"httpGet": {"port": 80}}}]))}}),
+            ),
+            (
+                "batch/v1",
+                "CronJob",
+                json!({"apiVersion": "batch/v1", "kind": "CronJob",
+                "metadata": {"name": "c", "namespace": "shop"},
+                "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template":
+                    container_template(json!([{"name": "c", "image": "c"}]))}}}}),
+            ),
+            (
+                "v1",
+                "Service",
+                json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "s", "namespace": "shop"},
+                "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                         "ports": [{"port": 53, "protocol": "UDP"}]}}),
+            ),
+            (
+                "v1",
+                "Namespace",
+                json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "shop"}}),
+            ),
+        ];
+        fn subset(d: &Value, s: &Value, path: &str) {
+            match (d, s) {
+                (Value::Object(dm), Value::Object(sm)) => {
+                    for (k, v) in dm {
+                        let sv = sm.get(k).unwrap_or_else(|| panic!("{path}/{k} not served"));
+                        subset(v, sv, &format!("{path}/{k}"));
+                    }
+                }
+                (Value::Array(da), Value::Array(sa)) => {
+                    assert_eq!(da.len(), sa.len(), "{path}");
+                    for (i, (dv, sv)) in da.iter().zip(sa).enumerate() {
+                        subset(dv, sv, &format!("{path}/{i}"));
+                    }
+                }
+                _ => assert_eq!(d, s, "{path}"),
+            }
+        }
+        for (api_version, kind, object) in objects {
+            let d = declared(api_version, kind, object.clone());
+            let served = defaulted(api_version, kind, object);
+            subset(&d, &served, kind);
+        }
     }
 }

@@ -139,13 +139,17 @@ impl Store {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         if wal {
             // The first statement is where SQLite notices a file that is not a database.
-            let mode: String = conn
-                .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-                .map_err(open_err)?;
-            if !mode.eq_ignore_ascii_case("wal") {
-                // WAL lets `driftd serve` keep reading while `driftd commit` writes.
-                conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+            let mode: String =
+                retry_busy(|| conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)))
                     .map_err(open_err)?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                // WAL lets `driftd serve` keep reading while `driftd commit` writes. Switching
+                // needs an exclusive lock, and SQLite answers BUSY at once (no busy handler)
+                // while another process opens the same fresh file: retry within the timeout.
+                retry_busy(|| {
+                    conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+                })
+                .map_err(open_err)?;
             }
             conn.pragma_update(None, "synchronous", "NORMAL")
                 .map_err(open_err)?;
@@ -244,3 +248,21 @@ fn ts_from_db(row: &rusqlite::Row, idx: usize) -> rusqlite::Result<Timestamp> {
 
 #[cfg(test)]
 mod tests;
+
+/// Runs `op` again while SQLite reports the database busy or locked, up to [`BUSY_TIMEOUT`].
+fn retry_busy<T>(mut op: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match op() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
