@@ -807,3 +807,41 @@ fn server_side_apply_owns_fields_conflicts_and_forces() {
         "{d}"
     );
 }
+
+#[test]
+fn jobs_run_pods_to_completion() {
+    let sim = SimProc::start(&[]);
+    let file = sim.file(
+        "job.yaml",
+        r#"apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate}
+spec:
+  completions: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: "busybox:1.36", command: [sh, -c, "true"]}]
+"#,
+    );
+    sim.kubectl(&["create", "-f", &file]);
+    let out = sim.kubectl(&[
+        "wait",
+        "--for=condition=complete",
+        "job/migrate",
+        "--timeout=15s",
+    ]);
+    assert!(out.contains("condition met"), "{out}");
+    let job = sim.kubectl_json(&["get", "job", "migrate"]);
+    assert_eq!(job["status"]["succeeded"], 2);
+    assert!(job["status"]["completionTime"].is_string());
+    let pods = sim.kubectl_json(&["get", "pods"]);
+    let phases: Vec<&str> = pods["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["metadata"]["ownerReferences"][0]["kind"] == "Job")
+        .map(|p| p["status"]["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, ["Succeeded", "Succeeded"]);
+}

@@ -4,7 +4,9 @@
 //! controllers and the kubelet would leave them. Template changes roll out at once: the new
 //! ReplicaSet is scaled up and old ones to zero. Status is written through the `status`
 //! subresource (managers `kube-controller-manager` and `kubelet`), so watchers see the same
-//! event sequence shape as on a cluster.
+//! event sequence shape as on a cluster. StatefulSets (`<name>-<ordinal>` pods), DaemonSets
+//! (one pod on the single simulated node) and Jobs (pods that succeed) get the same treatment,
+//! and every namespace gets its `default` ServiceAccount and `kube-root-ca.crt` ConfigMap.
 
 use super::store::{now_rfc3339, random_suffix, ResourceInfo, Store, WriteCtx};
 use serde_json::{json, Value};
@@ -23,6 +25,7 @@ struct Types {
     event: ResourceInfo,
     sts: ResourceInfo,
     ds: ResourceInfo,
+    job: ResourceInfo,
     namespace: ResourceInfo,
     configmap: ResourceInfo,
     service_account: ResourceInfo,
@@ -75,6 +78,7 @@ fn types(store: &Store) -> Option<Types> {
         event: resolve("", "events")?,
         sts: resolve("apps", "statefulsets")?,
         ds: resolve("apps", "daemonsets")?,
+        job: resolve("batch", "jobs")?,
         namespace: resolve("", "namespaces")?,
         configmap: resolve("", "configmaps")?,
         service_account: resolve("", "serviceaccounts")?,
@@ -115,6 +119,7 @@ pub async fn run(store: Store) {
                 (Kind::Deployment, &t.deploy),
                 (Kind::StatefulSet, &t.sts),
                 (Kind::DaemonSet, &t.ds),
+                (Kind::Job, &t.job),
             ] {
                 for d in store.all(info) {
                     dirty.insert((kind, meta(&d, "namespace"), meta(&d, "name")));
@@ -127,6 +132,7 @@ pub async fn run(store: Store) {
                 Kind::Deployment => reconcile(&store, &t, &ns, &name),
                 Kind::StatefulSet => reconcile_stateful_set(&store, &t, &ns, &name),
                 Kind::DaemonSet => reconcile_daemon_set(&store, &t, &ns, &name),
+                Kind::Job => reconcile_job(&store, &t, &ns, &name),
             }));
             if outcome.is_err() {
                 tracing::error!(?kind, namespace = %ns, %name, "controller reconcile panicked; skipped");
@@ -158,6 +164,7 @@ enum Kind {
     Deployment,
     StatefulSet,
     DaemonSet,
+    Job,
 }
 
 type Dirty = BTreeSet<(Kind, String, String)>;
@@ -184,13 +191,15 @@ fn collect(store: &Store, t: &Types, n: &Notice, dirty: &mut Dirty) {
         ("apps", "deployments") => Some((Kind::Deployment, meta(&c.object, "name"))),
         ("apps", "statefulsets") => Some((Kind::StatefulSet, meta(&c.object, "name"))),
         ("apps", "daemonsets") => Some((Kind::DaemonSet, meta(&c.object, "name"))),
+        ("batch", "jobs") => Some((Kind::Job, meta(&c.object, "name"))),
         ("apps", "replicasets") => deploy_of_rs(&c.object).map(|d| (Kind::Deployment, d)),
         ("", "pods") => owner("ReplicaSet")
             .and_then(|rs| store.get(&t.rs, Some(&ns), &rs).ok())
             .and_then(|rs| deploy_of_rs(&rs))
             .map(|d| (Kind::Deployment, d))
             .or_else(|| owner("StatefulSet").map(|s| (Kind::StatefulSet, s)))
-            .or_else(|| owner("DaemonSet").map(|s| (Kind::DaemonSet, s))),
+            .or_else(|| owner("DaemonSet").map(|s| (Kind::DaemonSet, s)))
+            .or_else(|| owner("Job").map(|s| (Kind::Job, s))),
         _ => None,
     };
     if let Some((kind, name)) = target {
@@ -587,6 +596,32 @@ fn create_running_pod(
     extra_labels: &[(&str, String)],
     index: usize,
 ) -> Option<Value> {
+    create_pod(
+        store,
+        t,
+        owner,
+        name,
+        generate_name,
+        template,
+        extra_labels,
+        index,
+        false,
+    )
+}
+
+/// Like [`create_running_pod`]; `completes` reports the pod Succeeded instead (Job pods).
+#[allow(clippy::too_many_arguments)]
+fn create_pod(
+    store: &Store,
+    t: &Types,
+    owner: &Value,
+    name: &str,
+    generate_name: Option<&str>,
+    template: &Value,
+    extra_labels: &[(&str, String)],
+    index: usize,
+    completes: bool,
+) -> Option<Value> {
     let ns = meta(owner, "namespace");
     let owner_av = owner["apiVersion"].as_str().unwrap_or("apps/v1");
     let owner_kind = owner["kind"].as_str().unwrap_or("");
@@ -622,7 +657,11 @@ fn create_running_pod(
             &WriteCtx::new("kubelet"),
             |old| {
                 let mut new = old.clone();
-                new["status"] = running_status(old, index);
+                new["status"] = if completes {
+                    completed_status(old, index)
+                } else {
+                    running_status(old, index)
+                };
                 Ok(new)
             },
         )
@@ -842,6 +881,139 @@ fn reconcile_daemon_set(store: &Store, t: &Types, ns: &str, name: &str) {
             Ok(new)
         },
     );
+}
+
+/// Job: runs `completions` pods to success, then marks the Job Complete.
+fn reconcile_job(store: &Store, t: &Types, ns: &str, name: &str) {
+    let Ok(job) = store.get(&t.job, Some(ns), name) else {
+        return;
+    };
+    let Some(template) = job.pointer("/spec/template").cloned() else {
+        return;
+    };
+    let completions = job
+        .pointer("/spec/completions")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+        .max(0) as usize;
+    let mut pods = owned_by(store.all(&t.pod), ns, &meta(&job, "uid"));
+    let complete = job
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Complete" && c["status"] == "True")
+        });
+    if complete || job.pointer("/spec/suspend") == Some(&json!(true)) {
+        return;
+    }
+    while pods.len() < completions {
+        let pod_name = format!("{name}-{}", random_suffix(5));
+        let Some(p) = create_pod(
+            store,
+            t,
+            &job,
+            &pod_name,
+            Some(&format!("{name}-")),
+            &template,
+            &[],
+            pods.len(),
+            true,
+        ) else {
+            break;
+        };
+        let msg = format!("Created pod: {pod_name}");
+        record_event(store, t, &job, "job-controller", "SuccessfulCreate", &msg);
+        pods.push(p);
+    }
+    let succeeded = pods
+        .iter()
+        .filter(|p| p.pointer("/status/phase").and_then(Value::as_str) == Some("Succeeded"))
+        .count();
+    let done = succeeded >= completions;
+    let _ = store.write(
+        &t.job,
+        Some(ns),
+        name,
+        Some("status"),
+        &WriteCtx::new(MANAGER),
+        |old| {
+            let mut new = old.clone();
+            let now = now_rfc3339();
+            let start = old
+                .pointer("/status/startTime")
+                .cloned()
+                .unwrap_or(json!(now));
+            let mut status = json!({
+                "startTime": start,
+                "active": completions.saturating_sub(succeeded),
+                "succeeded": succeeded,
+                "ready": 0,
+                "terminating": 0,
+                "uncountedTerminatedPods": {},
+            });
+            if status["active"] == json!(0) {
+                status.as_object_mut().map(|s| s.remove("active"));
+            }
+            if done {
+                status["completionTime"] = json!(now);
+                let cond = |ty: &str, reason: &str, msg: &str| {
+                    json!({"type": ty, "status": "True",
+                "lastProbeTime": now, "lastTransitionTime": now, "reason": reason, "message": msg})
+                };
+                status["conditions"] = json!([
+                    cond(
+                        "SuccessCriteriaMet",
+                        "CompletionsReached",
+                        "Reached expected number of succeeded pods"
+                    ),
+                    cond(
+                        "Complete",
+                        "CompletionsReached",
+                        "Reached expected number of succeeded pods"
+                    ),
+                ]);
+            }
+            new["status"] = status;
+            Ok(new)
+        },
+    );
+    if done {
+        record_event(
+            store,
+            t,
+            &job,
+            "job-controller",
+            "Completed",
+            "Job completed",
+        );
+    }
+}
+
+/// What the kubelet reports for a pod whose containers all exited 0.
+fn completed_status(pod: &Value, index: usize) -> Value {
+    let mut status = running_status(pod, index);
+    let now = now_rfc3339();
+    status["phase"] = json!("Succeeded");
+    if let Some(cs) = status
+        .get_mut("containerStatuses")
+        .and_then(Value::as_array_mut)
+    {
+        for c in cs {
+            c["ready"] = json!(false);
+            c["started"] = json!(false);
+            c["state"] = json!({"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}});
+        }
+    }
+    if let Some(conds) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+        for c in conds {
+            if c["type"] == "Ready" || c["type"] == "ContainersReady" {
+                c["status"] = json!("False");
+                c["reason"] = json!("PodCompleted");
+            }
+        }
+    }
+    status
 }
 
 /// What the kubelet reports for a started pod whose containers all run.
