@@ -435,6 +435,11 @@ regarding: {apiVersion: apps/v1, kind: Deployment, name: web, namespace: default
         "involvedObject.kind=ReplicaSet,reason=SuccessfulCreate",
     ]);
     assert!(rs_events.contains("Created pod: web-"), "{rs_events}");
+    let pod = sim.kubectl(&["describe", "pods", "-l", "app=web"]);
+    assert!(
+        pod.contains("default-scheduler") && pod.contains("Started container app"),
+        "{pod}"
+    );
 }
 
 #[test]

@@ -648,6 +648,38 @@ fn create_pod(
     let created = store
         .create(&t.pod, Some(&ns), pod, &WriteCtx::new(MANAGER))
         .ok()?;
+    // What `kubectl describe pod` shows from the scheduler and the kubelet.
+    let msg = format!("Successfully assigned {ns}/{name} to driftd-sim-node");
+    record_event(store, t, &created, "default-scheduler", "Scheduled", &msg);
+    for c in created
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let (cname, image) = (
+            c["name"].as_str().unwrap_or(""),
+            c["image"].as_str().unwrap_or(""),
+        );
+        let pulled = format!("Container image \"{image}\" already present on machine");
+        record_event(store, t, &created, "kubelet", "Pulled", &pulled);
+        record_event(
+            store,
+            t,
+            &created,
+            "kubelet",
+            "Created",
+            &format!("Created container: {cname}"),
+        );
+        record_event(
+            store,
+            t,
+            &created,
+            "kubelet",
+            "Started",
+            &format!("Started container {cname}"),
+        );
+    }
     let running = store
         .write(
             &t.pod,
