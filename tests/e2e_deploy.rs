@@ -12,20 +12,7 @@ fn deploy_manifest_applies_and_is_in_sync() {
     let dir = tempfile::tempdir().unwrap();
     let sim = Sim::start(dir.path());
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/driftd.yaml");
-    let out = driftd(&[
-        "commit",
-        "--db",
-        dir.path().join("driftd.db").to_str().unwrap(),
-        "--source",
-        "driftd",
-        "-f",
-        manifest.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    commit(&dir.path().join("driftd.db"), "driftd", &manifest);
     sim.kubectl(&["apply", "-f", manifest.to_str().unwrap()]);
     let daemon = Daemon::start(&write_config(dir.path(), ""), &sim.kubeconfig, &[]);
     daemon.wait_ready();

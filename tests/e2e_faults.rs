@@ -11,7 +11,7 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -48,7 +48,7 @@ fn start_with(extra_config: &str, settle_seconds: f64) -> World {
     let dir = tempfile::tempdir().unwrap();
     let sim = Sim::start(dir.path());
     let db = dir.path().join("driftd.db");
-    commit(&db, &examples());
+    commit(&db, "shop", &examples());
     sim.kubectl(&["apply", "-f", examples().to_str().unwrap()]);
     let config = write_config(dir.path(), extra_config);
     let text = std::fs::read_to_string(&config).unwrap();
@@ -90,23 +90,6 @@ fn steady_open_watches(sim: &Sim) -> usize {
         }
         (now > 0 && last.1.elapsed() >= Duration::from_millis(500)).then_some(now)
     })
-}
-
-fn commit(db: &Path, folder: &Path) {
-    let out = driftd(&[
-        "commit",
-        "--db",
-        db.to_str().unwrap(),
-        "--source",
-        "shop",
-        "-f",
-        folder.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "commit failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// Calls a simulator admin endpoint (`/_sim/PATH`).
@@ -614,7 +597,7 @@ fn kinds_leaving_and_entering_the_desired_state_start_and_stop_watchers() {
         };
         std::fs::write(without.join(entry.file_name()), text).unwrap();
     }
-    commit(&w.db, &without);
+    commit(&w.db, "shop", &without);
     wait_for("the Service to leave /drift", T, || {
         (services() == 0).then_some(())
     });
@@ -635,7 +618,7 @@ fn kinds_leaving_and_entering_the_desired_state_start_and_stop_watchers() {
     );
 
     // Back in the desired state: a new watcher lists it, and the live edit is drift again.
-    commit(&w.db, &examples());
+    commit(&w.db, "shop", &examples());
     wait_open_watches(&w.sim, w.watches);
     let service = wait_drift_at(
         &w.daemon,

@@ -20,20 +20,7 @@ fn prometheus_scrapes_drift_series() {
     let dir = tempfile::tempdir().unwrap();
     let sim = Sim::start(dir.path());
     let db = dir.path().join("driftd.db");
-    let out = driftd(&[
-        "commit",
-        "--db",
-        db.to_str().unwrap(),
-        "--source",
-        "shop",
-        "-f",
-        examples().to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    commit(&db, "shop", &examples());
     sim.kubectl(&["apply", "-f", examples().to_str().unwrap()]);
     let daemon = Daemon::start(&write_config(dir.path(), ""), &sim.kubeconfig, &[]);
     daemon.wait_ready();

@@ -22,7 +22,7 @@ fn setup(extra: &str) -> Setup {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
     let sim = Sim::start(&dir);
-    commit(&dir, &examples());
+    commit(&dir.join("driftd.db"), "shop", &examples());
     sim.kubectl(&["apply", "-f", examples().to_str().unwrap()]);
     let daemon = Daemon::start(&write_config(&dir, extra), &sim.kubeconfig, &[]);
     daemon.wait_ready();
@@ -32,23 +32,6 @@ fn setup(extra: &str) -> Setup {
         sim,
         daemon,
     }
-}
-
-fn commit(dir: &std::path::Path, path: &std::path::Path) {
-    let out = driftd(&[
-        "commit",
-        "--db",
-        dir.join("driftd.db").to_str().unwrap(),
-        "--source",
-        "shop",
-        "-f",
-        path.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn metric(metrics: &str, series: &str) -> Option<f64> {
@@ -220,7 +203,7 @@ fn field_removed_from_desired_but_still_live_is_drift_with_attribution() {
         )
         .unwrap();
     }
-    commit(&s.dir, &next);
+    commit(&s.dir.join("driftd.db"), "shop", &next);
     let cm = wait_for("removed key reported", T, || {
         find(&s.daemon.drift(""), "ConfigMap", "web-config").cloned()
     });

@@ -11,24 +11,6 @@ use std::time::Duration;
 
 const T: Duration = Duration::from_secs(20);
 
-fn commit(db: &std::path::Path, source: &str, path: &std::path::Path) -> String {
-    let out = driftd(&[
-        "commit",
-        "--db",
-        db.to_str().unwrap(),
-        "--source",
-        source,
-        "-f",
-        path.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "commit failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 fn events(sim: &Sim, reason: &str, name: &str) -> Vec<Value> {
     let list = sim.kubectl_json(&["get", "events.v1.events.k8s.io", "-n", "shop"]);
     list["items"]

@@ -19,12 +19,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Output formats of `driftd check`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Table,
-    Json,
-}
+pub use super::Format;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -2,11 +2,7 @@
 
 use std::process::ExitCode;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Table,
-    Json,
-}
+pub use super::Format;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

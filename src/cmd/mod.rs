@@ -10,6 +10,15 @@ pub mod serve;
 pub mod sim;
 pub mod sources;
 
+/// Output format of the commands that print for people or for scripts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned columns for people (times as ages where a listing shows times).
+    Table,
+    /// JSON for scripts (times as RFC 3339).
+    Json,
+}
+
 /// Starts a multi-threaded tokio runtime for subcommands that need one.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()

@@ -8,14 +8,7 @@ use jiff::Timestamp;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Output format of the listing commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Aligned columns for people; times as ages.
-    Table,
-    /// A JSON array for scripts; times as RFC 3339.
-    Json,
-}
+pub use super::Format;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

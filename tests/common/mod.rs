@@ -210,6 +210,25 @@ pub fn driftd(args: &[&str]) -> Output {
         .expect("driftd runs")
 }
 
+/// `driftd commit --db DB --source SOURCE -f PATH`, which must succeed; returns its stdout.
+pub fn commit(db: &Path, source: &str, path: &Path) -> String {
+    let out = driftd(&[
+        "commit",
+        "--db",
+        db.to_str().unwrap(),
+        "--source",
+        source,
+        "-f",
+        path.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "driftd commit failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// `driftd serve` as a separate process.
 pub struct Daemon {
     pub proc: Proc,
