@@ -30,10 +30,7 @@ impl Gr<'_> {
         }
     }
     /// `details` for errors about `name`.
-    pub fn details_pub(&self, name: &str) -> Value {
-        self.details(name)
-    }
-    fn details(&self, name: &str) -> Value {
+    pub fn details(&self, name: &str) -> Value {
         let mut d = json!({"group": self.group, "kind": self.resource});
         if !name.is_empty() {
             d["name"] = json!(name);

@@ -1191,7 +1191,7 @@ impl Store {
         if let Some(uid) = opts.precondition_uid.as_deref().filter(|u| !u.is_empty()) {
             if Some(uid) != meta_str(&old, "uid") {
                 return Err(ApiError {
-                    details: Some(info.gr().details_pub(name)),
+                    details: Some(info.gr().details(name)),
                     ..ApiError::new(
                         409,
                         "Conflict",
