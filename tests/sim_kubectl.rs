@@ -608,6 +608,11 @@ spec:
   template:
     metadata: {labels: {app: db}}
     spec: {containers: [{name: db, image: "postgres:16"}]}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}
 ---
 apiVersion: apps/v1
 kind: DaemonSet
@@ -640,6 +645,25 @@ spec:
     assert_eq!(
         sts["status"]["currentRevision"],
         sts["status"]["updateRevision"]
+    );
+    // Claims from volumeClaimTemplates, bound like a dynamic provisioner would.
+    let pvc = wait_for("bound claim", T, || {
+        let pvc = sim.kubectl_json(&["get", "pvc", "data-db-0"]);
+        (pvc["status"]["phase"] == "Bound").then_some(pvc)
+    });
+    assert_eq!(pvc["status"]["capacity"]["storage"], "1Gi");
+    assert!(pvc["spec"]["volumeName"]
+        .as_str()
+        .unwrap()
+        .starts_with("pvc-"));
+    assert_eq!(
+        pvc["metadata"]["annotations"]["pv.kubernetes.io/bind-completed"],
+        "yes"
+    );
+    let pod = sim.kubectl_json(&["get", "pod", "db-0"]);
+    assert_eq!(
+        pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"],
+        "data-db-0"
     );
 
     let ds = wait_for("daemonset status", T, || {

@@ -29,6 +29,7 @@ struct Types {
     namespace: ResourceInfo,
     configmap: ResourceInfo,
     service_account: ResourceInfo,
+    pvc: ResourceInfo,
 }
 
 /// Records a core/v1 Event about `about`, named `<name>.<hex nanos>` like client-go's
@@ -82,6 +83,7 @@ fn types(store: &Store) -> Option<Types> {
         namespace: resolve("", "namespaces")?,
         configmap: resolve("", "configmaps")?,
         service_account: resolve("", "serviceaccounts")?,
+        pvc: resolve("", "persistentvolumeclaims")?,
     })
 }
 
@@ -185,6 +187,10 @@ fn collect(store: &Store, t: &Types, n: &Notice, dirty: &mut Dirty) {
     };
     if (c.group.as_str(), c.plural.as_str(), c.kind) == ("", "namespaces", "ADDED") {
         namespace_defaults(store, t, &meta(&c.object, "name"));
+        return;
+    }
+    if (c.group.as_str(), c.plural.as_str(), c.kind) == ("", "persistentvolumeclaims", "ADDED") {
+        bind_claim(store, t, &c.namespace, &meta(&c.object, "name"));
         return;
     }
     let target = match (c.group.as_str(), c.plural.as_str()) {
@@ -728,6 +734,46 @@ fn namespace_defaults(store: &Store, t: &Types, ns: &str) {
 /// A placeholder CA bundle (the simulator serves plain HTTP; nothing verifies against it).
 const SIM_CA_PEM: &str = "-----BEGIN CERTIFICATE-----\nZHJpZnRkLXNpbXVsYXRvci1wbGFjZWhvbGRlci1jYQ==\n-----END CERTIFICATE-----\n";
 
+/// Binds a new claim the way the PV controller and a dynamic provisioner leave it: a volume
+/// name in the spec, binding annotations, and a Bound status with the requested capacity.
+fn bind_claim(store: &Store, t: &Types, ns: &str, name: &str) {
+    let ctx = WriteCtx::new(MANAGER);
+    let Ok(pvc) = store.get(&t.pvc, Some(ns), name) else {
+        return;
+    };
+    if pvc
+        .pointer("/spec/volumeName")
+        .and_then(Value::as_str)
+        .is_some_and(|v| !v.is_empty())
+    {
+        return;
+    }
+    let volume = format!("pvc-{}", meta(&pvc, "uid"));
+    let bound = store.write(&t.pvc, Some(ns), name, None, &ctx, |old| {
+        let mut new = old.clone();
+        new["spec"]["volumeName"] = json!(volume);
+        let a = &mut new["metadata"]["annotations"];
+        a["pv.kubernetes.io/bind-completed"] = json!("yes");
+        a["pv.kubernetes.io/bound-by-controller"] = json!("yes");
+        a["volume.beta.kubernetes.io/storage-provisioner"] = json!("driftd.sim/local");
+        a["volume.kubernetes.io/storage-provisioner"] = json!("driftd.sim/local");
+        Ok(new)
+    });
+    if bound.is_err() {
+        return;
+    }
+    let _ = store.write(&t.pvc, Some(ns), name, Some("status"), &ctx, |old| {
+        let mut new = old.clone();
+        let storage = old.pointer("/spec/resources/requests/storage").cloned().unwrap_or(json!("1Gi"));
+        new["status"] = json!({
+            "phase": "Bound",
+            "accessModes": old.pointer("/spec/accessModes").cloned().unwrap_or(json!(["ReadWriteOnce"])),
+            "capacity": {"storage": storage},
+        });
+        Ok(new)
+    });
+}
+
 /// StatefulSet: pods `<name>-<ordinal>`, replaced when the template revision changes.
 fn reconcile_stateful_set(store: &Store, t: &Types, ns: &str, name: &str) {
     let Ok(sts) = store.get(&t.sts, Some(ns), name) else {
@@ -779,6 +825,54 @@ fn reconcile_stateful_set(store: &Store, t: &Types, ns: &str, name: &str) {
         }
         let mut tpl = template.clone();
         tpl["spec"]["hostname"] = json!(pod_name);
+        // One claim per template and ordinal, `<claim>-<pod>`, mounted as a volume of the pod.
+        for claim in sts
+            .pointer("/spec/volumeClaimTemplates")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let claim_name = claim
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("data");
+            let pvc_name = format!("{claim_name}-{pod_name}");
+            if store.get(&t.pvc, Some(ns), &pvc_name).is_err() {
+                let mut pvc = json!({
+                    "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": pvc_name, "namespace": ns,
+                        "labels": template.pointer("/metadata/labels").cloned().unwrap_or(json!({}))},
+                    "spec": claim.get("spec").cloned().unwrap_or(json!({})),
+                });
+                if let Some(l) = claim.pointer("/metadata/labels").and_then(Value::as_object) {
+                    for (k, v) in l {
+                        pvc["metadata"]["labels"][k] = v.clone();
+                    }
+                }
+                let _ = store.create(&t.pvc, Some(ns), pvc, &WriteCtx::new(MANAGER));
+                let msg =
+                    format!("create Claim {pvc_name} Pod {pod_name} in StatefulSet {name} success");
+                record_event(
+                    store,
+                    t,
+                    &sts,
+                    "statefulset-controller",
+                    "SuccessfulCreate",
+                    &msg,
+                );
+            }
+            let volumes = tpl["spec"]["volumes"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if !volumes.iter().any(|v| v["name"] == claim_name) {
+                let mut volumes = volumes;
+                volumes.push(
+                    json!({"name": claim_name, "persistentVolumeClaim": {"claimName": pvc_name}}),
+                );
+                tpl["spec"]["volumes"] = Value::Array(volumes);
+            }
+        }
         if let Some(svc) = sts
             .pointer("/spec/serviceName")
             .and_then(Value::as_str)

@@ -17,7 +17,8 @@
 //!   kube-apiserver defaults ([`defaults`]), finalizers/deletionTimestamp, owner-reference
 //!   garbage collection, and core/v1 + events.k8s.io/v1 Events sharing one storage;
 //! - in-process controllers: Deployments (ReplicaSets and Running Pods), StatefulSets and
-//!   DaemonSets (Pods), Jobs (Pods that succeed, then Complete), with status written like
+//!   DaemonSets (Pods, and claims from volumeClaimTemplates), Jobs (Pods that succeed, then
+//!   Complete), PersistentVolumeClaims (bound at once), with status written like
 //!   kube-controller-manager and the kubelet, and
 //!   Events like theirs; every namespace gets the `default` ServiceAccount and the
 //!   `kube-root-ca.crt` ConfigMap (the `kubernetes` Service in `default` is not created).
