@@ -82,6 +82,11 @@ fn drift_appears_resolves_and_follows_new_revisions() {
     assert_eq!(change["op"], "replace");
     assert_eq!(change["desired"], "nginx:1.27");
     assert_eq!(change["live"], "nginx:1.28");
+    // The patch that would restore the desired image, applicable to the live object.
+    assert_eq!(
+        web["patch"],
+        serde_json::json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "nginx:1.27"}])
+    );
 
     // Filters.
     assert_eq!(

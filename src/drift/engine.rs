@@ -547,6 +547,7 @@ impl Engine {
             class: DriftClass::Unmanaged,
             since: Some(Timestamp::now()),
             changes: Vec::new(),
+            patch: json_patch::Patch::default(),
             ignored: Vec::new(),
         };
         self.handles
@@ -693,6 +694,7 @@ impl Engine {
             class: comparison.class,
             since,
             changes: comparison.changes,
+            patch: comparison.patch,
             ignored: comparison.ignored,
         };
         let observed = (entry.class != DriftClass::InSync).then(|| Reported {
