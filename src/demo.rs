@@ -129,6 +129,12 @@ pub async fn run(
     ));
     let addr = addr_rx.await.context("daemon did not start")?;
     let url = format!("http://{addr}");
+    // The commands to try name this very binary: after `cargo run -- demo` there is no
+    // `driftd` on PATH.
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.to_str().map(str::to_string))
+        .unwrap_or_else(|| "driftd".into());
     println!("driftd listening on {url}");
     println!();
     println!(
@@ -142,7 +148,7 @@ pub async fn run(
         database.display()
     );
     println!("  open:      {url}/drift   {url}/metrics");
-    println!("  try:       driftd drift --server {url}");
+    println!("  try:       {exe} drift --server {url}");
     println!(
         "             KUBECONFIG={} kubectl -n shop get deploy,cm,events.v1.events.k8s.io",
         kubeconfig.display()
@@ -156,7 +162,7 @@ pub async fn run(
     hand_edit(&client).await?;
     println!();
     println!("edited: deployment/web image nginx:1.27 -> nginx:1.28-rc (kubectl-set), configmap/web-config LOG_LEVEL info -> debug (kubectl-edit)");
-    println!("  see:       curl -s {url}/drift   or   driftd drift --server {url}");
+    println!("  see:       curl -s {url}/drift   or   {exe} drift --server {url}");
     println!(
         "  revert:    KUBECONFIG={} kubectl -n shop set image deployment/web app=nginx:1.27",
         kubeconfig.display()

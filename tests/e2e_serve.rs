@@ -82,6 +82,11 @@ fn drift_appears_resolves_and_follows_new_revisions() {
     assert_eq!(change["op"], "replace");
     assert_eq!(change["desired"], "nginx:1.27");
     assert_eq!(change["live"], "nginx:1.28");
+    // The patch that would restore the desired image, applicable to the live object.
+    assert_eq!(
+        web["patch"],
+        serde_json::json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "nginx:1.27"}])
+    );
 
     // Filters.
     assert_eq!(
@@ -241,4 +246,33 @@ fn drift_appears_resolves_and_follows_new_revisions() {
         find(&daemon.drift(""), "Deployment", "web").cloned()
     });
     assert_eq!(web["since"], since, "since survives a restart");
+    // No second DriftDetected for the same drift after the restart: 2 so far, and the
+    // restarted daemon agrees the episode is still open (one open episode for web).
+    let open = |db: &std::path::Path| -> Vec<String> {
+        driftd::store::Store::open(db)
+            .unwrap()
+            .open_episodes()
+            .unwrap()
+            .into_iter()
+            .map(|e| e.key.name)
+            .collect()
+    };
+    assert_eq!(open(&db), vec!["web".to_string()]);
+
+    // Stopped, the Deployment leaves the desired state, restarted: its episode is closed.
+    let mut daemon = daemon;
+    assert!(daemon.proc.terminate().success());
+    let without = dir.path().join("without-web");
+    std::fs::create_dir(&without).unwrap();
+    for name in ["00-namespace.yaml", "10-config.yaml"] {
+        std::fs::copy(examples().join(name), without.join(name)).unwrap();
+    }
+    commit(&db, "shop", &without);
+    let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
+    daemon.wait_ready();
+    wait_for("the orphaned episode closed", T, || {
+        open(&db).is_empty().then_some(())
+    });
+    assert!(find(&daemon.drift(""), "Deployment", "web").is_none());
+    assert_eq!(events(&sim, "DriftDetected", "web").len(), 2);
 }

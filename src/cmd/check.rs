@@ -180,6 +180,9 @@ fn json_report(drifting: &[Drifting]) -> Value {
                 "class": d.comparison.class.as_str(),
                 "changes": changes,
             });
+            if !d.comparison.patch.0.is_empty() {
+                obj["patch"] = serde_json::to_value(&d.comparison.patch).unwrap_or_default();
+            }
             if !d.comparison.ignored.is_empty() {
                 obj["ignored"] = serde_json::to_value(&d.comparison.ignored).unwrap_or_default();
             }

@@ -69,7 +69,7 @@ pub fn render_table(body: &serde_json::Value) -> String {
         "KIND",
         "NAME",
         "CLASS",
-        "SINCE",
+        "DRIFTING",
         "FIELD",
         "DESIRED",
         "LIVE",
@@ -89,7 +89,7 @@ pub fn render_table(body: &serde_json::Value) -> String {
             text(o, "kind"),
             text(o, "name"),
             text(o, "class"),
-            text(o, "since"),
+            drifting_for(&text(o, "since")),
         ];
         let changes = o
             .get("changes")
@@ -131,6 +131,14 @@ pub fn render_table(body: &serde_json::Value) -> String {
         out.push('\n');
     }
     out
+}
+
+/// How long an object has drifted, kubectl AGE style ("45s", "3m", "2d4h").
+fn drifting_for(since: &str) -> String {
+    match since.parse::<jiff::Timestamp>() {
+        Ok(t) => super::sources::human_age(jiff::Timestamp::now(), t),
+        Err(_) => String::new(),
+    }
 }
 
 /// A value as one short cell: strings bare, others as compact JSON, cut at 40 characters.

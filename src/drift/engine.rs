@@ -107,6 +107,9 @@ impl Coverage {
     }
 }
 
+/// How often open drift episodes get their `last_seen` moved forward.
+const LAST_SEEN_PERIOD: Duration = Duration::from_secs(60);
+
 /// Kinds whose `spec.replicas` a HorizontalPodAutoscaler may own.
 const SCALABLE: &[&str] = &[
     "Deployment",
@@ -227,6 +230,8 @@ impl Engine {
             (self.settle / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
         let mut settle_tick = tokio::time::interval(settle_period);
         let mut expiry_tick = tokio::time::interval(Duration::from_secs(30));
+        let mut last_seen_tick = tokio::time::interval(LAST_SEEN_PERIOD);
+        last_seen_tick.tick().await;
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -246,6 +251,7 @@ impl Engine {
                 }
                 _ = settle_tick.tick() => self.settle_due(),
                 _ = expiry_tick.tick() => self.report_expired_rules(),
+                _ = last_seen_tick.tick() => self.touch_open_episodes(),
             }
         }
     }
@@ -282,6 +288,16 @@ impl Engine {
             .cloned()
             .collect();
         for key in &gone {
+            self.forget(key);
+        }
+        // Episodes left open by an earlier run for objects no longer desired end now.
+        let orphaned: Vec<ObjectKey> = self
+            .tracks
+            .keys()
+            .filter(|k| !desired.contains_key(*k) && !gone.contains(*k))
+            .cloned()
+            .collect();
+        for key in &orphaned {
             self.forget(key);
         }
         // New keys of a type already listed: their live copy was not kept; re-list the type.
@@ -531,6 +547,7 @@ impl Engine {
             class: DriftClass::Unmanaged,
             since: Some(Timestamp::now()),
             changes: Vec::new(),
+            patch: json_patch::Patch::default(),
             ignored: Vec::new(),
         };
         self.handles
@@ -573,6 +590,30 @@ impl Engine {
             managed as f64 / all as f64
         };
         self.handles.metrics.coverage_ratio.set(ratio);
+    }
+
+    /// Moves `last_seen` of every reported, still-drifting episode to now, so the episode
+    /// record says how long drift really lasted (to within [`LAST_SEEN_PERIOD`]).
+    fn touch_open_episodes(&mut self) {
+        let now = Timestamp::now();
+        let index = self.handles.index.read().unwrap();
+        for (key, track) in &self.tracks {
+            let (Some(reported), Some(entry)) = (&track.reported, index.get(key)) else {
+                continue;
+            };
+            if track.observed.as_ref() != Some(reported) {
+                continue; // a transition is pending; settle_due records it
+            }
+            if let Err(err) = self.store.record_drift(
+                key,
+                &entry.source,
+                reported.class.as_str(),
+                now,
+                &reported.paths,
+            ) {
+                tracing::error!(object = %key, error = %err, "cannot update drift episode");
+            }
+        }
     }
 
     /// Logs and counts ignore rules that expired since the last check.
@@ -653,6 +694,7 @@ impl Engine {
             class: comparison.class,
             since,
             changes: comparison.changes,
+            patch: comparison.patch,
             ignored: comparison.ignored,
         };
         let observed = (entry.class != DriftClass::InSync).then(|| Reported {

@@ -31,9 +31,17 @@ pub struct DriftEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<Timestamp>,
     pub changes: Vec<Change>,
+    /// RFC 6902 patch that, applied to the live object, restores the desired fields (Secret
+    /// values as hash placeholders: not directly applicable to Secrets).
+    #[serde(skip_serializing_if = "patch_is_empty")]
+    pub patch: json_patch::Patch,
     /// Differences hidden by ignore rules, per rule, so an over-broad rule can be noticed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ignored: Vec<IgnoredCount>,
+}
+
+fn patch_is_empty(patch: &json_patch::Patch) -> bool {
+    patch.0.is_empty()
 }
 
 impl DriftEntry {

@@ -294,6 +294,7 @@ mod tests {
             class,
             since: (class != DriftClass::InSync).then(|| "2026-11-30T10:00:00Z".parse().unwrap()),
             changes: vec![],
+            patch: Default::default(),
             ignored: vec![],
         }
     }
