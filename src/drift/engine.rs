@@ -136,11 +136,14 @@ fn created_by_kubernetes(key: &ObjectKey) -> bool {
     matches!(
         (key.kind.as_str(), key.name.as_str()),
         ("ConfigMap", "kube-root-ca.crt") | ("ServiceAccount", "default")
-    ) || (key.kind == "Namespace"
-        && matches!(
-            key.name.as_str(),
-            "default" | "kube-system" | "kube-public" | "kube-node-lease"
-        ))
+    ) || (key.kind == "Service"
+        && key.name == "kubernetes"
+        && key.namespace.as_deref() == Some("default"))
+        || (key.kind == "Namespace"
+            && matches!(
+                key.name.as_str(),
+                "default" | "kube-system" | "kube-public" | "kube-node-lease"
+            ))
 }
 
 impl Engine {
