@@ -7,26 +7,26 @@ use super::walk::Walker;
 use super::ChangeOp;
 use crate::k8s::merge_keys::merge_key;
 use serde_json::Value;
+use std::borrow::Cow;
+use std::collections::HashMap;
 
-/// The merge key value of an item as text (`containerPort: 8080` -> "8080").
-fn key_text(item: &Value, key: &str) -> Option<String> {
+/// The merge key value of an item as text (`containerPort: 8080` -> "8080"); borrowed for
+/// the usual string keys, so indexing a long list does not copy every key.
+fn key_text<'v>(item: &'v Value, key: &str) -> Option<Cow<'v, str>> {
     match item.get(key)? {
-        Value::String(s) => Some(s.clone()),
+        Value::String(s) => Some(Cow::Borrowed(s)),
         Value::Null => None,
-        other => Some(other.to_string()),
+        other => Some(Cow::Owned(other.to_string())),
     }
 }
 
 /// Whether two list items have the same `protocol`, defaulting to TCP as kube-apiserver
 /// does for container and Service ports (items without the field compare equal).
 fn same_protocol(d: &Value, l: &Value) -> bool {
-    let p = |v: &Value| {
-        v.get("protocol")
-            .and_then(Value::as_str)
-            .unwrap_or("TCP")
-            .to_string()
-    };
-    p(d) == p(l)
+    fn protocol(v: &Value) -> &str {
+        v.get("protocol").and_then(Value::as_str).unwrap_or("TCP")
+    }
+    protocol(d) == protocol(l)
 }
 
 /// Compares desired list `d` with live list `l` (and the previous revision's `p`).
@@ -95,26 +95,41 @@ fn keyed(
     l: &[Value],
     p: Option<&[Value]>,
 ) {
-    let live_keys: Vec<Option<String>> = l.iter().map(|i| key_text(i, key)).collect();
+    let live_keys: Vec<Option<Cow<str>>> = l.iter().map(|i| key_text(i, key)).collect();
+    // Key -> live positions in list order, built once so each desired item finds its match
+    // without scanning the list (a key may repeat: 53/TCP and 53/UDP share `containerPort`).
+    let mut live_at: HashMap<&str, Vec<usize>> = HashMap::with_capacity(l.len());
+    for (li, lk) in live_keys.iter().enumerate() {
+        if let Some(lk) = lk {
+            live_at.entry(lk.as_ref()).or_default().push(li);
+        }
+    }
+    // Key -> the previous revision's first item with it.
+    let mut prev_at: HashMap<Cow<str>, &Value> = HashMap::new();
+    for item in p.unwrap_or_default() {
+        if let Some(pk) = key_text(item, key) {
+            prev_at.entry(pk).or_insert(item);
+        }
+    }
     let mut matched = vec![false; l.len()];
     for (di, ditem) in d.iter().enumerate() {
-        let kv = key_text(ditem, key).unwrap_or_default();
-        let candidate =
-            |li: usize, lk: &Option<String>| !matched[li] && lk.as_deref() == Some(kv.as_str());
+        let kv = key_text(ditem, key).unwrap_or_default().into_owned();
         // Ports are identified by number *and* protocol (server-side apply's list-map keys
         // for container and Service ports); prefer the item with the same protocol so DNS's
-        // 53/TCP and 53/UDP pair up right whatever their order live.
-        let found = live_keys
-            .iter()
-            .enumerate()
-            .position(|(li, lk)| candidate(li, lk) && same_protocol(ditem, &l[li]))
-            .or_else(|| {
-                live_keys
-                    .iter()
-                    .enumerate()
-                    .position(|(li, lk)| candidate(li, lk))
-            });
-        let prev = p.and_then(|p| p.iter().find(|i| key_text(i, key).as_deref() == Some(&kv)));
+        // 53/TCP and 53/UDP pair up right whatever their order live. Otherwise the first
+        // unmatched live item with the key.
+        let found = live_at.get(kv.as_str()).and_then(|at| {
+            let mut unmatched = at.iter().copied().filter(|&li| !matched[li]);
+            let first = unmatched.next()?;
+            Some(if same_protocol(ditem, &l[first]) {
+                first
+            } else {
+                unmatched
+                    .find(|&li| same_protocol(ditem, &l[li]))
+                    .unwrap_or(first)
+            })
+        });
+        let prev = prev_at.get(kv.as_str()).copied();
         match found {
             Some(li) => {
                 matched[li] = true;
@@ -144,7 +159,9 @@ fn keyed(
         segs.push(Seg::Item {
             desired: None,
             live: Some(li),
-            key: live_keys[li].clone().map(|v| (key.to_string(), v)),
+            key: live_keys[li]
+                .as_ref()
+                .map(|v| (key.to_string(), v.to_string())),
         });
         w.push(segs, ChangeOp::Remove, None, Some(litem));
         segs.pop();
