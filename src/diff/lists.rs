@@ -228,3 +228,78 @@ fn without_default_toleration_seconds(d: &[Value], l: &[Value]) -> Vec<Value> {
         .cloned()
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// One change to a port: op, desired and live position, `field=value` key.
+    type PortChange = (ChangeOp, Option<usize>, Option<usize>, Option<String>);
+
+    /// The changes `compare` reports for Service `spec.ports`.
+    fn port_changes(d: Value, l: Value, p: Option<Value>) -> Vec<PortChange> {
+        let mut w = Walker::new("Service", true);
+        let mut segs = vec![Seg::Field("spec".into()), Seg::Field("ports".into())];
+        let (d, l) = (d.as_array().unwrap(), l.as_array().unwrap());
+        let p = p.as_ref().and_then(Value::as_array).map(Vec::as_slice);
+        compare(&mut w, &mut segs, d, l, p);
+        assert_eq!(segs.len(), 2, "segments are restored");
+        w.changes
+            .iter()
+            .map(|c| match c.segs.get(2) {
+                Some(Seg::Item { desired, live, key }) => (
+                    c.op,
+                    *desired,
+                    *live,
+                    key.as_ref().map(|(f, v)| format!("{f}={v}")),
+                ),
+                other => panic!("change outside a port: {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn repeated_keys_pair_by_protocol_then_in_order() {
+        // Three live items share port 53; the UDP one pairs with the UDP desired item and
+        // the first remaining one with the TCP item, so only the last TCP one is extra.
+        let d = json!([{"port": 53, "protocol": "UDP"}, {"port": 53}]);
+        let l = json!([{"port": 53, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"},
+                       {"port": 53, "protocol": "TCP", "name": "extra"}]);
+        assert_eq!(
+            port_changes(d, l, None),
+            vec![(ChangeOp::Remove, None, Some(2), Some("port=53".into()))]
+        );
+    }
+
+    #[test]
+    fn items_pair_by_key_whatever_their_order() {
+        let d = json!([{"port": 80, "name": "http"}, {"port": 443, "name": "https"},
+                       {"port": 8080, "name": "admin"}]);
+        let l = json!([{"port": 9090, "name": "metrics"}, {"port": 443, "name": "https"},
+                       {"port": 80, "name": "web"}]);
+        let mut changes = port_changes(d, l, None);
+        changes.sort();
+        assert_eq!(
+            changes,
+            vec![
+                (ChangeOp::Add, Some(2), None, Some("port=8080".into())),
+                (ChangeOp::Remove, None, Some(0), Some("port=9090".into())),
+                (ChangeOp::Replace, Some(0), Some(2), Some("port=80".into())),
+            ]
+        );
+    }
+
+    #[test]
+    fn previous_item_is_found_by_key() {
+        // The previous revision set `nodePort` on port 80 (listed second there); the new
+        // one dropped it while live still has it: a prune of that item's field only.
+        let d = json!([{"port": 443}, {"port": 80}]);
+        let l = json!([{"port": 80, "nodePort": 30080}, {"port": 443, "nodePort": 30443}]);
+        let p = json!([{"port": 443}, {"port": 80, "nodePort": 30080}]);
+        assert_eq!(
+            port_changes(d, l, Some(p)),
+            vec![(ChangeOp::Remove, Some(1), Some(0), Some("port=80".into()))]
+        );
+    }
+}

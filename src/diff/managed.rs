@@ -218,6 +218,45 @@ mod tests {
     }
 
     #[test]
+    fn keyed_items_are_found_by_any_key_field_and_first_match_wins() {
+        let live = json!({"metadata": {"managedFields": [
+            {"manager": "helm", "operation": "Update", "time": "2026-01-01T00:00:00Z",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:ports": {
+                "k:{\"port\":53,\"protocol\":\"TCP\"}": {".": {}, "f:name": {}},
+                "k:{\"port\":53,\"protocol\":\"UDP\"}": {".": {}, "f:name": {}, "f:appProtocol": {}},
+                "k:not json": {"f:name": {}},
+                "k:{\"port\":8080,\"protocol\":\"TCP\"}": {".": {}, "f:targetPort": {}}}}}}
+        ]}});
+        let es = entries(&live);
+        let port = |key: &str, field: &str| {
+            let (k, v) = key.split_once('=').unwrap();
+            vec![
+                Seg::Field("spec".into()),
+                Seg::Field("ports".into()),
+                Seg::Item {
+                    desired: Some(0),
+                    live: Some(0),
+                    key: Some((k.into(), v.into())),
+                },
+                Seg::Field(field.into()),
+            ]
+        };
+        // Asked twice: the second lookup goes through the node's index built by the first.
+        for _ in 0..2 {
+            assert!(owner(&es, &port("port=8080", "targetPort")).is_some());
+            assert!(owner(&es, &port("port=8080", "name")).is_none());
+            // A number key matches its JSON text; port 53 is the first `k:` with it (TCP).
+            assert!(owner(&es, &port("port=53", "name")).is_some());
+            assert!(owner(&es, &port("port=53", "appProtocol")).is_none());
+            // Any field of the key identifies the item; the first in document order wins.
+            assert!(owner(&es, &port("protocol=UDP", "appProtocol")).is_some());
+            assert!(owner(&es, &port("protocol=TCP", "name")).is_some());
+            assert!(owner(&es, &port("port=54", "name")).is_none());
+            assert!(owner(&es, &port("name=53", "name")).is_none());
+        }
+    }
+
+    #[test]
     fn controller_managers_match_by_subresource() {
         let live = live();
         let es = entries(&live);
