@@ -141,8 +141,22 @@ fn with_env(desired: &Value, n: usize) -> Value {
     big
 }
 
-/// Nanoseconds per call of `f`: warm up, then call in batches for [`MEASURE`].
+/// Nanoseconds per call of `f`: warm up, then call in batches for [`MEASURE`]. With
+/// `DIFF_BENCH_CALLS=n` set, exactly `n` calls and no warm-up instead, so that an instruction
+/// count (`valgrind --tool=callgrind`), immune to the noise of a shared machine, divides by
+/// a known number of calls.
 fn ns_per_op<R>(mut f: impl FnMut() -> R) -> f64 {
+    if let Some(n) = std::env::var("DIFF_BENCH_CALLS")
+        .ok()
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|n| *n > 0)
+    {
+        let started = Instant::now();
+        for _ in 0..n {
+            black_box(f());
+        }
+        return started.elapsed().as_nanos() as f64 / f64::from(n);
+    }
     let started = Instant::now();
     while started.elapsed() < WARM_UP {
         black_box(f());
@@ -200,14 +214,14 @@ fn main() {
         let big = with_env(&desired, n);
         let big_live = live_of(&big);
         cases.push(Case {
-            name: format!("{n} env vars, in sync"),
+            name: format!("Deployment with {n} env vars, in sync"),
             scaling: Some(("in sync", n)),
             live: big_live.clone(),
             desired: big.clone(),
             expect: DriftClass::InSync,
         });
         cases.push(Case {
-            name: format!("{n} env vars, image + 1/{ENV_STEP} env edited"),
+            name: format!("Deployment with {n} env vars, image + 1/{ENV_STEP} env edited"),
             scaling: Some(("edited", n)),
             live: edited_by_hand(&big_live, Some(ENV_STEP)),
             desired: big,
@@ -218,7 +232,7 @@ fn main() {
     let differ = Differ::new(b"benchmark installation key, 32+ bytes long");
     let facts = ClusterFacts::default();
     println!(
-        "{:<52} {:>12} {:>14} {:>10} {:>10} {:>10}",
+        "{:<56} {:>12} {:>14} {:>10} {:>10} {:>10}",
         "case", "compare ns", "json-patch ns", "x patch", "eq ns", "x eq"
     );
     // (scenario, env vars, compare ns, json-patch ns) of the scaling cases run.
@@ -251,7 +265,7 @@ fn main() {
         let copy = case.live.clone();
         let equal = ns_per_op(|| black_box(&case.live) == black_box(&copy));
         println!(
-            "{:<52} {:>12.0} {:>14.0} {:>10.2} {:>10.0} {:>10.1}",
+            "{:<56} {:>12.0} {:>14.0} {:>10.2} {:>10.0} {:>10.1}",
             case.name,
             compare,
             patch,
