@@ -20,7 +20,8 @@ pub struct Entry<'a> {
     fields: &'a Value,
     /// The `k:` children of the FieldsV1 nodes looked up so far, by node address: each
     /// node's keys are parsed once per comparison instead of once per lookup, so attributing
-    /// every change inside a long keyed list stays linear in its length.
+    /// every change inside a long keyed list stays linear in its length. The nodes are
+    /// borrowed for `'a`, so an address cannot be reused by another node while this lives.
     keyed: RefCell<HashMap<usize, KeyIndex<'a>>>,
 }
 
