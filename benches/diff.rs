@@ -97,8 +97,27 @@ fn live_of(desired: &Value) -> Value {
 
 /// `live` after `kubectl set image` (a hand edit, recorded in managedFields).
 fn hand_edited(live: &Value) -> Value {
+    edited_by_hand(live, None)
+}
+
+/// `live` after `kubectl set image` and, if `env_step` is given, `kubectl set env` of every
+/// `env_step`-th literal variable: one hand edit recorded in managedFields, with as many
+/// changes inside the keyed `env` list as the list is long / `env_step`.
+fn edited_by_hand(live: &Value, env_step: Option<usize>) -> Value {
     let mut edited = live.clone();
-    edited["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:1.28");
+    let container = &mut edited["spec"]["template"]["spec"]["containers"][0];
+    container["image"] = json!("nginx:1.28");
+    if let (Some(step), Some(env)) = (env_step, container["env"].as_array_mut()) {
+        for (i, var) in env
+            .iter_mut()
+            .filter(|v| v.get("value").is_some())
+            .enumerate()
+        {
+            if i % step == 0 {
+                var["value"] = json!(format!("edited-{i}"));
+            }
+        }
+    }
     edited["metadata"]["generation"] = json!(2);
     edited["metadata"]["resourceVersion"] = json!("48290");
     fields::record(
@@ -117,13 +136,27 @@ fn with_env(desired: &Value, n: usize) -> Value {
         .as_array_mut()
         .unwrap();
     for i in 0..n {
-        env.push(json!({"name": format!("SETTING_{i:03}"), "value": format!("value-{i}")}));
+        env.push(json!({"name": format!("SETTING_{i:04}"), "value": format!("value-{i}")}));
     }
     big
 }
 
-/// Nanoseconds per call of `f`: warm up, then call in batches for [`MEASURE`].
+/// Nanoseconds per call of `f`: warm up, then call in batches for [`MEASURE`]. With
+/// `DIFF_BENCH_CALLS=n` set, exactly `n` calls and no warm-up instead, so that an instruction
+/// count (`valgrind --tool=callgrind`), immune to the noise of a shared machine, divides by
+/// a known number of calls.
 fn ns_per_op<R>(mut f: impl FnMut() -> R) -> f64 {
+    if let Some(n) = std::env::var("DIFF_BENCH_CALLS")
+        .ok()
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|n| *n > 0)
+    {
+        let started = Instant::now();
+        for _ in 0..n {
+            black_box(f());
+        }
+        return started.elapsed().as_nanos() as f64 / f64::from(n);
+    }
     let started = Instant::now();
     while started.elapsed() < WARM_UP {
         black_box(f());
@@ -139,8 +172,15 @@ fn ns_per_op<R>(mut f: impl FnMut() -> R) -> f64 {
     started.elapsed().as_nanos() as f64 / calls as f64
 }
 
+/// Env list lengths of the scaling cases: each 4x the last, so linear cost grows ~4x a step.
+const SIZES: [usize; 4] = [50, 200, 800, 3200];
+/// One in this many literal env vars is edited by hand in the "edited" scaling cases.
+const ENV_STEP: usize = 10;
+
 struct Case {
-    name: &'static str,
+    name: String,
+    /// (scenario, env vars) for the scaling cases, whose growth is printed at the end.
+    scaling: Option<(&'static str, usize)>,
     desired: Value,
     live: Value,
     expect: DriftClass,
@@ -154,40 +194,49 @@ fn main() {
         .collect();
     let desired = example_deployment();
     let live = live_of(&desired);
-    let big = with_env(&desired, 200);
-    let cases = vec![
+    let mut cases = vec![
         Case {
-            name: "example Deployment, in sync",
+            name: "example Deployment, in sync".into(),
+            scaling: None,
             desired: desired.clone(),
             live: live.clone(),
             expect: DriftClass::InSync,
         },
         Case {
-            name: "example Deployment, image edited by hand",
+            name: "example Deployment, image edited by hand".into(),
+            scaling: None,
             live: hand_edited(&live),
             desired: desired.clone(),
             expect: DriftClass::Modified,
         },
-        Case {
-            name: "Deployment with 200 env vars, in sync",
-            live: live_of(&big),
+    ];
+    for n in SIZES {
+        let big = with_env(&desired, n);
+        let big_live = live_of(&big);
+        cases.push(Case {
+            name: format!("Deployment with {n} env vars, in sync"),
+            scaling: Some(("in sync", n)),
+            live: big_live.clone(),
             desired: big.clone(),
             expect: DriftClass::InSync,
-        },
-        Case {
-            name: "Deployment with 200 env vars, image edited by hand",
-            live: hand_edited(&live_of(&big)),
+        });
+        cases.push(Case {
+            name: format!("Deployment with {n} env vars, image + 1/{ENV_STEP} env edited"),
+            scaling: Some(("edited", n)),
+            live: edited_by_hand(&big_live, Some(ENV_STEP)),
             desired: big,
             expect: DriftClass::Modified,
-        },
-    ];
+        });
+    }
 
     let differ = Differ::new(b"benchmark installation key, 32+ bytes long");
     let facts = ClusterFacts::default();
     println!(
-        "{:<52} {:>12} {:>14} {:>10} {:>10} {:>10}",
+        "{:<56} {:>12} {:>14} {:>10} {:>10} {:>10}",
         "case", "compare ns", "json-patch ns", "x patch", "eq ns", "x eq"
     );
+    // (scenario, env vars, compare ns, json-patch ns) of the scaling cases run.
+    let mut scaling = Vec::new();
     for case in cases {
         if !filters.is_empty() && !filters.iter().any(|f| case.name.contains(f.as_str())) {
             continue;
@@ -216,13 +265,43 @@ fn main() {
         let copy = case.live.clone();
         let equal = ns_per_op(|| black_box(&case.live) == black_box(&copy));
         println!(
-            "{:<52} {:>12.0} {:>14.0} {:>10.2} {:>10.0} {:>10.1}",
+            "{:<56} {:>12.0} {:>14.0} {:>10.2} {:>10.0} {:>10.1}",
             case.name,
             compare,
             patch,
             compare / patch,
             equal,
             compare / equal
+        );
+        if let Some((scenario, n)) = case.scaling {
+            scaling.push((scenario, n, compare, patch));
+        }
+    }
+
+    // Growth between consecutive sizes: linear cost grows by the size ratio (4x), and
+    // json-patch (linear by construction) measured in the same run is the yardstick.
+    if scaling.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "{:<30} {:>12} {:>14} {:>16}",
+        "growth (env vars)", "compare x", "json-patch x", "compare/patch"
+    );
+    for (i, &(scenario, n, compare, patch)) in scaling.iter().enumerate() {
+        let Some(&(_, m, c0, p0)) = scaling[..i]
+            .iter()
+            .rev()
+            .find(|(s, m, _, _)| *s == scenario && *m < n)
+        else {
+            continue;
+        };
+        println!(
+            "{:<30} {:>12.2} {:>14.2} {:>16.2}",
+            format!("{scenario} {m} -> {n}"),
+            compare / c0,
+            patch / p0,
+            (compare / c0) / (patch / p0)
         );
     }
 }

@@ -7,26 +7,26 @@ use super::walk::Walker;
 use super::ChangeOp;
 use crate::k8s::merge_keys::merge_key;
 use serde_json::Value;
+use std::borrow::Cow;
+use std::collections::HashMap;
 
-/// The merge key value of an item as text (`containerPort: 8080` -> "8080").
-fn key_text(item: &Value, key: &str) -> Option<String> {
+/// The merge key value of an item as text (`containerPort: 8080` -> "8080"); borrowed for
+/// the usual string keys, so indexing a long list does not copy every key.
+fn key_text<'v>(item: &'v Value, key: &str) -> Option<Cow<'v, str>> {
     match item.get(key)? {
-        Value::String(s) => Some(s.clone()),
+        Value::String(s) => Some(Cow::Borrowed(s)),
         Value::Null => None,
-        other => Some(other.to_string()),
+        other => Some(Cow::Owned(other.to_string())),
     }
 }
 
 /// Whether two list items have the same `protocol`, defaulting to TCP as kube-apiserver
 /// does for container and Service ports (items without the field compare equal).
 fn same_protocol(d: &Value, l: &Value) -> bool {
-    let p = |v: &Value| {
-        v.get("protocol")
-            .and_then(Value::as_str)
-            .unwrap_or("TCP")
-            .to_string()
-    };
-    p(d) == p(l)
+    fn protocol(v: &Value) -> &str {
+        v.get("protocol").and_then(Value::as_str).unwrap_or("TCP")
+    }
+    protocol(d) == protocol(l)
 }
 
 /// Compares desired list `d` with live list `l` (and the previous revision's `p`).
@@ -95,26 +95,41 @@ fn keyed(
     l: &[Value],
     p: Option<&[Value]>,
 ) {
-    let live_keys: Vec<Option<String>> = l.iter().map(|i| key_text(i, key)).collect();
+    let live_keys: Vec<Option<Cow<str>>> = l.iter().map(|i| key_text(i, key)).collect();
+    // Key -> live positions in list order, built once so each desired item finds its match
+    // without scanning the list (a key may repeat: 53/TCP and 53/UDP share `containerPort`).
+    let mut live_at: HashMap<&str, Vec<usize>> = HashMap::with_capacity(l.len());
+    for (li, lk) in live_keys.iter().enumerate() {
+        if let Some(lk) = lk {
+            live_at.entry(lk.as_ref()).or_default().push(li);
+        }
+    }
+    // Key -> the previous revision's first item with it.
+    let mut prev_at: HashMap<Cow<str>, &Value> = HashMap::new();
+    for item in p.unwrap_or_default() {
+        if let Some(pk) = key_text(item, key) {
+            prev_at.entry(pk).or_insert(item);
+        }
+    }
     let mut matched = vec![false; l.len()];
     for (di, ditem) in d.iter().enumerate() {
-        let kv = key_text(ditem, key).unwrap_or_default();
-        let candidate =
-            |li: usize, lk: &Option<String>| !matched[li] && lk.as_deref() == Some(kv.as_str());
+        let kv = key_text(ditem, key).unwrap_or_default().into_owned();
         // Ports are identified by number *and* protocol (server-side apply's list-map keys
         // for container and Service ports); prefer the item with the same protocol so DNS's
-        // 53/TCP and 53/UDP pair up right whatever their order live.
-        let found = live_keys
-            .iter()
-            .enumerate()
-            .position(|(li, lk)| candidate(li, lk) && same_protocol(ditem, &l[li]))
-            .or_else(|| {
-                live_keys
-                    .iter()
-                    .enumerate()
-                    .position(|(li, lk)| candidate(li, lk))
-            });
-        let prev = p.and_then(|p| p.iter().find(|i| key_text(i, key).as_deref() == Some(&kv)));
+        // 53/TCP and 53/UDP pair up right whatever their order live. Otherwise the first
+        // unmatched live item with the key.
+        let found = live_at.get(kv.as_str()).and_then(|at| {
+            let mut unmatched = at.iter().copied().filter(|&li| !matched[li]);
+            let first = unmatched.next()?;
+            Some(if same_protocol(ditem, &l[first]) {
+                first
+            } else {
+                unmatched
+                    .find(|&li| same_protocol(ditem, &l[li]))
+                    .unwrap_or(first)
+            })
+        });
+        let prev = prev_at.get(kv.as_str()).copied();
         match found {
             Some(li) => {
                 matched[li] = true;
@@ -144,7 +159,9 @@ fn keyed(
         segs.push(Seg::Item {
             desired: None,
             live: Some(li),
-            key: live_keys[li].clone().map(|v| (key.to_string(), v)),
+            key: live_keys[li]
+                .as_ref()
+                .map(|v| (key.to_string(), v.to_string())),
         });
         w.push(segs, ChangeOp::Remove, None, Some(litem));
         segs.pop();
@@ -210,4 +227,79 @@ fn without_default_toleration_seconds(d: &[Value], l: &[Value]) -> Vec<Value> {
         .filter(|t| !is_default(t) || d.contains(t))
         .cloned()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// One change to a port: op, desired and live position, `field=value` key.
+    type PortChange = (ChangeOp, Option<usize>, Option<usize>, Option<String>);
+
+    /// The changes `compare` reports for Service `spec.ports`.
+    fn port_changes(d: Value, l: Value, p: Option<Value>) -> Vec<PortChange> {
+        let mut w = Walker::new("Service", true);
+        let mut segs = vec![Seg::Field("spec".into()), Seg::Field("ports".into())];
+        let (d, l) = (d.as_array().unwrap(), l.as_array().unwrap());
+        let p = p.as_ref().and_then(Value::as_array).map(Vec::as_slice);
+        compare(&mut w, &mut segs, d, l, p);
+        assert_eq!(segs.len(), 2, "segments are restored");
+        w.changes
+            .iter()
+            .map(|c| match c.segs.get(2) {
+                Some(Seg::Item { desired, live, key }) => (
+                    c.op,
+                    *desired,
+                    *live,
+                    key.as_ref().map(|(f, v)| format!("{f}={v}")),
+                ),
+                other => panic!("change outside a port: {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn repeated_keys_pair_by_protocol_then_in_order() {
+        // Three live items share port 53; the UDP one pairs with the UDP desired item and
+        // the first remaining one with the TCP item, so only the last TCP one is extra.
+        let d = json!([{"port": 53, "protocol": "UDP"}, {"port": 53}]);
+        let l = json!([{"port": 53, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"},
+                       {"port": 53, "protocol": "TCP", "name": "extra"}]);
+        assert_eq!(
+            port_changes(d, l, None),
+            vec![(ChangeOp::Remove, None, Some(2), Some("port=53".into()))]
+        );
+    }
+
+    #[test]
+    fn items_pair_by_key_whatever_their_order() {
+        let d = json!([{"port": 80, "name": "http"}, {"port": 443, "name": "https"},
+                       {"port": 8080, "name": "admin"}]);
+        let l = json!([{"port": 9090, "name": "metrics"}, {"port": 443, "name": "https"},
+                       {"port": 80, "name": "web"}]);
+        let mut changes = port_changes(d, l, None);
+        changes.sort();
+        assert_eq!(
+            changes,
+            vec![
+                (ChangeOp::Add, Some(2), None, Some("port=8080".into())),
+                (ChangeOp::Remove, None, Some(0), Some("port=9090".into())),
+                (ChangeOp::Replace, Some(0), Some(2), Some("port=80".into())),
+            ]
+        );
+    }
+
+    #[test]
+    fn previous_item_is_found_by_key() {
+        // The previous revision set `nodePort` on port 80 (listed second there); the new
+        // one dropped it while live still has it: a prune of that item's field only.
+        let d = json!([{"port": 443}, {"port": 80}]);
+        let l = json!([{"port": 80, "nodePort": 30080}, {"port": 443, "nodePort": 30443}]);
+        let p = json!([{"port": 443}, {"port": 80, "nodePort": 30080}]);
+        assert_eq!(
+            port_changes(d, l, Some(p)),
+            vec![(ChangeOp::Remove, Some(1), Some(0), Some("port=80".into()))]
+        );
+    }
 }

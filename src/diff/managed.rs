@@ -7,7 +7,9 @@
 //! lists and maps).
 
 use super::pointer::Seg;
-use serde_json::Value;
+use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// One `managedFields` entry reduced to what attribution needs.
 #[derive(Debug, Clone)]
@@ -16,6 +18,37 @@ pub struct Entry<'a> {
     pub subresource: &'a str,
     pub time: Option<&'a str>,
     fields: &'a Value,
+    /// The `k:` children of the FieldsV1 nodes looked up so far, by node address: each
+    /// node's keys are parsed once per comparison instead of once per lookup, so attributing
+    /// every change inside a long keyed list stays linear in its length. The nodes are
+    /// borrowed for `'a`, so an address cannot be reused by another node while this lives.
+    keyed: RefCell<HashMap<usize, KeyIndex<'a>>>,
+}
+
+/// The `k:{...}` children of one FieldsV1 node: key field -> key value as text -> child.
+/// The first child in document order wins, as a scan over the node would find it.
+type KeyIndex<'a> = HashMap<String, HashMap<String, &'a Value>>;
+
+/// Indexes the `k:` children of `map` by every field of their key, parsing each key once.
+fn key_index(map: &Map<String, Value>) -> KeyIndex<'_> {
+    let mut index = KeyIndex::new();
+    for (k, child) in map {
+        let Some(json) = k.strip_prefix("k:") else {
+            continue;
+        };
+        let Ok(Value::Object(key)) = serde_json::from_str::<Value>(json) else {
+            continue;
+        };
+        for (field, value) in key {
+            // The same text `lists` gives a merge key value: a string as is, else its JSON.
+            let text = match value {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            index.entry(field).or_default().entry(text).or_insert(child);
+        }
+    }
+    index
 }
 
 /// The entries of a live object's `metadata.managedFields` (FieldsV1 only).
@@ -41,39 +74,32 @@ pub fn entries(live: &Value) -> Vec<Entry<'_>> {
                 subresource: e.get("subresource").and_then(Value::as_str).unwrap_or(""),
                 time: e.get("time").and_then(Value::as_str),
                 fields,
+                keyed: RefCell::default(),
             })
         })
         .collect()
 }
 
-/// Whether a `k:{...}` key names the keyed item `field=value`.
-fn key_matches(json_key: &str, field: &str, value: &str) -> bool {
-    let Ok(Value::Object(m)) = serde_json::from_str::<Value>(json_key) else {
-        return false;
-    };
-    match m.get(field) {
-        Some(Value::String(s)) => s == value,
-        Some(other) => serde_json::to_string(other).is_ok_and(|s| s == value),
-        None => false,
-    }
-}
-
-fn child<'a>(node: &'a Value, seg: &Seg) -> Option<&'a Value> {
-    let map = node.as_object()?;
-    match seg {
-        Seg::Field(name) => map.get(&format!("f:{name}")),
-        Seg::Item {
-            key: Some((field, value)),
-            ..
-        } => map
-            .iter()
-            .find(|(k, _)| {
-                k.strip_prefix("k:")
-                    .is_some_and(|j| key_matches(j, field, value))
-            })
-            .map(|(_, v)| v),
-        Seg::Item { live: Some(i), .. } => map.get(&format!("i:{i}")),
-        Seg::Item { .. } => None,
+impl<'a> Entry<'a> {
+    /// The child of FieldsV1 `node` (a node of this entry) that `seg` leads to.
+    fn child(&self, node: &'a Value, seg: &Seg) -> Option<&'a Value> {
+        let map = node.as_object()?;
+        match seg {
+            Seg::Field(name) => map.get(&format!("f:{name}")),
+            Seg::Item {
+                key: Some((field, value)),
+                ..
+            } => self
+                .keyed
+                .borrow_mut()
+                .entry(map as *const Map<String, Value> as usize)
+                .or_insert_with(|| key_index(map))
+                .get(field.as_str())?
+                .get(value.as_str())
+                .copied(),
+            Seg::Item { live: Some(i), .. } => map.get(&format!("i:{i}")),
+            Seg::Item { .. } => None,
+        }
     }
 }
 
@@ -82,7 +108,7 @@ fn child<'a>(node: &'a Value, seg: &Seg) -> Option<&'a Value> {
 fn ownership_depth(entry: &Entry, segs: &[Seg]) -> Option<usize> {
     let mut node = entry.fields;
     for (depth, seg) in segs.iter().enumerate() {
-        match child(node, seg) {
+        match entry.child(node, seg) {
             Some(next) => node = next,
             None => {
                 let leaf = node.as_object().is_some_and(|m| m.is_empty());
@@ -190,6 +216,45 @@ mod tests {
             ("kubectl-edit", Some("2026-01-02T00:00:00Z"))
         );
         assert!(owner(&es, &path(&["spec", "paused"])).is_none());
+    }
+
+    #[test]
+    fn keyed_items_are_found_by_any_key_field_and_first_match_wins() {
+        let live = json!({"metadata": {"managedFields": [
+            {"manager": "helm", "operation": "Update", "time": "2026-01-01T00:00:00Z",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:ports": {
+                "k:{\"port\":53,\"protocol\":\"TCP\"}": {".": {}, "f:name": {}},
+                "k:{\"port\":53,\"protocol\":\"UDP\"}": {".": {}, "f:name": {}, "f:appProtocol": {}},
+                "k:not json": {"f:name": {}},
+                "k:{\"port\":8080,\"protocol\":\"TCP\"}": {".": {}, "f:targetPort": {}}}}}}
+        ]}});
+        let es = entries(&live);
+        let port = |key: &str, field: &str| {
+            let (k, v) = key.split_once('=').unwrap();
+            vec![
+                Seg::Field("spec".into()),
+                Seg::Field("ports".into()),
+                Seg::Item {
+                    desired: Some(0),
+                    live: Some(0),
+                    key: Some((k.into(), v.into())),
+                },
+                Seg::Field(field.into()),
+            ]
+        };
+        // Asked twice: the second lookup goes through the node's index built by the first.
+        for _ in 0..2 {
+            assert!(owner(&es, &port("port=8080", "targetPort")).is_some());
+            assert!(owner(&es, &port("port=8080", "name")).is_none());
+            // A number key matches its JSON text; port 53 is the first `k:` with it (TCP).
+            assert!(owner(&es, &port("port=53", "name")).is_some());
+            assert!(owner(&es, &port("port=53", "appProtocol")).is_none());
+            // Any field of the key identifies the item; the first in document order wins.
+            assert!(owner(&es, &port("protocol=UDP", "appProtocol")).is_some());
+            assert!(owner(&es, &port("protocol=TCP", "name")).is_some());
+            assert!(owner(&es, &port("port=54", "name")).is_none());
+            assert!(owner(&es, &port("name=53", "name")).is_none());
+        }
     }
 
     #[test]
