@@ -586,17 +586,12 @@ fn kinds_leaving_and_entering_the_desired_state_start_and_stop_watchers() {
     });
 
     // A revision without the Service: its watcher stops and it leaves /drift.
-    let without = w.dir.path().join("without-service");
-    std::fs::create_dir(&without).unwrap();
-    for entry in std::fs::read_dir(examples()).unwrap() {
-        let entry = entry.unwrap();
-        let text = std::fs::read_to_string(entry.path()).unwrap();
-        let text = match text.split_once("\n---\n") {
+    let without = edited_examples(&w.dir.path().join("without-service"), |text| {
+        match text.split_once("\n---\n") {
             Some((first, rest)) if rest.contains("kind: Service") => first.to_string(),
-            _ => text,
-        };
-        std::fs::write(without.join(entry.file_name()), text).unwrap();
-    }
+            _ => text.to_string(),
+        }
+    });
     commit(&w.db, "shop", &without);
     wait_for("the Service to leave /drift", T, || {
         (services() == 0).then_some(())

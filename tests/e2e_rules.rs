@@ -192,17 +192,9 @@ fn field_removed_from_desired_but_still_live_is_drift_with_attribution() {
     });
 
     // A new revision drops a ConfigMap key that is still live: it should be gone.
-    let next = s.dir.join("next");
-    std::fs::create_dir(&next).unwrap();
-    for entry in std::fs::read_dir(examples()).unwrap() {
-        let entry = entry.unwrap();
-        let text = std::fs::read_to_string(entry.path()).unwrap();
-        std::fs::write(
-            next.join(entry.file_name()),
-            text.replace("  FEATURE_CHECKOUT_V2: \"false\"\n", ""),
-        )
-        .unwrap();
-    }
+    let next = edited_examples(&s.dir.join("next"), |text| {
+        text.replace("  FEATURE_CHECKOUT_V2: \"false\"\n", "")
+    });
     commit(&s.dir.join("driftd.db"), "shop", &next);
     let cm = wait_for("removed key reported", T, || {
         find(&s.daemon.drift(""), "ConfigMap", "web-config").cloned()

@@ -212,17 +212,9 @@ fn drift_appears_resolves_and_follows_new_revisions() {
     });
 
     // A new revision that moves the image: re-evaluated without a restart.
-    let next = dir.path().join("next");
-    std::fs::create_dir(&next).unwrap();
-    for entry in std::fs::read_dir(examples()).unwrap() {
-        let entry = entry.unwrap();
-        let text = std::fs::read_to_string(entry.path()).unwrap();
-        std::fs::write(
-            next.join(entry.file_name()),
-            text.replace("nginx:1.27", "nginx:1.29"),
-        )
-        .unwrap();
-    }
+    let next = edited_examples(&dir.path().join("next"), |text| {
+        text.replace("nginx:1.27", "nginx:1.29")
+    });
     let out = commit(&db, "shop", &next);
     assert!(out.contains("revision"), "{out}");
     let web = wait_for("drift against the new revision", T, || {

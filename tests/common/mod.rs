@@ -298,6 +298,18 @@ pub fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/app")
 }
 
+/// A copy of the example app in `dest`, each file's text passed through `edit`: the next
+/// revision a test commits.
+pub fn edited_examples(dest: &Path, edit: impl Fn(&str) -> String) -> PathBuf {
+    std::fs::create_dir_all(dest).unwrap();
+    for entry in std::fs::read_dir(examples()).unwrap() {
+        let entry = entry.unwrap();
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        std::fs::write(dest.join(entry.file_name()), edit(&text)).unwrap();
+    }
+    dest.to_path_buf()
+}
+
 /// A daemon config for tests: database in `dir`, any free port, short settle time.
 pub fn write_config(dir: &Path, extra: &str) -> PathBuf {
     let path = dir.join("driftd.toml");
