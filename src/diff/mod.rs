@@ -175,6 +175,16 @@ pub struct CompareInput<'a> {
     pub facts: &'a ClusterFacts,
 }
 
+/// The desired side of a comparison as it is compared: Secret `stringData` folded into
+/// `data` and, for built-in kinds, kube-apiserver's deterministic defaults applied. Making
+/// it costs a deep copy of the object, so the daemon keeps one per desired object instead
+/// of paying that on every watch event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedDesired {
+    stored: Value,
+    previous: Option<Value>,
+}
+
 /// Compares objects; holds the installation key for Secret hashes and the ignore rules.
 pub struct Differ {
     secret_key: Vec<u8>,
@@ -226,6 +236,36 @@ impl Differ {
 
     /// Compares an object of source `source` (used by ignore rules' `source` match).
     pub fn compare_in(&self, source: Option<&str>, input: &CompareInput) -> Comparison {
+        let prepared = Self::prepare(input.desired, input.previous);
+        self.compare_prepared(source, input, &prepared)
+    }
+
+    /// The desired side in the form it is compared in (see [`PreparedDesired`]).
+    pub fn prepare(desired: &Value, previous: Option<&Value>) -> PreparedDesired {
+        let kind = desired.get("kind").and_then(Value::as_str).unwrap_or("");
+        let api_version = desired
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let mut stored = normalize::desired_as_stored(kind, desired);
+        if crate::k8s::kinds::builtin(api_version, kind).is_some() {
+            // Committed state = manifest + kube-apiserver's deterministic defaults: a field
+            // the manifest leaves to a default was committed with that value.
+            crate::sim::defaults::apply_declared(api_version, kind, &mut stored);
+        }
+        // The previous revision stays as written: only fields it *set* are pruned.
+        let previous = previous.map(|p| normalize::desired_as_stored(kind, p));
+        PreparedDesired { stored, previous }
+    }
+
+    /// As [`Differ::compare_in`], with the desired side prepared beforehand by
+    /// [`Differ::prepare`] from `input.desired` and `input.previous`.
+    pub fn compare_prepared(
+        &self,
+        source: Option<&str>,
+        input: &CompareInput,
+        prepared: &PreparedDesired,
+    ) -> Comparison {
         let desired = input.desired;
         let annotation = |name: &str| {
             desired
@@ -245,19 +285,14 @@ impl Differ {
             .and_then(Value::as_str)
             .unwrap_or("");
         let builtin = crate::k8s::kinds::builtin(api_version, kind).is_some();
-        let mut desired_s = normalize::desired_as_stored(kind, desired);
-        if builtin {
-            // Committed state = manifest + kube-apiserver's deterministic defaults: a field
-            // the manifest leaves to a default was committed with that value.
-            crate::sim::defaults::apply_declared(api_version, kind, &mut desired_s);
-        }
-        // The previous revision stays as written: only fields it *set* are pruned.
-        let previous_s = input
-            .previous
-            .map(|p| normalize::desired_as_stored(kind, p));
 
         let mut walker = Walker::new(kind, builtin);
-        walker.value(&mut Vec::new(), &desired_s, Some(live), previous_s.as_ref());
+        walker.value(
+            &mut Vec::new(),
+            &prepared.stored,
+            Some(live),
+            prepared.previous.as_ref(),
+        );
         let entries = managed::entries(live);
         let raw: Vec<RawChange> = walker
             .changes

@@ -7,7 +7,7 @@
 //! `settle_seconds`, so a controller that briefly rewrites a field makes no event pair.
 
 use super::{DriftEntry, SharedIndex};
-use crate::diff::{ClusterFacts, CompareInput, Comparison, Differ, DriftClass};
+use crate::diff::{ClusterFacts, CompareInput, Comparison, Differ, DriftClass, PreparedDesired};
 use crate::export::events::{EventRequest, EventSink};
 use crate::export::metrics::Metrics;
 use crate::k8s::ObjectKey;
@@ -56,6 +56,9 @@ pub struct Engine {
     poll: Duration,
     data_version: Option<i64>,
     desired: HashMap<ObjectKey, DesiredObject>,
+    /// The desired objects as the differ compares them, made once per commit rather than
+    /// on every watch event.
+    prepared: HashMap<ObjectKey, PreparedDesired>,
     by_type: BTreeMap<TypeKey, BTreeSet<ObjectKey>>,
     /// Live copies of desired objects only: memory follows the desired state.
     live: HashMap<ObjectKey, Value>,
@@ -203,6 +206,7 @@ impl Engine {
             poll: Duration::from_millis(config.desired_poll_millis),
             data_version: None,
             desired: HashMap::new(),
+            prepared: HashMap::new(),
             by_type: BTreeMap::new(),
             live: HashMap::new(),
             listed: HashSet::new(),
@@ -342,6 +346,10 @@ impl Engine {
         self.listed.retain(|t| wanted.contains(t));
         self.relisting.retain(|t, _| wanted.contains(t));
         self.wanted = wanted.clone();
+        self.prepared = desired
+            .iter()
+            .map(|(k, d)| (k.clone(), Differ::prepare(&d.object, d.previous.as_ref())))
+            .collect();
         self.desired = desired;
         self.by_type = by_type;
         self.supervisor.restart(&relist);
@@ -648,7 +656,8 @@ impl Engine {
 
     /// Compares one desired object with its live copy and updates the index.
     fn evaluate(&mut self, key: &ObjectKey) {
-        let Some(desired) = self.desired.get(key) else {
+        let (Some(desired), Some(prepared)) = (self.desired.get(key), self.prepared.get(key))
+        else {
             return;
         };
         let type_key = TypeKey {
@@ -659,7 +668,7 @@ impl Engine {
             return;
         }
         let started = Instant::now();
-        let comparison: Comparison = self.differ.compare_in(
+        let comparison: Comparison = self.differ.compare_prepared(
             Some(&desired.source),
             &CompareInput {
                 desired: &desired.object,
@@ -667,6 +676,7 @@ impl Engine {
                 previous: desired.previous.as_ref(),
                 facts: &self.facts,
             },
+            prepared,
         );
         self.handles
             .metrics

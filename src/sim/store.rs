@@ -965,17 +965,11 @@ impl Store {
         ctx: &WriteCtx,
         f: impl FnOnce(&Value) -> Result<Value, ApiError>,
     ) -> Result<Value, ApiError> {
-        let ns_key = if info.namespaced {
-            ns.unwrap_or("")
-        } else {
-            ""
-        };
-        let key = (ns_key.to_string(), name.to_string());
+        let key = object_key(info, ns, name);
+        let ns_key = key.0.as_str();
         let mut g = self.lock();
         let old = g
-            .objects
-            .get(&info.storage_key())
-            .and_then(|m| m.get(&key))
+            .get(info, ns, name)
             .cloned()
             .ok_or_else(|| ApiError::not_found(info.gr(), name))?;
         let old_out = Self::output(info, old.clone());
@@ -1170,17 +1164,10 @@ impl Store {
                 )
             });
         }
-        let ns_key = if info.namespaced {
-            ns.unwrap_or("")
-        } else {
-            ""
-        };
-        let key = (ns_key.to_string(), name.to_string());
+        let key = object_key(info, ns, name);
         let mut g = self.lock();
         let old = g
-            .objects
-            .get(&info.storage_key())
-            .and_then(|m| m.get(&key))
+            .get(info, ns, name)
             .cloned()
             .ok_or_else(|| ApiError::not_found(info.gr(), name))?;
         if let Some(rv) = opts.precondition_rv.as_deref().filter(|rv| !rv.is_empty()) {
@@ -1594,16 +1581,22 @@ impl crate::sim::defaults::Allocator for Allocations {
     }
 }
 
+/// Storage key of an object: (namespace, name), the namespace empty for cluster-scoped
+/// types whatever the request path said.
+fn object_key(info: &ResourceInfo, ns: Option<&str>, name: &str) -> (String, String) {
+    let ns = if info.namespaced {
+        ns.unwrap_or("")
+    } else {
+        ""
+    };
+    (ns.to_string(), name.to_string())
+}
+
 impl Inner {
     fn get(&self, info: &ResourceInfo, ns: Option<&str>, name: &str) -> Option<&Value> {
-        let ns = if info.namespaced {
-            ns.unwrap_or("")
-        } else {
-            ""
-        };
         self.objects
             .get(&info.storage_key())?
-            .get(&(ns.to_string(), name.to_string()))
+            .get(&object_key(info, ns, name))
     }
 
     fn trim(&mut self) {
