@@ -6,24 +6,14 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub const KUBECTL: &str = "/usr/bin/kubectl";
 
-/// Polls `check` until it returns `Some`, or panics naming `what` after `timeout`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+#[path = "../common/mod.rs"]
+mod common;
+/// Polls a condition with a deadline (shared with the end-to-end tests).
+pub use common::wait_for;
 
 /// `driftd sim` running as a child process (killed on drop).
 pub struct SimProc {
