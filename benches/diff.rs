@@ -9,8 +9,9 @@
 //! committed object as `kubectl apply` sends it, with the last-applied annotation, API
 //! defaults, identity metadata, managedFields of the client and of the controller, and status.
 
-use driftd::diff::{ClusterFacts, CompareInput, Differ, DriftClass};
-use driftd::sim::{defaults, fields};
+use driftd_core::diff::{ClusterFacts, CompareInput, Differ, DriftClass};
+use driftd_k8s::defaults;
+use driftd_sim::fields;
 use serde_json::{json, Value};
 use std::hint::black_box;
 use std::path::Path;
@@ -22,7 +23,7 @@ const MEASURE: Duration = Duration::from_secs(1);
 /// The example app's Deployment, exactly as `driftd commit` stores it.
 fn example_deployment() -> Value {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/app/20-web.yaml");
-    let objects = driftd::manifest::load(&[file], &Default::default())
+    let objects = driftd_core::manifest::load(&[file], &Default::default())
         .unwrap_or_else(|e| panic!("example app: {e}"));
     objects
         .into_iter()

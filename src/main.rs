@@ -1,7 +1,8 @@
 //! The `driftd` command: only wires subcommands to the library.
 
+mod cmd;
+
 use clap::{Parser, Subcommand};
-use driftd::cmd;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -30,8 +31,10 @@ enum Command {
     /// Compare desired files with live object files, offline.
     Check(cmd::check::Args),
     /// Run the cluster simulator (a Kubernetes API server for tests and demos).
+    #[cfg(feature = "sim")]
     Sim(cmd::sim::Args),
     /// Start a simulator, commit the example app, drift it, and serve /drift and /metrics.
+    #[cfg(feature = "sim")]
     Demo(cmd::demo::Args),
 }
 
@@ -44,7 +47,9 @@ fn main() -> ExitCode {
         Command::Serve(a) => cmd::serve::run(a),
         Command::Drift(a) => cmd::drift::run(a),
         Command::Check(a) => cmd::check::run(a),
+        #[cfg(feature = "sim")]
         Command::Sim(a) => cmd::sim::run(a),
+        #[cfg(feature = "sim")]
         Command::Demo(a) => cmd::demo::run(a),
     };
     match result {

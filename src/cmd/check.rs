@@ -8,12 +8,12 @@
 //!
 //! Live objects that no desired object names are not reported: check answers "does the
 //! cluster match what we committed", not "what else is running". What was committed is the
-//! manifest plus kube-apiserver's deterministic defaults (see `crate::diff`).
+//! manifest plus kube-apiserver's deterministic defaults (see `driftd_core::diff`).
 
-use crate::diff::{ClusterFacts, CompareInput, Comparison, Differ, DriftClass};
-use crate::k8s::ObjectKey;
-use crate::manifest::{self, LoadOptions, ManifestObject};
 use anyhow::Context;
+use driftd_core::diff::{ClusterFacts, CompareInput, Comparison, Differ, DriftClass};
+use driftd_core::manifest::{self, LoadOptions, ManifestObject};
+use driftd_k8s::ObjectKey;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -60,8 +60,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The rules file is read as a daemon configuration, so `serve` and `check` can share one
     // file (a file with only `[[ignore]]` tables is a valid configuration too).
     let config = match &args.rules {
-        Some(path) => crate::config::Config::load_with_env(Some(path), |_| None)?,
-        None => crate::config::Config::default(),
+        Some(path) => driftd_daemon::config::Config::load_with_env(Some(path), |_| None)?,
+        None => driftd_daemon::config::Config::default(),
     };
     let rules = config.rule_set();
     let desired = manifest::load(
@@ -73,7 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     )
     .context("desired files")?;
     for d in &desired {
-        crate::diff::validate_annotations(&d.object)
+        driftd_core::diff::validate_annotations(&d.object)
             .map_err(|e| anyhow::anyhow!("{}: {e}", d.origin))?;
     }
     // Live custom resources take their scope from CRDs in the desired input, so both sides

@@ -3,9 +3,9 @@
 //! Everything is parsed and validated before the database is opened, so bad input never
 //! creates or touches the database.
 
-use crate::manifest::{self, LoadOptions};
-use crate::store::{validate_source_name, CommitOutcome, CommitRequest, Store};
 use anyhow::Context;
+use driftd_core::manifest::{self, LoadOptions};
+use driftd_store::{validate_source_name, CommitOutcome, CommitRequest, Store};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -1,5 +1,6 @@
 //! `driftd drift`: the current drift from a running daemon, as a table or JSON.
 
+use driftd_core::report::{DriftClass, DriftFilter, DriftResponse};
 use std::process::ExitCode;
 
 pub use super::Format;
@@ -26,30 +27,35 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut query = Vec::new();
-    for (k, v) in [
-        ("source", &args.source),
-        ("namespace", &args.namespace),
-        ("kind", &args.kind),
-        ("class", &args.class),
-    ] {
-        if let Some(v) = v {
-            query.push((k, v.clone()));
-        }
-    }
+    // Checked here too, so a typo is named before any request is made.
+    let class = args
+        .class
+        .as_deref()
+        .map(str::parse::<DriftClass>)
+        .transpose()?;
+    let filter = DriftFilter {
+        source: args.source,
+        namespace: args.namespace,
+        kind: args.kind,
+        class,
+    };
     let url = format!("{}/drift", args.server.trim_end_matches('/'));
-    let body: serde_json::Value = super::runtime()?.block_on(async {
+    let body: DriftResponse = super::runtime()?.block_on(async {
         let response = reqwest::Client::new()
             .get(&url)
-            .query(&query)
+            .query(&filter.to_pairs())
             .send()
             .await
             .map_err(|e| anyhow::anyhow!("cannot reach driftd at {url}: {e}; is `driftd serve` running there? (--server)"))?;
         let status = response.status();
         if !status.is_success() {
-            anyhow::bail!("{url} answered {status}");
+            let text = response.text().await.unwrap_or_default();
+            anyhow::bail!("{url} answered {status}: {}", text.trim());
         }
-        Ok::<_, anyhow::Error>(response.json().await?)
+        response
+            .json::<DriftResponse>()
+            .await
+            .map_err(|e| anyhow::anyhow!("{url} did not answer with a /drift body: {e}"))
     })?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&body)?),
@@ -59,10 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Renders `/drift` as kubectl-style columns, one row per change.
-pub fn render_table(body: &serde_json::Value) -> String {
-    let text = |v: &serde_json::Value, k: &str| {
-        v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string()
-    };
+pub fn render_table(body: &DriftResponse) -> String {
     let mut rows = vec![[
         "SOURCE",
         "NAMESPACE",
@@ -77,43 +80,33 @@ pub fn render_table(body: &serde_json::Value) -> String {
     ]
     .map(String::from)
     .to_vec()];
-    let objects = body
-        .get("objects")
-        .and_then(|o| o.as_array())
-        .cloned()
-        .unwrap_or_default();
-    for o in &objects {
+    for o in &body.objects {
         let base = vec![
-            text(o, "source"),
-            text(o, "namespace"),
-            text(o, "kind"),
-            text(o, "name"),
-            text(o, "class"),
-            drifting_for(&text(o, "since")),
+            o.source.clone(),
+            o.namespace.clone().unwrap_or_default(),
+            o.kind.clone(),
+            o.name.clone(),
+            o.class.to_string(),
+            o.since.map(drifting_for).unwrap_or_default(),
         ];
-        let changes = o
-            .get("changes")
-            .and_then(|c| c.as_array())
-            .cloned()
-            .unwrap_or_default();
-        if changes.is_empty() {
+        if o.changes.is_empty() {
             let mut row = base.clone();
             row.extend(["".into(), "".into(), "".into(), "".into()]);
             rows.push(row);
         }
-        for c in &changes {
+        for c in &o.changes {
             let mut row = base.clone();
-            row.push(text(c, "field"));
-            row.push(short(c.get("desired")));
-            row.push(short(c.get("live")));
-            row.push(text(c, "manager"));
+            row.push(c.field.clone());
+            row.push(short(c.desired.as_ref()));
+            row.push(short(c.live.as_ref()));
+            row.push(c.manager.clone().unwrap_or_default());
             rows.push(row);
         }
     }
     let mut out = String::new();
-    if objects.is_empty() {
+    if body.objects.is_empty() {
         out.push_str("No drift.\n");
-        if body.get("ready") == Some(&serde_json::Value::Bool(false)) {
+        if !body.ready {
             out.push_str("(driftd is not ready yet: watchers are still listing)\n");
         }
         return out;
@@ -134,11 +127,8 @@ pub fn render_table(body: &serde_json::Value) -> String {
 }
 
 /// How long an object has drifted, kubectl AGE style ("45s", "3m", "2d4h").
-fn drifting_for(since: &str) -> String {
-    match since.parse::<jiff::Timestamp>() {
-        Ok(t) => super::sources::human_age(jiff::Timestamp::now(), t),
-        Err(_) => String::new(),
-    }
+fn drifting_for(since: jiff::Timestamp) -> String {
+    super::sources::human_age(jiff::Timestamp::now(), since)
 }
 
 /// A value as one short cell: strings bare, others as compact JSON, cut at 40 characters.

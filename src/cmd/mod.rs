@@ -3,10 +3,12 @@
 
 pub mod check;
 pub mod commit;
+#[cfg(feature = "sim")]
 pub mod demo;
 pub mod drift;
 pub mod history;
 pub mod serve;
+#[cfg(feature = "sim")]
 pub mod sim;
 pub mod sources;
 

@@ -1,6 +1,6 @@
 //! `driftd serve`: the long-running drift daemon.
 
-use crate::config::Config;
+use driftd_daemon::config::Config;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -32,9 +32,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "cannot connect to Kubernetes ({e}); set KUBECONFIG or run in a cluster"
             )
         })?;
-        crate::serve::run(config, client, crate::serve::shutdown_signal(), |addr| {
-            println!("driftd listening on http://{addr}");
-        })
+        driftd_daemon::serve::run(
+            config,
+            client,
+            driftd_daemon::serve::shutdown_signal(),
+            |addr| {
+                println!("driftd listening on http://{addr}");
+            },
+        )
         .await
     })?;
     Ok(ExitCode::SUCCESS)

@@ -1,6 +1,6 @@
 //! `driftd sim`: runs the cluster simulator until SIGINT/SIGTERM.
 
-use crate::sim::{SimOptions, Simulator};
+use driftd_sim::{SimOptions, Simulator};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;

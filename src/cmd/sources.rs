@@ -3,7 +3,7 @@
 //! Also holds the small table/age helpers `history` shares: kubectl-style output, upper-case
 //! headers, columns padded with three spaces, ages as kubectl prints them (`5m`, `3d2h`).
 
-use crate::store::Store;
+use driftd_store::Store;
 use jiff::Timestamp;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

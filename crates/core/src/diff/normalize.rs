@@ -1,0 +1,263 @@
+//! Spelling-insensitive equality: when two differently written values are the same to
+//! kube-apiserver (quantities, Secret `stringData` vs `data`, empty vs absent, the default
+//! namespace), they must not show up as drift.
+
+use base64::Engine;
+use driftd_k8s::quantity;
+use serde_json::{Map, Value};
+
+/// `null`, `{}` and `[]`: what a desired object may write for a field the server then leaves
+/// out. Mirrors kube-apiserver dropping empty optional fields (`omitempty`) when it stores.
+pub fn is_vacuous(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
+/// Non-pointer `omitempty` scalar fields of built-in types that manifests often spell out
+/// with their zero value. kube-apiserver's JSON encoder drops a zero `bool`/`int32`/`string`
+/// with `omitempty` (e.g. `VolumeMount.ReadOnly bool json:"readOnly,omitempty"`,
+/// `PodSpec.HostNetwork`), so `readOnly: false` never comes back. Pointer fields
+/// (`automountServiceAccountToken`, `privileged`, ...) keep an explicit `false` and are not
+/// listed: their absence live is a real change.
+const OMITEMPTY_SCALARS: &[&str] = &[
+    // bool
+    "readOnly",
+    "hostNetwork",
+    "hostPID",
+    "hostIPC",
+    "stdin",
+    "stdinOnce",
+    "tty",
+    "paused",
+    "publishNotReadyAddresses",
+    // int32
+    "minReadySeconds",
+    "hostPort",
+    // string
+    "serviceAccountName",
+    "serviceAccount",
+    "nodeName",
+    "hostname",
+    "subdomain",
+    "priorityClassName",
+    "subPath",
+    "subPathExpr",
+    "workingDir",
+    "hostIP",
+    "loadBalancerIP",
+    "externalName",
+];
+
+/// The same for fields whose names are too generic to match alone (a ConfigMap key may be
+/// called `value`): (list they are items of, field). `EnvVar.Value`, `Toleration` fields.
+const OMITEMPTY_ITEM_FIELDS: &[(&str, &str)] = &[
+    ("env", "value"),
+    ("tolerations", "key"),
+    ("tolerations", "operator"),
+    ("tolerations", "value"),
+    ("tolerations", "effect"),
+];
+
+/// Whether desired value `d` at `names` is a zero value kube-apiserver omits on output, so
+/// an absent live field is the same. Only for built-in kinds: custom resources are stored
+/// as written.
+pub fn is_omitted_zero(kind: &str, names: &[&str], d: &Value) -> bool {
+    let zero = match d {
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        _ => false,
+    };
+    let omitempty = match names {
+        [.., list, field] => {
+            OMITEMPTY_SCALARS.contains(field) || OMITEMPTY_ITEM_FIELDS.contains(&(*list, *field))
+        }
+        [field] => OMITEMPTY_SCALARS.contains(field),
+        [] => false,
+    };
+    zero && omitempty && driftd_k8s::kinds::BUILTIN.iter().any(|r| r.kind == kind)
+}
+
+/// Whether the field at `names` (field names, list positions left out) in an object of
+/// `kind` is a `resource.Quantity` in the Kubernetes API, so "1000m", "1" and 1 are equal.
+pub fn is_quantity_field(kind: &str, names: &[&str]) -> bool {
+    // ResourceRequirements (containers, pod-level resources, PVC spec.resources and
+    // StatefulSet volumeClaimTemplates): resources.requests / resources.limits.
+    if names
+        .windows(2)
+        .any(|w| w[0] == "resources" && (w[1] == "requests" || w[1] == "limits"))
+    {
+        return true;
+    }
+    let last = names.last().copied().unwrap_or("");
+    // emptyDir.sizeLimit and PodSpec.overhead are quantities wherever a pod spec sits.
+    if last == "sizeLimit" || names.contains(&"overhead") {
+        return true;
+    }
+    match kind {
+        "ResourceQuota" => names.starts_with(&["spec", "hard"]),
+        "LimitRange" => {
+            names.starts_with(&["spec", "limits"])
+                && names.get(2).is_some_and(|f| {
+                    matches!(
+                        *f,
+                        "max" | "min" | "default" | "defaultRequest" | "maxLimitRequestRatio"
+                    )
+                })
+        }
+        "PersistentVolume" => names.starts_with(&["spec", "capacity"]),
+        // autoscaling/v2 MetricTarget.value / averageValue (averageUtilization is an int).
+        "HorizontalPodAutoscaler" => {
+            names.contains(&"target") && matches!(last, "value" | "averageValue")
+        }
+        _ => false,
+    }
+}
+
+/// Equality of two quantities in any spelling ("1Gi" and "1024Mi", 1 and "1000m"); values
+/// that are not quantities are equal only if identical.
+pub fn quantities_equal(desired: &Value, live: &Value) -> bool {
+    quantity::equal_values(desired, live)
+}
+
+/// Equality of two scalars. Numbers compare by value (1 and 1.0 are one JSON number to
+/// kube-apiserver); strings never equal numbers, as int-or-string fields keep their type
+/// (`targetPort: 8080` and `targetPort: "8080"` are different ports).
+pub fn scalars_equal(desired: &Value, live: &Value) -> bool {
+    match (desired, live) {
+        (Value::Number(a), Value::Number(b)) => {
+            if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
+                x == y
+            } else if let (Some(x), Some(y)) = (a.as_u64(), b.as_u64()) {
+                x == y
+            } else {
+                a.as_f64() == b.as_f64()
+            }
+        }
+        _ => desired == live,
+    }
+}
+
+/// Decodes a Secret `data` value; `None` if it is not valid base64.
+pub fn decode_secret_value(v: &Value) -> Option<Vec<u8>> {
+    let s = v.as_str()?;
+    let engine = base64::engine::general_purpose::STANDARD;
+    engine.decode(s.trim()).ok()
+}
+
+/// Equality of two Secret `data` values by their decoded bytes.
+pub fn secret_values_equal(desired: &Value, live: &Value) -> bool {
+    match (decode_secret_value(desired), decode_secret_value(live)) {
+        (Some(a), Some(b)) => a == b,
+        _ => desired == live,
+    }
+}
+
+/// The desired object as kube-apiserver would store it where that matters for comparison:
+/// a Secret's `stringData` is folded into `data` (base64), `stringData` winning on
+/// conflicts, as the Secret REST strategy does (it never stores `stringData`).
+pub fn desired_as_stored(kind: &str, desired: &Value) -> Value {
+    let mut out = desired.clone();
+    if kind != "Secret" {
+        return out;
+    }
+    let Some(obj) = out.as_object_mut() else {
+        return out;
+    };
+    let Some(string_data) = obj.remove("stringData") else {
+        return out;
+    };
+    let Value::Object(string_data) = string_data else {
+        return out;
+    };
+    if string_data.is_empty() {
+        return out;
+    }
+    let engine = base64::engine::general_purpose::STANDARD;
+    let data = obj
+        .entry("data")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !data.is_object() {
+        *data = Value::Object(Map::new());
+    }
+    if let Some(data) = data.as_object_mut() {
+        for (k, v) in string_data {
+            let text = match v {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            data.insert(k, Value::String(engine.encode(text.as_bytes())));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn quantity_fields_are_recognised_by_path() {
+        let c = [
+            "spec",
+            "template",
+            "spec",
+            "containers",
+            "resources",
+            "limits",
+            "cpu",
+        ];
+        assert!(is_quantity_field("Deployment", &c));
+        assert!(is_quantity_field(
+            "PersistentVolumeClaim",
+            &["spec", "resources", "requests", "storage"]
+        ));
+        assert!(is_quantity_field(
+            "ResourceQuota",
+            &["spec", "hard", "pods"]
+        ));
+        assert!(is_quantity_field(
+            "HorizontalPodAutoscaler",
+            &["spec", "metrics", "resource", "target", "averageValue"]
+        ));
+        assert!(!is_quantity_field(
+            "HorizontalPodAutoscaler",
+            &[
+                "spec",
+                "metrics",
+                "resource",
+                "target",
+                "averageUtilization"
+            ]
+        ));
+        assert!(!is_quantity_field(
+            "Service",
+            &["spec", "ports", "targetPort"]
+        ));
+    }
+
+    #[test]
+    fn numbers_and_strings_keep_their_type_outside_quantities() {
+        assert!(scalars_equal(&json!(1), &json!(1.0)));
+        assert!(!scalars_equal(&json!(8080), &json!("8080")));
+        assert!(quantities_equal(&json!(1), &json!("1")));
+        assert!(quantities_equal(&json!(0.5), &json!("500m")));
+        assert!(quantities_equal(&json!("1Gi"), &json!("1024Mi")));
+        assert!(!quantities_equal(&json!("1"), &json!("2")));
+    }
+
+    #[test]
+    fn string_data_folds_into_base64_data() {
+        let d = json!({"kind":"Secret","data":{"a":"eA=="},"stringData":{"b":"pw","a":"y"}});
+        let s = desired_as_stored("Secret", &d);
+        assert_eq!(s["data"], json!({"a":"eQ==","b":"cHc="}));
+        assert!(s.get("stringData").is_none());
+        assert!(secret_values_equal(&json!("cHc="), &json!("cHc=")));
+        assert!(!secret_values_equal(&json!("cHc="), &json!("cQ==")));
+    }
+}

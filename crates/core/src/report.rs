@@ -1,0 +1,214 @@
+//! What driftd reports, as every output shares it: the drift classes, one object's drift
+//! entry (the element of `GET /drift`), the filters of that query, and the response body.
+//! The daemon serializes these and `driftd drift` deserializes the same types, so the wire
+//! format has one definition.
+
+use crate::diff::{Change, IgnoredCount};
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// What kind of drift an object is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftClass {
+    InSync,
+    Modified,
+    Missing,
+    Uncommitted,
+    StaleConfig,
+    Unmanaged,
+}
+
+impl DriftClass {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DriftClass::InSync => "in_sync",
+            DriftClass::Modified => "modified",
+            DriftClass::Missing => "missing",
+            DriftClass::Uncommitted => "uncommitted",
+            DriftClass::StaleConfig => "stale_config",
+            DriftClass::Unmanaged => "unmanaged",
+        }
+    }
+
+    /// Every class, in the order tables and metrics list them.
+    pub const ALL: [DriftClass; 6] = [
+        DriftClass::InSync,
+        DriftClass::Modified,
+        DriftClass::Missing,
+        DriftClass::Uncommitted,
+        DriftClass::StaleConfig,
+        DriftClass::Unmanaged,
+    ];
+}
+
+/// A `class` value that is not one of [`DriftClass::ALL`]; the message lists the valid ones so
+/// a typo in `?class=` or `--class` is answered instead of silently matching nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown class `{given}`; valid classes: {}", DriftClass::ALL.map(|c| c.as_str()).join(", "))]
+pub struct UnknownClass {
+    pub given: String,
+}
+
+impl std::str::FromStr for DriftClass {
+    type Err = UnknownClass;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DriftClass::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| UnknownClass {
+                given: s.to_string(),
+            })
+    }
+}
+
+impl std::fmt::Display for DriftClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The drift state of one desired object, as `/drift` reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftEntry {
+    /// Empty (and left out of JSON) for `unmanaged` objects, which no source owns.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+    pub revision: i64,
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    pub class: DriftClass,
+    /// When the object started drifting; absent while in sync.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<Timestamp>,
+    pub changes: Vec<Change>,
+    /// RFC 6902 patch that, applied to the live object, restores the desired fields (Secret
+    /// values as hash placeholders: not directly applicable to Secrets).
+    #[serde(default, skip_serializing_if = "patch_is_empty")]
+    pub patch: json_patch::Patch,
+    /// Differences hidden by ignore rules, per rule, so an over-broad rule can be noticed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored: Vec<IgnoredCount>,
+}
+
+fn patch_is_empty(patch: &json_patch::Patch) -> bool {
+    patch.0.is_empty()
+}
+
+impl DriftEntry {
+    /// Paths of the changes: what Events and episodes compare to tell a new drift from the
+    /// same drift seen again.
+    pub fn paths(&self) -> Vec<String> {
+        self.changes.iter().map(|c| c.path.clone()).collect()
+    }
+}
+
+/// Filters of `GET /drift` (and `driftd drift`); `None` matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DriftFilter {
+    pub source: Option<String>,
+    pub namespace: Option<String>,
+    pub kind: Option<String>,
+    /// One class; without it, every class but `in_sync`.
+    pub class: Option<DriftClass>,
+}
+
+/// A query the `/drift` filters cannot answer: an unknown parameter or class. Answered with
+/// 400 and this message rather than an empty list that looks like "no drift".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FilterError {
+    #[error("unknown filter `{0}`; valid filters: {valid}", valid = DriftFilter::PARAMS.join(", "))]
+    UnknownParam(String),
+    #[error(transparent)]
+    UnknownClass(#[from] UnknownClass),
+}
+
+impl DriftFilter {
+    /// The query parameters `/drift` understands.
+    pub const PARAMS: [&'static str; 4] = ["source", "namespace", "kind", "class"];
+
+    /// Builds a filter from query pairs; empty values match everything.
+    pub fn from_pairs<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<DriftFilter, FilterError> {
+        let mut filter = DriftFilter::default();
+        for (key, value) in pairs {
+            let value = (!value.is_empty()).then(|| value.to_string());
+            match key {
+                "source" => filter.source = value,
+                "namespace" => filter.namespace = value,
+                "kind" => filter.kind = value,
+                "class" => filter.class = value.map(|v| v.parse()).transpose()?,
+                other => return Err(FilterError::UnknownParam(other.to_string())),
+            }
+        }
+        Ok(filter)
+    }
+
+    /// The filter as query pairs (what `driftd drift` sends).
+    pub fn to_pairs(&self) -> Vec<(&'static str, String)> {
+        let mut pairs = Vec::new();
+        for (key, value) in [
+            ("source", self.source.clone()),
+            ("namespace", self.namespace.clone()),
+            ("kind", self.kind.clone()),
+            ("class", self.class.map(|c| c.as_str().to_string())),
+        ] {
+            if let Some(value) = value {
+                pairs.push((key, value));
+            }
+        }
+        pairs
+    }
+
+    pub fn matches(&self, entry: &DriftEntry) -> bool {
+        let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+        eq(&self.source, &entry.source)
+            && eq(&self.namespace, entry.namespace.as_deref().unwrap_or(""))
+            && eq(&self.kind, &entry.kind)
+            && match self.class {
+                Some(class) => class == entry.class,
+                None => entry.class != DriftClass::InSync,
+            }
+    }
+}
+
+/// Body of `GET /drift`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftResponse {
+    /// False until every watcher finished its first list: the answer may be incomplete.
+    pub ready: bool,
+    pub objects: Vec<DriftEntry>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_class_and_param_name_the_valid_ones() {
+        let err = DriftFilter::from_pairs([("class", "modifed")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown class `modifed`; valid classes: in_sync, modified, missing, uncommitted, stale_config, unmanaged"
+        );
+        let err = DriftFilter::from_pairs([("klass", "modified")]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("valid filters: source, namespace, kind, class"),
+            "{err}"
+        );
+        let f = DriftFilter::from_pairs([("class", "in_sync"), ("namespace", "")]).unwrap();
+        assert_eq!(f.class, Some(DriftClass::InSync));
+        assert_eq!(f.namespace, None);
+        assert_eq!(
+            DriftFilter::from_pairs(f.to_pairs().iter().map(|(k, v)| (*k, v.as_str()))).unwrap(),
+            f
+        );
+    }
+}

@@ -1,0 +1,378 @@
+//! Daemon configuration: built-in defaults, then the TOML file, then `DRIFTD_*` environment
+//! variables, then command-line flags (the caller applies flags last).
+//!
+//! Every key is documented with its default in `config.example.toml`; an unknown key or a
+//! value of the wrong type fails at start with an error naming the key, so a typo never
+//! silently falls back to a default.
+
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// An invalid configuration; names where it came from and the offending key.
+#[derive(Debug, thiserror::Error)]
+#[error("config {origin}: key `{key}`: {reason}")]
+pub struct ConfigError {
+    pub origin: String,
+    pub key: String,
+    pub reason: String,
+}
+
+/// The whole daemon configuration.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// SQLite database with sources, revisions and drift episodes.
+    pub database: PathBuf,
+    /// Address of the HTTP server (`/drift`, `/metrics`, `/healthz`, `/readyz`).
+    pub listen: SocketAddr,
+    /// How long a drift state must hold before Events and episodes record it; a
+    /// controller that rewrites a field and puts it back within this time makes no noise.
+    pub settle_seconds: f64,
+    /// How often the daemon checks the database for new commits.
+    pub desired_poll_millis: u64,
+    pub metrics: MetricsConfig,
+    pub events: EventsConfig,
+    pub unmanaged: UnmanagedConfig,
+    /// `[[ignore]]` rules: differences a team decided are not drift.
+    pub ignore: Vec<driftd_core::diff::IgnoreRule>,
+    /// `[[controller_managers]]`: field managers whose fields in live `managedFields` are
+    /// never drift (controllers acting by design). Setting any replaces the default list.
+    pub controller_managers: Vec<driftd_core::diff::ManagerMatch>,
+}
+
+/// `[unmanaged]`: opt-in coverage. Live objects of these kinds in these namespaces that no
+/// source owns (and no controller created) are reported as class `unmanaged`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct UnmanagedConfig {
+    /// Kinds as `Kind` for built-ins (`ConfigMap`, `Deployment`) or `apiVersion/Kind`
+    /// (`apps/v1/Deployment`, `example.com/v1/Widget`). Empty: coverage is off.
+    pub kinds: Vec<String>,
+    /// Namespaces to cover; empty means every namespace.
+    pub namespaces: Vec<String>,
+}
+
+impl UnmanagedConfig {
+    /// The kinds as watcher type keys; errors name the entry.
+    pub fn type_keys(&self) -> Result<Vec<crate::watch::TypeKey>, String> {
+        self.kinds.iter().map(|k| parse_kind(k)).collect()
+    }
+}
+
+/// `Kind` (a built-in) or `apiVersion/Kind`.
+fn parse_kind(text: &str) -> Result<crate::watch::TypeKey, String> {
+    let (api_version, kind) = match text.rsplit_once('/') {
+        Some((api_version, kind)) => (api_version.to_string(), kind.to_string()),
+        None => {
+            let matches: Vec<_> = driftd_k8s::kinds::BUILTIN
+                .iter()
+                .filter(|r| r.kind == text)
+                .collect();
+            match matches.as_slice() {
+                [one] => (one.api_version(), one.kind.to_string()),
+                [] => {
+                    return Err(format!(
+                        "`{text}` is not a built-in kind; write it as apiVersion/Kind, e.g. example.com/v1/{text}"
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "`{text}` is ambiguous; write it as apiVersion/Kind, e.g. {}/{text}",
+                        matches[0].api_version()
+                    ))
+                }
+            }
+        }
+    };
+    if api_version.is_empty()
+        || kind.is_empty()
+        || !kind.starts_with(|c: char| c.is_ascii_uppercase())
+    {
+        return Err(format!("`{text}` is not `Kind` or `apiVersion/Kind`"));
+    }
+    Ok(crate::watch::TypeKey { api_version, kind })
+}
+
+/// `[metrics]`
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// At most this many per-object drift series; more are counted in
+    /// `driftd_object_drift_series_omitted_total` instead of exported.
+    pub max_object_series: usize,
+}
+
+/// `[events]`
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EventsConfig {
+    /// Publish `DriftDetected` / `DriftResolved` Kubernetes Events.
+    pub enabled: bool,
+    /// `reportingController` of the Events.
+    pub reporting_controller: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            database: PathBuf::from("driftd.db"),
+            listen: "0.0.0.0:9477".parse().expect("valid default address"),
+            settle_seconds: 5.0,
+            desired_poll_millis: 500,
+            metrics: MetricsConfig::default(),
+            events: EventsConfig::default(),
+            unmanaged: UnmanagedConfig::default(),
+            ignore: Vec::new(),
+            controller_managers: driftd_core::diff::ClusterFacts::default().controller_managers,
+        }
+    }
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            max_object_series: 10_000,
+        }
+    }
+}
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        EventsConfig {
+            enabled: true,
+            reporting_controller: "driftd".into(),
+        }
+    }
+}
+
+/// Scalar keys that `DRIFTD_*` variables may set: `DRIFTD_SETTLE_SECONDS`,
+/// `DRIFTD_METRICS_MAX_OBJECT_SERIES`, ... (dots become underscores, upper case).
+const ENV_KEYS: &[&str] = &[
+    "database",
+    "listen",
+    "settle_seconds",
+    "desired_poll_millis",
+    "metrics.max_object_series",
+    "events.enabled",
+    "events.reporting_controller",
+];
+
+/// Environment variable that sets `key`. `database` is `DRIFTD_DB`, the name `driftd commit`,
+/// `sources` and `history` read too, so one variable points every command at one database.
+pub fn env_var_for(key: &str) -> String {
+    if key == "database" {
+        return "DRIFTD_DB".into();
+    }
+    format!("DRIFTD_{}", key.replace('.', "_").to_uppercase())
+}
+
+impl Config {
+    /// Loads `file` (if any) over the defaults, then the environment over that.
+    pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
+        Self::load_with_env(file, |k| std::env::var(k).ok())
+    }
+
+    /// As [`Config::load`], with the environment given as a lookup (for tests).
+    pub fn load_with_env(
+        file: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let origin = file.map_or_else(|| "defaults".to_string(), |p| p.display().to_string());
+        let mut table = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+                    origin: origin.clone(),
+                    key: "-".into(),
+                    reason: format!("cannot read the file: {e}"),
+                })?;
+                text.parse::<toml::Table>().map_err(|e| ConfigError {
+                    origin: origin.clone(),
+                    key: "-".into(),
+                    reason: format!("not valid TOML: {}", e.message()),
+                })?
+            }
+            None => toml::Table::new(),
+        };
+        for key in ENV_KEYS {
+            let var = env_var_for(key);
+            if let Some(raw) = env(&var) {
+                set_path(&mut table, key, env_value(&raw));
+            }
+        }
+        let config: Config =
+            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+                let key = e.path().to_string();
+                let key_var = env_var_for(&key);
+                let origin = if env(&key_var).is_some() {
+                    format!("environment {key_var}")
+                } else {
+                    origin.clone()
+                };
+                ConfigError {
+                    origin,
+                    key,
+                    reason: e.inner().to_string(),
+                }
+            })?;
+        config.validate(&origin)?;
+        Ok(config)
+    }
+
+    fn validate(&self, origin: &str) -> Result<(), ConfigError> {
+        let bad = |key: &str, reason: &str| ConfigError {
+            origin: origin.into(),
+            key: key.into(),
+            reason: reason.into(),
+        };
+        if !(self.settle_seconds >= 0.0 && self.settle_seconds <= 3600.0) {
+            return Err(bad("settle_seconds", "must be between 0 and 3600"));
+        }
+        if self.desired_poll_millis == 0 || self.desired_poll_millis > 60_000 {
+            return Err(bad("desired_poll_millis", "must be between 1 and 60000"));
+        }
+        if let Err(err) = driftd_core::diff::RuleSet::new(self.ignore.clone()) {
+            return Err(ConfigError {
+                origin: origin.into(),
+                key: format!("{}.{}", err.rule, err.field),
+                reason: err.message,
+            });
+        }
+        if let Some(i) = self
+            .controller_managers
+            .iter()
+            .position(|m| m.manager.is_empty())
+        {
+            return Err(bad(
+                &format!("controller_managers[{i}].manager"),
+                "must not be empty",
+            ));
+        }
+        if let Err(reason) = self.unmanaged.type_keys() {
+            return Err(bad("unmanaged.kinds", &reason));
+        }
+        if self.events.reporting_controller.is_empty() {
+            return Err(bad("events.reporting_controller", "must not be empty"));
+        }
+        Ok(())
+    }
+
+    /// The ignore rules, compiled (validated at load, so this cannot fail afterwards).
+    pub fn rule_set(&self) -> driftd_core::diff::RuleSet {
+        driftd_core::diff::RuleSet::new(self.ignore.clone()).expect("rules were validated at load")
+    }
+
+    pub fn settle(&self) -> Duration {
+        Duration::from_secs_f64(self.settle_seconds)
+    }
+}
+
+/// An environment value is TOML if it parses as a TOML value (`5`, `true`), else a string.
+fn env_value(raw: &str) -> toml::Value {
+    format!("v = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()))
+}
+
+fn set_path(table: &mut toml::Table, dotted: &str, value: toml::Value) {
+    let mut parts: Vec<&str> = dotted.split('.').collect();
+    let last = parts.pop().expect("non-empty key");
+    let mut cur = table;
+    for part in parts {
+        let entry = cur
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !entry.is_table() {
+            *entry = toml::Value::Table(toml::Table::new());
+        }
+        cur = entry.as_table_mut().expect("just made a table");
+    }
+    cur.insert(last.to_string(), value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file(text: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        f
+    }
+
+    #[test]
+    fn example_config_parses_to_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config.example.toml");
+        let loaded = Config::load_with_env(Some(&path), |_| None).unwrap();
+        assert_eq!(loaded, Config::default());
+    }
+
+    #[test]
+    fn file_then_environment_override_defaults() {
+        let f = file("database = \"/var/lib/driftd/x.db\"\n[metrics]\nmax_object_series = 5\n");
+        let c = Config::load_with_env(Some(f.path()), |k| {
+            (k == "DRIFTD_SETTLE_SECONDS").then(|| "0.5".to_string())
+        })
+        .unwrap();
+        assert_eq!(c.database, PathBuf::from("/var/lib/driftd/x.db"));
+        assert_eq!(c.metrics.max_object_series, 5);
+        assert_eq!(c.settle_seconds, 0.5);
+        assert_eq!(c.listen, Config::default().listen);
+    }
+
+    #[test]
+    fn unmanaged_kinds_resolve_to_watch_types() {
+        let u = UnmanagedConfig {
+            kinds: vec![
+                "Deployment".into(),
+                "example.com/v1/Widget".into(),
+                "v1/ConfigMap".into(),
+            ],
+            namespaces: vec![],
+        };
+        let keys = u.type_keys().unwrap();
+        assert_eq!(keys[0].api_version, "apps/v1");
+        assert_eq!(keys[1].api_version, "example.com/v1");
+        assert_eq!(keys[1].kind, "Widget");
+        assert_eq!(keys[2].api_version, "v1");
+        assert!(parse_kind("Event").unwrap_err().contains("ambiguous"));
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let f = file("[metrics]\nmax_object_serie = 5\n");
+        let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+        assert!(err.to_string().contains("max_object_serie"), "{err}");
+
+        let f = file("listen = \"not an address\"\n");
+        let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+        assert_eq!(err.key, "listen");
+
+        let err = Config::load_with_env(None, |k| {
+            (k == "DRIFTD_SETTLE_SECONDS").then(|| "-1".to_string())
+        })
+        .unwrap_err();
+        assert_eq!(err.key, "settle_seconds");
+
+        let f = file("[[ignore]]\nkind = \"Deployment\"\npointers = [\"spec/replicas\"]\n");
+        let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+        assert!(err.key.starts_with("ignore[0]"), "{err}");
+        assert!(err.to_string().contains("pointers"), "{err}");
+
+        let f = file("[unmanaged]\nkinds = [\"Widget\"]\n");
+        let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+        assert_eq!(err.key, "unmanaged.kinds");
+        assert!(err.reason.contains("apiVersion/Kind"), "{err}");
+
+        let err = Config::load_with_env(None, |k| {
+            (k == "DRIFTD_EVENTS_ENABLED").then(|| "maybe".to_string())
+        })
+        .unwrap_err();
+        assert_eq!(err.key, "events.enabled");
+        assert!(err.origin.contains("DRIFTD_EVENTS_ENABLED"), "{err}");
+    }
+}

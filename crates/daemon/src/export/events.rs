@@ -1,0 +1,144 @@
+//! Kubernetes Events (events.k8s.io/v1, through kube-runtime's `Recorder`) on drifting
+//! objects: `DriftDetected` when drift starts or its changed paths change, `DriftResolved`
+//! when it ends. The engine never waits on the API: requests go through a bounded queue to
+//! one publishing task, and a full queue drops (and counts) rather than stalls drift.
+
+use super::metrics::Metrics;
+use driftd_core::report::DriftEntry;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use serde_json::Value;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Events carry at most this many bytes of note (the API's limit is 1 kB).
+const NOTE_LIMIT: usize = 1000;
+
+/// One Event to publish.
+#[derive(Debug, Clone)]
+pub struct EventRequest {
+    pub reference: ObjectReference,
+    pub type_: EventType,
+    pub reason: &'static str,
+    pub note: String,
+}
+
+impl EventRequest {
+    /// `DriftDetected`: names the changed fields (never values: Secrets stay secret).
+    pub fn detected(entry: &DriftEntry, live: Option<&Value>) -> EventRequest {
+        let what = match entry.class {
+            driftd_core::diff::DriftClass::Missing => {
+                format!("{} {} is missing from the cluster", entry.kind, entry.name)
+            }
+            _ => {
+                let fields: Vec<String> = entry
+                    .changes
+                    .iter()
+                    .map(|c| match &c.manager {
+                        Some(m) => format!("{} (by {m})", c.field),
+                        None => c.field.clone(),
+                    })
+                    .collect();
+                format!(
+                    "{} field(s) differ: {}",
+                    entry.changes.len(),
+                    fields.join(", ")
+                )
+            }
+        };
+        EventRequest {
+            reference: reference(entry, live),
+            type_: EventType::Warning,
+            reason: "DriftDetected",
+            note: truncate(format!(
+                "{what}; desired by revision {} of source {}",
+                entry.revision, entry.source
+            )),
+        }
+    }
+
+    /// `DriftResolved`: the live object matches its desired state again.
+    pub fn resolved(entry: &DriftEntry, live: Option<&Value>) -> EventRequest {
+        EventRequest {
+            reference: reference(entry, live),
+            type_: EventType::Normal,
+            reason: "DriftResolved",
+            note: format!(
+                "live object matches revision {} of source {} again",
+                entry.revision, entry.source
+            ),
+        }
+    }
+}
+
+fn reference(entry: &DriftEntry, live: Option<&Value>) -> ObjectReference {
+    let meta = live.and_then(|l| l.get("metadata"));
+    let text = |field: &str| {
+        meta.and_then(|m| m.get(field))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    ObjectReference {
+        api_version: Some(entry.api_version.clone()),
+        kind: Some(entry.kind.clone()),
+        name: Some(entry.name.clone()),
+        namespace: entry.namespace.clone(),
+        uid: text("uid"),
+        resource_version: text("resourceVersion"),
+        ..Default::default()
+    }
+}
+
+fn truncate(mut note: String) -> String {
+    if note.len() > NOTE_LIMIT {
+        let mut cut = NOTE_LIMIT - 3;
+        while !note.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        note.truncate(cut);
+        note.push_str("...");
+    }
+    note
+}
+
+/// The engine's side of the queue.
+#[derive(Clone)]
+pub struct EventSink {
+    sender: mpsc::Sender<EventRequest>,
+}
+
+impl EventSink {
+    pub fn send(&self, request: EventRequest, metrics: &Metrics) {
+        if self.sender.try_send(request).is_err() {
+            metrics.events_dropped.inc();
+        }
+    }
+}
+
+/// Starts the publishing task.
+pub fn spawn(client: kube::Client, controller: &str, metrics: Arc<Metrics>) -> EventSink {
+    let (sender, mut receiver) = mpsc::channel::<EventRequest>(256);
+    let reporter = Reporter {
+        controller: controller.to_string(),
+        instance: std::env::var("POD_NAME")
+            .ok()
+            .or_else(|| hostname::get().ok().and_then(|h| h.into_string().ok())),
+    };
+    let recorder = Recorder::new(client, reporter);
+    tokio::spawn(async move {
+        while let Some(request) = receiver.recv().await {
+            let event = Event {
+                type_: request.type_,
+                reason: request.reason.to_string(),
+                note: Some(request.note.clone()),
+                action: "Compare".into(),
+                secondary: None,
+            };
+            if let Err(err) = recorder.publish(&event, &request.reference).await {
+                metrics.events_dropped.inc();
+                tracing::warn!(reason = request.reason, error = %err, "cannot publish Event");
+            }
+        }
+    });
+    EventSink { sender }
+}

@@ -1,0 +1,63 @@
+//! The HTTP API for on-call engineers and Prometheus: `GET /drift`, `/metrics`, `/healthz`,
+//! `/readyz`.
+
+use crate::drift::EngineHandles;
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use driftd_core::report::{DriftFilter, DriftResponse};
+
+pub fn router(handles: EngineHandles) -> Router {
+    Router::new()
+        .route("/drift", get(drift))
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .with_state(handles)
+}
+
+/// `GET /drift?source=&namespace=&kind=&class=`; an unknown filter or class is a 400 that
+/// lists the valid ones (an empty list would read as "no drift").
+async fn drift(
+    State(handles): State<EngineHandles>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Response {
+    let filter = match DriftFilter::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    {
+        Ok(filter) => filter,
+        Err(err) => return (StatusCode::BAD_REQUEST, format!("{err}\n")).into_response(),
+    };
+    let response = {
+        let index = handles.index.read().unwrap();
+        DriftResponse {
+            ready: index.ready(),
+            objects: index.query(&filter),
+        }
+    };
+    Json(response).into_response()
+}
+
+async fn metrics(State(handles): State<EngineHandles>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        handles.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn readyz(State(handles): State<EngineHandles>) -> Response {
+    if handles.index.read().unwrap().ready() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: waiting for watchers to finish their first list\n",
+        )
+            .into_response()
+    }
+}

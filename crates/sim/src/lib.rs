@@ -1,0 +1,253 @@
+//! The cluster simulator: an HTTP server speaking the Kubernetes REST/watch protocol, so the
+//! real `kube` client and `kubectl` can be pointed at it in tests and demos.
+//!
+//! What it serves (plain HTTP, no auth):
+//! - discovery (`/version`, `/api`, `/apis`, group and group-version documents; aggregated
+//!   `apidiscovery.k8s.io/v2` when the Accept header asks for it, as kubectl 1.32 and
+//!   `kube::Discovery::run_aggregated` do) and an OpenAPI v3 index with one PATCH operation per kind
+//!   so kubectl leaves field validation to the server (`openapi.rs` explains why that suffices);
+//! - list (selectors, `limit`/`continue` over a consistent snapshot, `resourceVersionMatch`),
+//!   watch (history replay, `allowWatchBookmarks`, `sendInitialEvents`, `timeoutSeconds`,
+//!   `410 Expired` from compacted history), get, create, update, patch (merge, JSON,
+//!   strategic for built-in kinds), delete and deletecollection, `status` and `scale`
+//!   subresources, Table output for `kubectl get` (also in watch events, for `get -w`),
+//!   protobuf bodies for Namespace/ConfigMap/Secret (what kubectl's `create` generators send);
+//! - every type in [`driftd_k8s::kinds::BUILTIN`] plus kinds defined by CRDs;
+//! - server-set metadata (uid, resourceVersion, generation, creationTimestamp, managedFields),
+//!   kube-apiserver defaults ([`defaults`]), finalizers/deletionTimestamp, owner-reference
+//!   garbage collection, and core/v1 + events.k8s.io/v1 Events sharing one storage;
+//! - in-process controllers: Deployments (ReplicaSets and Running Pods), StatefulSets and
+//!   DaemonSets (Pods, and claims from volumeClaimTemplates), Jobs (Pods that succeed, then
+//!   Complete), PersistentVolumeClaims (bound at once), with status written like
+//!   kube-controller-manager and the kubelet, and
+//!   Events like theirs; every namespace gets the `default` ServiceAccount and the
+//!   `kube-root-ca.crt` ConfigMap (the `kubernetes` Service in `default` is not created).
+//!
+//! - server-side apply (`application/apply-patch+yaml`): Apply managedFields, conflicts
+//!   (409, worded like kube-apiserver) unless `force`, removal of fields a manager stops
+//!   applying. Simplified: merging uses strategic-merge semantics (JSON merge for custom
+//!   resources), set-lists are atomic, and apply is not offered on subresources.
+//!
+//! Not served: protobuf bodies for other kinds (415 naming the problem),
+//! `fieldValidation=Strict` checks, admission, RBAC, pod logs/exec.
+//!
+//! # Fault injection
+//! As a library ([`Simulator::fail_next`], [`Simulator::set_latency`], [`Simulator::compact`],
+//! [`Simulator::close_watches`]) and over HTTP (JSON bodies):
+//! - `POST /_sim/faults` `{"resource": "deployments"|"*", "verb": "list"?, "count": N, "code": 503}`:
+//!   the next N matching requests fail with a `Status` of that code (verbs: list, watch, get,
+//!   create, update, patch, delete, deletecollection; omitted = any). `DELETE /_sim/faults` clears.
+//!   Note kube's client retries 429/503/504 by itself; use 500 to see one failure per fault.
+//! - `POST /_sim/latency` `{"millis": N}`: delay every API request by N ms (0 turns it off).
+//! - `POST /_sim/compact`: drop the watch history; watches and continue tokens from an older
+//!   resourceVersion get `410 Expired`.
+//! - `POST /_sim/close-watches`: end every open watch stream (clients must re-watch).
+//! - `POST /_sim/history-limit` `{"limit": N}`: how many past changes watches can resume from.
+//! - `GET /_sim/stats`: `{"resourceVersion": "...", "openWatches": N}`.
+
+mod controller;
+pub use driftd_k8s::defaults;
+mod discovery;
+mod events;
+pub mod fields;
+mod http;
+mod openapi;
+mod proto;
+pub mod select;
+pub mod smp;
+pub mod status;
+pub mod store;
+mod table;
+
+pub use http::Fault;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Tunables; `Default` suits tests and demos.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// Past changes kept for watches to resume from (older resourceVersions get 410).
+    pub history_limit: usize,
+    /// How often watches with `allowWatchBookmarks` get a BOOKMARK.
+    pub bookmark_interval: Duration,
+    /// Run the in-process Deployment controller.
+    pub controllers: bool,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            history_limit: 10_000,
+            bookmark_interval: Duration::from_secs(5),
+            controllers: true,
+        }
+    }
+}
+
+/// A running simulator. Dropping it stops the server.
+pub struct Simulator {
+    addr: SocketAddr,
+    app: Arc<http::App>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Drop for Simulator {
+    fn drop(&mut self) {
+        // Stop accepting, end watch streams so in-flight connections finish, stop controllers.
+        let _ = self.stop.send(true);
+        self.app.store.close_watches();
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Simulator {
+    /// Binds `listen` (port 0 picks a free port) and starts serving.
+    pub async fn start(listen: SocketAddr) -> std::io::Result<Simulator> {
+        Simulator::start_with(listen, SimOptions::default()).await
+    }
+
+    /// Like [`Simulator::start`] with explicit options.
+    pub async fn start_with(listen: SocketAddr, opts: SimOptions) -> std::io::Result<Simulator> {
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        let addr = listener.local_addr()?;
+        let app = Arc::new(http::App {
+            store: store::Store::new(opts.history_limit),
+            faults: Mutex::new(Vec::new()),
+            latency: Mutex::new(Duration::ZERO),
+            bookmark_interval: opts.bookmark_interval,
+            open_watches: Default::default(),
+            addr: addr.to_string(),
+        });
+        if opts.controllers {
+            controller::seed(&app.store);
+        }
+        let router = axum::Router::new()
+            .fallback(http::handle)
+            .with_state(app.clone());
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped.changed().await;
+            };
+            if let Err(e) = axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await
+            {
+                tracing::error!(error = %e, "simulator server stopped");
+            }
+        });
+        let mut tasks = Vec::new();
+        if opts.controllers {
+            tasks.push(tokio::spawn(controller::run(app.store.clone())));
+        }
+        tracing::info!(%addr, "simulator listening");
+        Ok(Simulator {
+            addr,
+            app,
+            tasks,
+            stop,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A kubeconfig (YAML) whose current context points at this simulator.
+    pub fn kubeconfig_yaml(&self) -> String {
+        format!(
+            "apiVersion: v1
+kind: Config
+clusters:
+- name: driftd-sim
+  cluster:
+    server: {url}
+contexts:
+- name: driftd-sim
+  context:
+    cluster: driftd-sim
+    user: driftd-sim
+    namespace: default
+current-context: driftd-sim
+users:
+- name: driftd-sim
+  user: {{}}
+preferences: {{}}
+",
+            url = self.url()
+        )
+    }
+
+    /// Writes the kubeconfig atomically (write to temp, rename) so watchers of the path
+    /// never read half a file.
+    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let file = path
+            .file_name()
+            .map(|f| f.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(".{file}.tmp-{}", std::process::id()));
+        std::fs::write(&tmp, self.kubeconfig_yaml())?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Direct access to storage (bypasses faults and latency), for tests and the demo.
+    pub fn store(&self) -> &store::Store {
+        &self.app.store
+    }
+
+    /// Fails the next `count` requests for `resource` (plural or `*`), any verb, with `code`.
+    pub fn fail_next(&self, resource: &str, count: u32, code: u16) {
+        self.add_fault(Fault {
+            resource: resource.into(),
+            verb: None,
+            count,
+            code,
+        });
+    }
+
+    pub fn add_fault(&self, fault: Fault) {
+        if fault.count > 0 {
+            self.app
+                .faults
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(fault);
+        }
+    }
+
+    /// Delays every API request by `latency`.
+    pub fn set_latency(&self, latency: Duration) {
+        *self.app.latency.lock().unwrap_or_else(|e| e.into_inner()) = latency;
+    }
+
+    /// Drops watch history: resuming from any resourceVersion before now gets 410 Expired.
+    pub fn compact(&self) {
+        self.app.store.compact();
+    }
+
+    /// Ends every open watch stream.
+    pub fn close_watches(&self) {
+        self.app.store.close_watches();
+    }
+
+    /// Watch streams currently open (tests wait on this instead of sleeping).
+    pub fn open_watches(&self) -> usize {
+        self.app.open_watches.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,333 @@
+//! Sources and their immutable revisions: commit, listings, and the current desired state.
+
+use super::{
+    ns_from_db, ns_to_db, ts_from_db, ts_to_db, CommitOutcome, CommitRequest, DesiredObject,
+    DesiredState, RevisionInfo, SourceSummary, StoreError,
+};
+use driftd_core::manifest::ManifestObject;
+use driftd_k8s::ObjectKey;
+use jiff::Timestamp;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+
+/// Longest accepted source name; names show up in tables, metrics labels and Events.
+const MAX_SOURCE_NAME: usize = 128;
+
+/// JSON with object keys sorted at every level and no whitespace, so equal content always
+/// hashes equal whatever key order the files used.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// sha256 (hex) over the canonical JSON array of the objects sorted by key: independent of
+/// file names, file order and key order, so moving manifests around is not a new revision.
+pub fn content_hash(objects: &[ManifestObject]) -> String {
+    let mut sorted: Vec<&ManifestObject> = objects.iter().collect();
+    sorted.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut hasher = Sha256::new();
+    hasher.update(b"[");
+    for (i, obj) in sorted.iter().enumerate() {
+        if i > 0 {
+            hasher.update(b",");
+        }
+        hasher.update(canonical_json(&obj.object).as_bytes());
+    }
+    hasher.update(b"]");
+    hex::encode(hasher.finalize())
+}
+
+/// Checks a source name before anything is opened or written (names end up in tables,
+/// metric labels and Events, so they stay short and plain).
+pub fn validate_source_name(name: &str) -> Result<(), StoreError> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/');
+    if name.is_empty() || name.len() > MAX_SOURCE_NAME || !name.chars().all(ok_char) {
+        return Err(StoreError::Rejected(format!(
+            "invalid source name {name:?}: use 1 to {MAX_SOURCE_NAME} characters from \
+             letters, digits, '-', '_', '.' and '/'"
+        )));
+    }
+    Ok(())
+}
+
+const REVISION_COLUMNS: &str = "r.id, s.name, r.author, r.message, r.committed_at, \
+                                r.content_hash, r.object_count";
+
+fn revision_from_row(row: &rusqlite::Row) -> rusqlite::Result<RevisionInfo> {
+    Ok(RevisionInfo {
+        id: row.get(0)?,
+        source: row.get(1)?,
+        author: row.get(2)?,
+        message: row.get(3)?,
+        committed_at: ts_from_db(row, 4)?,
+        content_hash: row.get(5)?,
+        object_count: row.get::<_, i64>(6)? as usize,
+    })
+}
+
+fn newest_revision(conn: &Connection, source: &str) -> rusqlite::Result<Option<RevisionInfo>> {
+    conn.query_row(
+        &format!(
+            "SELECT {REVISION_COLUMNS} FROM revisions r JOIN sources s ON s.id = r.source_id \
+             WHERE s.name = ?1 ORDER BY r.id DESC LIMIT 1"
+        ),
+        [source],
+        revision_from_row,
+    )
+    .optional()
+}
+
+/// Objects in the newest revision of every source but `except`: key -> (source, revision).
+fn owned_by_others(
+    conn: &Connection,
+    except: &str,
+) -> rusqlite::Result<HashMap<ObjectKey, (String, i64)>> {
+    let mut stmt = conn.prepare(
+        "SELECT o.grp, o.kind, o.namespace, o.name, s.name, r.id
+         FROM sources s
+         JOIN revisions r ON r.id = (SELECT MAX(id) FROM revisions WHERE source_id = s.id)
+         JOIN revision_objects o ON o.revision_id = r.id
+         WHERE s.name != ?1",
+    )?;
+    let rows = stmt.query_map([except], |row| {
+        Ok((
+            ObjectKey {
+                group: row.get(0)?,
+                kind: row.get(1)?,
+                namespace: ns_from_db(row.get(2)?),
+                name: row.get(3)?,
+            },
+            (row.get(4)?, row.get(5)?),
+        ))
+    })?;
+    rows.collect()
+}
+
+pub(super) fn commit(
+    conn: &mut Connection,
+    req: &CommitRequest,
+    now: Timestamp,
+) -> Result<CommitOutcome, StoreError> {
+    validate_source_name(req.source)?;
+    let mut seen: HashMap<&ObjectKey, &ManifestObject> = HashMap::new();
+    for obj in req.objects {
+        if let Some(first) = seen.insert(&obj.key, obj) {
+            return Err(StoreError::Rejected(format!(
+                "{} is given twice: {} and {}",
+                obj.key, first.origin, obj.origin
+            )));
+        }
+    }
+    let hash = content_hash(req.objects);
+
+    // Checks and writes happen under the write lock, so no other commit can take an
+    // object between our ownership check and our insert. Dropping `tx` without commit
+    // rolls back; nothing has been written to the file at that point.
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if let Some(newest) = newest_revision(&tx, req.source)? {
+        if newest.content_hash == hash {
+            return Ok(CommitOutcome::Unchanged(newest));
+        }
+    }
+    let owned = owned_by_others(&tx, req.source)?;
+    for obj in req.objects {
+        if let Some((other, revision)) = owned.get(&obj.key) {
+            return Err(StoreError::Rejected(format!(
+                "{} ({}) is already owned by source {other:?} (revision {revision}); \
+                 an object can belong to one source only: remove it from one of them",
+                obj.key, obj.origin
+            )));
+        }
+    }
+
+    let source_id: i64 = match tx
+        .query_row(
+            "SELECT id FROM sources WHERE name = ?1",
+            [req.source],
+            |r| r.get(0),
+        )
+        .optional()?
+    {
+        Some(id) => id,
+        None => {
+            tx.execute(
+                "INSERT INTO sources (name, created_at) VALUES (?1, ?2)",
+                params![req.source, ts_to_db(now)],
+            )?;
+            tx.last_insert_rowid()
+        }
+    };
+    tx.execute(
+        "INSERT INTO revisions (source_id, author, message, committed_at, content_hash, object_count)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            source_id,
+            req.author,
+            req.message,
+            ts_to_db(now),
+            hash,
+            req.objects.len() as i64
+        ],
+    )?;
+    let revision_id = tx.last_insert_rowid();
+    {
+        let mut insert = tx.prepare(
+            "INSERT INTO revision_objects
+             (revision_id, grp, kind, namespace, name, api_version, body, origin_file, origin_document)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )?;
+        for obj in req.objects {
+            insert.execute(params![
+                revision_id,
+                obj.key.group,
+                obj.key.kind,
+                ns_to_db(&obj.key.namespace),
+                obj.key.name,
+                obj.api_version,
+                obj.object.to_string(),
+                obj.origin.file,
+                obj.origin.document as i64,
+            ])?;
+        }
+    }
+    tx.commit()?;
+    Ok(CommitOutcome::Created(RevisionInfo {
+        id: revision_id,
+        source: req.source.to_string(),
+        author: req.author.to_string(),
+        message: req.message.to_string(),
+        committed_at: now,
+        content_hash: hash,
+        object_count: req.objects.len(),
+    }))
+}
+
+pub(super) fn sources(conn: &Connection) -> Result<Vec<SourceSummary>, StoreError> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT s.name, {REVISION_COLUMNS} FROM sources s
+         LEFT JOIN revisions r ON r.id = (SELECT MAX(id) FROM revisions WHERE source_id = s.id)
+         ORDER BY s.name"
+    ))?;
+    let rows = stmt.query_map([], |row| {
+        let name: String = row.get(0)?;
+        let id: Option<i64> = row.get(1)?;
+        let latest = match id {
+            None => None,
+            Some(_) => Some(RevisionInfo {
+                id: row.get(1)?,
+                source: row.get(2)?,
+                author: row.get(3)?,
+                message: row.get(4)?,
+                committed_at: ts_from_db(row, 5)?,
+                content_hash: row.get(6)?,
+                object_count: row.get::<_, i64>(7)? as usize,
+            }),
+        };
+        Ok(SourceSummary { name, latest })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub(super) fn history(conn: &Connection, source: &str) -> Result<Vec<RevisionInfo>, StoreError> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {REVISION_COLUMNS} FROM revisions r JOIN sources s ON s.id = r.source_id
+         WHERE s.name = ?1 ORDER BY r.id DESC"
+    ))?;
+    let rows = stmt.query_map([source], revision_from_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// (key, apiVersion, body) of every object of one revision, in key order.
+fn revision_objects(
+    conn: &Connection,
+    revision: i64,
+) -> Result<Vec<(ObjectKey, String, Value)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT grp, kind, namespace, name, api_version, body FROM revision_objects
+         WHERE revision_id = ?1 ORDER BY grp, kind, namespace, name",
+    )?;
+    let rows = stmt.query_map([revision], |row| {
+        let body: String = row.get(5)?;
+        let body: Value = serde_json::from_str(&body).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(5, rusqlite::types::Type::Text, Box::new(e))
+        })?;
+        Ok((
+            ObjectKey {
+                group: row.get(0)?,
+                kind: row.get(1)?,
+                namespace: ns_from_db(row.get(2)?),
+                name: row.get(3)?,
+            },
+            row.get(4)?,
+            body,
+        ))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub(super) fn desired_state(conn: &Connection) -> Result<DesiredState, StoreError> {
+    // One read transaction: a commit landing halfway must not mix two revisions.
+    let tx = conn.unchecked_transaction()?;
+    let revisions: Vec<RevisionInfo> = sources(&tx)?.into_iter().filter_map(|s| s.latest).collect();
+    let mut objects = Vec::new();
+    for rev in &revisions {
+        let previous_id: Option<i64> = tx.query_row(
+            "SELECT MAX(r.id) FROM revisions r JOIN sources s ON s.id = r.source_id
+             WHERE s.name = ?1 AND r.id < ?2",
+            params![rev.source, rev.id],
+            |r| r.get(0),
+        )?;
+        let mut previous: HashMap<ObjectKey, Value> = match previous_id {
+            Some(id) => revision_objects(&tx, id)?
+                .into_iter()
+                .map(|(k, _, v)| (k, v))
+                .collect(),
+            None => HashMap::new(),
+        };
+        for (key, api_version, object) in revision_objects(&tx, rev.id)? {
+            objects.push(DesiredObject {
+                source: rev.source.clone(),
+                revision: rev.id,
+                previous: previous.remove(&key),
+                key,
+                api_version,
+                object,
+            });
+        }
+    }
+    tx.finish()?;
+    Ok(DesiredState { revisions, objects })
+}

@@ -1,0 +1,244 @@
+use super::*;
+use driftd_core::manifest::{self, LoadOptions};
+
+fn objects(text: &str) -> Vec<ManifestObject> {
+    manifest::parse_text(text, "app.yaml", &LoadOptions::default()).unwrap()
+}
+
+fn cm(name: &str, value: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: {value}\n---\n"
+    )
+}
+
+fn commit(store: &mut Store, source: &str, text: &str) -> Result<CommitOutcome, StoreError> {
+    let objs = objects(text);
+    store.commit(&CommitRequest {
+        source,
+        message: "msg",
+        author: "alice",
+        objects: &objs,
+    })
+}
+
+fn created(outcome: CommitOutcome) -> RevisionInfo {
+    match outcome {
+        CommitOutcome::Created(r) => r,
+        other => panic!("expected a new revision, got {other:?}"),
+    }
+}
+
+#[test]
+fn commit_then_unchanged_then_new_revision() {
+    let mut store = Store::open_in_memory().unwrap();
+    let r1 = created(commit(&mut store, "web", &(cm("a", "1") + &cm("b", "1"))).unwrap());
+    assert_eq!(r1.object_count, 2);
+    assert_eq!(r1.source, "web");
+    // Same content in another order and key order: unchanged.
+    let reordered = "apiVersion: v1\nkind: ConfigMap\ndata: {k: 1}\nmetadata: {name: b}\n---\n"
+        .to_string()
+        + &cm("a", "1");
+    match commit(&mut store, "web", &reordered).unwrap() {
+        CommitOutcome::Unchanged(r) => assert_eq!(r.id, r1.id),
+        other => panic!("{other:?}"),
+    }
+    let r2 = created(commit(&mut store, "web", &(cm("a", "2") + &cm("b", "1"))).unwrap());
+    assert!(r2.id > r1.id);
+    assert_ne!(r2.content_hash, r1.content_hash);
+    let history = store.history("web").unwrap();
+    assert_eq!(
+        history.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![r2.id, r1.id]
+    );
+    assert!(store.history("nope").unwrap().is_empty());
+    let sources = store.sources().unwrap();
+    assert_eq!(sources.len(), 1);
+    assert_eq!(sources[0].latest.as_ref().unwrap().id, r2.id);
+}
+
+#[test]
+fn desired_state_has_newest_revisions_and_previous_objects() {
+    let mut store = Store::open_in_memory().unwrap();
+    created(commit(&mut store, "web", &(cm("a", "1") + &cm("b", "1"))).unwrap());
+    let r2 = created(commit(&mut store, "web", &(cm("a", "2") + &cm("c", "1"))).unwrap());
+    let r3 = created(commit(&mut store, "db", &cm("d", "1")).unwrap());
+    let state = store.desired_state().unwrap();
+    let mut ids: Vec<i64> = state.revisions.iter().map(|r| r.id).collect();
+    ids.sort();
+    assert_eq!(ids, vec![r2.id, r3.id]);
+    let find = |name: &str| state.objects.iter().find(|o| o.key.name == name);
+    let a = find("a").unwrap();
+    assert_eq!(a.revision, r2.id);
+    assert_eq!(a.object["data"]["k"], 2);
+    assert_eq!(a.previous.as_ref().unwrap()["data"]["k"], 1);
+    assert!(find("b").is_none(), "b was removed in the newest revision");
+    assert!(find("c").unwrap().previous.is_none(), "c is new");
+    assert_eq!(find("d").unwrap().source, "db");
+    assert_eq!(a.api_version, "v1");
+    assert_eq!(a.key.namespace.as_deref(), Some("default"));
+}
+
+#[test]
+fn objects_owned_by_another_source_are_rejected() {
+    let mut store = Store::open_in_memory().unwrap();
+    created(commit(&mut store, "web", &cm("shared", "1")).unwrap());
+    let err = commit(&mut store, "db", &(cm("own", "1") + &cm("shared", "1"))).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, StoreError::Rejected(_)));
+    assert!(msg.contains("ConfigMap default/shared"), "{msg}");
+    assert!(msg.contains("app.yaml: document 1"), "{msg}");
+    assert!(msg.contains("\"web\""), "{msg}");
+    assert_eq!(store.sources().unwrap().len(), 1, "nothing written");
+    // Once web drops it, db may take it.
+    created(commit(&mut store, "web", &cm("other", "1")).unwrap());
+    created(commit(&mut store, "db", &cm("shared", "1")).unwrap());
+}
+
+#[test]
+fn bad_source_names_are_rejected() {
+    let mut store = Store::open_in_memory().unwrap();
+    for name in ["", "has space", &"x".repeat(200)] {
+        assert!(matches!(
+            commit(&mut store, name, &cm("a", "1")),
+            Err(StoreError::Rejected(_))
+        ));
+    }
+}
+
+#[test]
+fn episodes_keep_first_seen_until_resolved() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.db");
+    let key = ObjectKey {
+        group: "apps".into(),
+        kind: "Deployment".into(),
+        namespace: Some("default".into()),
+        name: "web".into(),
+    };
+    let t = |s: i64| Timestamp::from_second(1_700_000_000 + s).unwrap();
+    {
+        let store = Store::open(&path).unwrap();
+        let e = store
+            .record_drift(&key, "web", "modified", t(0), &["spec.replicas".into()])
+            .unwrap();
+        assert_eq!((e.first_seen, e.last_seen), (t(0), t(0)));
+        let e = store
+            .record_drift(
+                &key,
+                "web",
+                "modified",
+                t(10),
+                &["spec.replicas".into(), "spec.template".into()],
+            )
+            .unwrap();
+        assert_eq!((e.first_seen, e.last_seen), (t(0), t(10)));
+        assert_eq!(e.paths.len(), 2);
+        // Out-of-order report does not move last_seen back.
+        let e = store
+            .record_drift(&key, "web", "modified", t(5), &[])
+            .unwrap();
+        assert_eq!(e.last_seen, t(10));
+    }
+    // A restart (new connection) keeps "drifting since".
+    let store = Store::open(&path).unwrap();
+    let open = store.open_episodes().unwrap();
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].first_seen, t(0));
+    let e = store
+        .record_drift(&key, "web", "deleted", t(20), &[])
+        .unwrap();
+    assert_eq!(e.first_seen, t(0));
+    assert_eq!(e.class, "deleted");
+    store.resolve_drift(&key, t(30)).unwrap();
+    assert!(store.open_episodes().unwrap().is_empty());
+    store.resolve_drift(&key, t(31)).unwrap();
+    // Drifting again is a new episode.
+    let e = store
+        .record_drift(&key, "web", "modified", t(40), &[])
+        .unwrap();
+    assert_eq!(e.first_seen, t(40));
+    assert_eq!(e.resolved_at, None);
+}
+
+#[test]
+fn data_version_changes_when_another_connection_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.db");
+    let reader = Store::open(&path).unwrap();
+    let mut writer = Store::open(&path).unwrap();
+    let before = reader.data_version().unwrap();
+    assert_eq!(
+        reader.data_version().unwrap(),
+        before,
+        "stable without commits"
+    );
+    created(commit(&mut writer, "web", &cm("a", "1")).unwrap());
+    assert_ne!(reader.data_version().unwrap(), before);
+    assert_eq!(reader.desired_state().unwrap().objects.len(), 1);
+}
+
+#[test]
+fn installation_key_is_random_and_stable() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p1, p2) = (dir.path().join("1.db"), dir.path().join("2.db"));
+    let k1 = Store::open(&p1).unwrap().installation_key().unwrap();
+    assert_eq!(k1.len(), 32);
+    assert_eq!(Store::open(&p1).unwrap().installation_key().unwrap(), k1);
+    assert_ne!(Store::open(&p2).unwrap().installation_key().unwrap(), k1);
+}
+
+#[test]
+fn migrations_set_user_version_and_refuse_newer_databases() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.db");
+    drop(Store::open(&path).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    let v: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, schema::current_version());
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    conn.execute_batch(&format!("PRAGMA user_version = {}", v + 1))
+        .unwrap();
+    drop(conn);
+    let err = Store::open(&path)
+        .err()
+        .expect("newer schema must be refused");
+    assert!(matches!(err, StoreError::Schema(_)));
+    assert!(err.to_string().contains("newer driftd"), "{err}");
+}
+
+#[test]
+fn a_partly_migrated_database_is_brought_forward() {
+    // Simulates a database written by an older driftd: version 0 with no tables.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.db");
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch("CREATE TABLE unrelated (x)")
+        .unwrap();
+    let mut store = Store::open(&path).unwrap();
+    created(commit(&mut store, "web", &cm("a", "1")).unwrap());
+}
+
+#[test]
+fn not_a_database_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.db");
+    std::fs::write(&path, "this is not sqlite, just text that is long enough to have a header....................................").unwrap();
+    let err = Store::open(&path).err().unwrap();
+    assert!(matches!(err, StoreError::Open { .. }), "{err:?}");
+    assert!(err.to_string().contains("d.db"), "{err}");
+}
+
+#[test]
+fn canonical_json_sorts_keys_at_every_level() {
+    let v: Value = serde_json::from_str(r#"{"b":{"y":1,"x":[{"d":1,"c":"é"}]},"a":null}"#).unwrap();
+    assert_eq!(
+        canonical_json(&v),
+        r#"{"a":null,"b":{"x":[{"c":"é","d":1}],"y":1}}"#
+    );
+}

@@ -1,0 +1,50 @@
+//! The README's first command: `driftd demo` shows drift with no cluster at hand.
+
+use crate::scaffold::*;
+use std::process::Command;
+use std::time::Duration;
+
+#[test]
+fn demo_shows_drift_of_the_example_app() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(DRIFTD);
+    cmd.args([
+        "demo",
+        "--listen",
+        "127.0.0.1:0",
+        "--edit-after",
+        "1",
+        "--workdir",
+    ])
+    .arg(dir.path());
+    let mut demo = Proc::spawn("driftd demo", cmd);
+    let line = demo.wait_line("listening on http://", Duration::from_secs(60));
+    let url = line[line.find("http://").unwrap()..].trim().to_string();
+
+    let drift = wait_for(
+        "demo drift on web and web-config",
+        Duration::from_secs(60),
+        || {
+            let (status, body) = http_get(&format!("{url}/drift"));
+            let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+            (status == 200
+                && find(&v, "Deployment", "web").is_some()
+                && find(&v, "ConfigMap", "web-config").is_some())
+            .then_some(v)
+        },
+    );
+    let web = find(&drift, "Deployment", "web").unwrap();
+    assert_eq!(web["class"], "modified");
+    let cm = find(&drift, "ConfigMap", "web-config").unwrap();
+    assert_eq!(cm["changes"][0]["path"], "/data/LOG_LEVEL");
+    assert_eq!(cm["changes"][0]["live"], "debug");
+    // Nothing else drifts: the simulator's defaults are not drift.
+    assert_eq!(drift["objects"].as_array().unwrap().len(), 2, "{drift:#}");
+
+    let (_, metrics) = http_get(&format!("{url}/metrics"));
+    assert!(
+        metrics.contains("driftd_objects{class=\"modified\",source=\"shop\"} 2"),
+        "{metrics}"
+    );
+    assert!(demo.terminate().success());
+}

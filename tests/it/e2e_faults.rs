@@ -1,0 +1,629 @@
+//! End to end, driftd against a cluster that misbehaves the way real ones do: watch streams
+//! closed by the server, watch history compacted (410 Gone on resume), API errors, controllers
+//! that rewrite a field and put it back, and desired kinds that come and go. In every case
+//! drift made by hand is still reported, and objects nobody touched never show up in
+//! `/drift` or in Events.
+//!
+//! Faults are injected through the simulator's `/_sim/...` admin endpoints (see `src/sim`).
+
+use crate::scaffold::*;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(30);
+
+/// The example app's objects, as (kind, name).
+const APP: [(&str, &str); 5] = [
+    ("Namespace", "shop"),
+    ("ConfigMap", "web-config"),
+    ("Secret", "web-db"),
+    ("Deployment", "web"),
+    ("Service", "web"),
+];
+
+/// One test's world. Field order is drop order: the daemon stops before the simulator.
+struct World {
+    daemon: Daemon,
+    sim: Sim,
+    db: PathBuf,
+    dir: tempfile::TempDir,
+    /// Watch streams the daemon holds open when all is well.
+    watches: usize,
+}
+
+/// Commits and applies the example app, starts `driftd serve` and waits until it is ready,
+/// every example object is in sync and every watcher has its watch open.
+fn start(extra_config: &str) -> World {
+    start_with(extra_config, 0.3)
+}
+
+/// Like [`start`] with another `settle_seconds`.
+fn start_with(extra_config: &str, settle_seconds: f64) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path());
+    let db = dir.path().join("driftd.db");
+    commit(&db, "shop", &examples());
+    sim.kubectl(&["apply", "-f", examples().to_str().unwrap()]);
+    let config = write_config(dir.path(), extra_config);
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("settle_seconds = 0.3\n"), "{text}");
+    let text = text.replace(
+        "settle_seconds = 0.3\n",
+        &format!("settle_seconds = {settle_seconds:?}\n"),
+    );
+    std::fs::write(&config, text).unwrap();
+    let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
+    daemon.wait_ready();
+    wait_for("all five example objects in sync", T, || {
+        let in_sync = daemon.drift("?class=in_sync");
+        (in_sync["objects"].as_array().unwrap().len() == APP.len()).then_some(())
+    });
+    let watches = steady_open_watches(&sim);
+    assert!(
+        watches >= APP.len(),
+        "a watch per desired kind at least: {watches}"
+    );
+    World {
+        daemon,
+        sim,
+        db,
+        dir,
+        watches,
+    }
+}
+
+/// The number of open watch streams once it holds still for half a second: the daemon may
+/// watch more kinds than it is told to (HorizontalPodAutoscalers for workloads, for one), so
+/// the tests count relative to this.
+fn steady_open_watches(sim: &Sim) -> usize {
+    let mut last = (usize::MAX, Instant::now());
+    wait_for("the number of open watches to settle", T, || {
+        let now = open_watches(sim) as usize;
+        if now != last.0 {
+            last = (now, Instant::now());
+        }
+        (now > 0 && last.1.elapsed() >= Duration::from_millis(500)).then_some(now)
+    })
+}
+
+/// Calls a simulator admin endpoint (`/_sim/PATH`).
+fn sim_admin(sim: &Sim, method: &str, path: &str, body: Value) -> Value {
+    let url = format!("{}/_sim/{path}", sim.url);
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let response = reqwest::Client::new()
+            .request(method, &url)
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{url}: {e}"));
+        assert!(
+            response.status().is_success(),
+            "{url}: {}",
+            response.status()
+        );
+        response.json().await.unwrap()
+    })
+}
+
+fn open_watches(sim: &Sim) -> u64 {
+    sim_admin(sim, "GET", "stats", Value::Null)["openWatches"]
+        .as_u64()
+        .unwrap()
+}
+
+fn wait_open_watches(sim: &Sim, n: usize) {
+    wait_for(&format!("{n} open watch streams"), T, || {
+        (open_watches(sim) == n as u64).then_some(())
+    });
+}
+
+/// driftd's Events (reason `Drift...`) in every namespace, as (reason, kind, name).
+fn drift_events(sim: &Sim) -> Vec<(String, String, String)> {
+    let list = sim.kubectl_json(&["get", "events.v1.events.k8s.io", "-A"]);
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["reason"].as_str().unwrap_or("").starts_with("Drift"))
+        .map(|e| {
+            let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+            (
+                text(&e["reason"]),
+                text(&e["regarding"]["kind"]),
+                text(&e["regarding"]["name"]),
+            )
+        })
+        .collect()
+}
+
+fn count_events(sim: &Sim, reason: &str, kind: &str, name: &str) -> usize {
+    drift_events(sim)
+        .iter()
+        .filter(|(r, k, n)| r == reason && k == kind && n == name)
+        .count()
+}
+
+/// Asserts that every driftd Event regards one of `changed` (kind, name).
+fn assert_events_only_for(sim: &Sim, changed: &[(&str, &str)]) {
+    for (reason, kind, name) in drift_events(sim) {
+        assert!(
+            changed.contains(&(kind.as_str(), name.as_str())),
+            "{reason} Event for {kind} {name}, which nobody changed"
+        );
+    }
+}
+
+/// Value of a sample `name{labels...} value` in a Prometheus text exposition; 0 if absent
+/// (a counter that never moved has no series yet).
+fn metric(metrics: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    metrics
+        .lines()
+        .find_map(|line| {
+            let rest = line.strip_prefix(name)?.strip_prefix('{')?;
+            let (label_part, value) = rest.rsplit_once(' ')?;
+            labels
+                .iter()
+                .all(|(k, v)| label_part.contains(&format!("{k}=\"{v}\"")))
+                .then(|| value.parse().ok())?
+        })
+        .unwrap_or(0.0)
+}
+
+fn daemon_metric(daemon: &Daemon, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let (status, body) = daemon.get("/metrics");
+    assert_eq!(status, 200, "{body}");
+    metric(&body, name, labels)
+}
+
+/// Polls `/drift` in the background for the whole fault window and remembers every
+/// (kind, name, class) it ever showed, so brief flaps cannot slip between two checks.
+struct DriftRecorder {
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<BTreeSet<(String, String, String)>>>,
+    polls: Arc<Mutex<u64>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl DriftRecorder {
+    fn start(daemon: &Daemon) -> DriftRecorder {
+        let url = format!("{}/drift", daemon.url);
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(Mutex::new(BTreeSet::new()));
+        let polls = Arc::new(Mutex::new(0));
+        let thread = {
+            let (stop, seen, polls) = (stop.clone(), seen.clone(), polls.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let (status, body) = http_get(&url);
+                    if status == 200 {
+                        let drift: Value = serde_json::from_str(&body).unwrap();
+                        let mut seen = seen.lock().unwrap();
+                        for o in drift["objects"].as_array().unwrap() {
+                            let text = |k: &str| o[k].as_str().unwrap_or("").to_string();
+                            seen.insert((text("kind"), text("name"), text("class")));
+                        }
+                        *polls.lock().unwrap() += 1;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            })
+        };
+        DriftRecorder {
+            stop,
+            seen,
+            polls,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops polling; returns everything `/drift` showed.
+    fn finish(mut self) -> BTreeSet<(String, String, String)> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.take().unwrap().join().unwrap();
+        assert!(
+            *self.polls.lock().unwrap() > 0,
+            "/drift was never read during the fault window"
+        );
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn assert_only(self, changed: &[(&str, &str)]) -> BTreeSet<(String, String, String)> {
+        let seen = self.finish();
+        for (kind, name, class) in &seen {
+            assert!(
+                changed.contains(&(kind.as_str(), name.as_str())),
+                "/drift showed {kind} {name} as {class}, but nobody changed it (all seen: {seen:?})"
+            );
+        }
+        seen
+    }
+}
+
+impl Drop for DriftRecorder {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+fn set_image(sim: &Sim, image: &str) {
+    sim.kubectl(&[
+        "-n",
+        "shop",
+        "set",
+        "image",
+        "deployment/web",
+        &format!("app={image}"),
+    ]);
+}
+
+fn set_log_level(sim: &Sim, level: &str) {
+    sim.kubectl(&[
+        "-n",
+        "shop",
+        "patch",
+        "configmap",
+        "web-config",
+        "--type",
+        "merge",
+        "-p",
+        &json!({"data": {"LOG_LEVEL": level}}).to_string(),
+    ]);
+}
+
+/// Waits until `/drift` reports `kind`/`name` with a change at `path`; returns the object.
+fn wait_drift_at(daemon: &Daemon, kind: &str, name: &str, path: &str) -> Value {
+    wait_for(&format!("{kind} {name} drifting at {path}"), T, || {
+        let drift = daemon.drift("");
+        let object = find(&drift, kind, name)?;
+        object["changes"]
+            .as_array()?
+            .iter()
+            .any(|c| c["path"] == path)
+            .then(|| object.clone())
+    })
+}
+
+#[test]
+fn watches_closed_by_the_server_resume_without_noise() {
+    let w = start("");
+    let recorder = DriftRecorder::start(&w.daemon);
+
+    sim_admin(&w.sim, "POST", "close-watches", json!({}));
+    // A change made while the watchers reconnect...
+    set_image(&w.sim, "nginx:1.28");
+    // ...and one made once every watcher is streaming again.
+    wait_open_watches(&w.sim, w.watches);
+    set_log_level(&w.sim, "debug");
+
+    let web = wait_drift_at(
+        &w.daemon,
+        "Deployment",
+        "web",
+        "/spec/template/spec/containers/0/image",
+    );
+    assert_eq!(web["class"], "modified");
+    let cm = wait_drift_at(&w.daemon, "ConfigMap", "web-config", "/data/LOG_LEVEL");
+    assert_eq!(cm["class"], "modified");
+
+    // Once more, with the drift already known: a reconnect must not re-announce it.
+    wait_for("DriftDetected for both changed objects", T, || {
+        (count_events(&w.sim, "DriftDetected", "Deployment", "web") == 1
+            && count_events(&w.sim, "DriftDetected", "ConfigMap", "web-config") == 1)
+            .then_some(())
+    });
+    sim_admin(&w.sim, "POST", "close-watches", json!({}));
+    wait_open_watches(&w.sim, w.watches);
+    // A later hand edit, seen only through the new streams, proves they deliver; its Event
+    // (published after the settle time) proves enough time passed for any spurious one.
+    // (Other paths than before, so the drift changes and is announced again.)
+    w.sim
+        .kubectl(&["-n", "shop", "scale", "deployment/web", "--replicas=3"]);
+    wait_drift_at(&w.daemon, "Deployment", "web", "/spec/replicas");
+    wait_for("DriftDetected for the replica change", T, || {
+        (count_events(&w.sim, "DriftDetected", "Deployment", "web") == 2).then_some(())
+    });
+
+    let changed = [("Deployment", "web"), ("ConfigMap", "web-config")];
+    recorder.assert_only(&changed);
+    assert_events_only_for(&w.sim, &changed);
+    assert_eq!(
+        count_events(&w.sim, "DriftResolved", "Deployment", "web"),
+        0,
+        "the drift never ended"
+    );
+    assert_eq!(
+        count_events(&w.sim, "DriftDetected", "ConfigMap", "web-config"),
+        1,
+        "one Event per transition, not one per reconnect"
+    );
+    let drift = w.daemon.drift("");
+    assert_eq!(drift["objects"].as_array().unwrap().len(), 2, "{drift:#}");
+}
+
+/// Keeps every watcher from re-watching, ends the streams, runs `change` and compacts the
+/// history: when the watches are allowed back, resuming from their last resourceVersion gets
+/// 410 Gone, and only a re-list can reveal the change.
+fn outage_with_compaction(w: &World, change: impl FnOnce()) {
+    sim_admin(
+        &w.sim,
+        "POST",
+        "faults",
+        // (500, not 503: kube-client retries 503s itself before the watcher sees them.)
+        json!({"resource": "*", "verb": "watch", "count": 100000, "code": 500}),
+    );
+    sim_admin(&w.sim, "POST", "close-watches", json!({}));
+    wait_open_watches(&w.sim, 0);
+    change();
+    let compacted = sim_admin(&w.sim, "POST", "compact", json!({}));
+    assert!(compacted["ok"].as_bool().unwrap(), "{compacted}");
+    // The watchers did try (and fail) before the faults are lifted.
+    wait_for("a failed re-watch of ConfigMaps", T, || {
+        (daemon_metric(
+            &w.daemon,
+            "driftd_watch_errors_total",
+            &[("kind", "ConfigMap")],
+        ) >= 1.0)
+            .then_some(())
+    });
+    sim_admin(&w.sim, "DELETE", "faults", Value::Null);
+}
+
+#[test]
+fn compacted_history_relists_without_flapping() {
+    let w = start("");
+    let recorder = DriftRecorder::start(&w.daemon);
+
+    outage_with_compaction(&w, || set_log_level(&w.sim, "debug"));
+    let cm = wait_drift_at(&w.daemon, "ConfigMap", "web-config", "/data/LOG_LEVEL");
+    assert_eq!(cm["class"], "modified");
+    assert_eq!(cm["changes"][0]["live"], "debug", "{cm:#}");
+    wait_open_watches(&w.sim, w.watches);
+    // The change's Event marks the settle time as passed for everything re-listed with it.
+    wait_for("DriftDetected for the ConfigMap", T, || {
+        (count_events(&w.sim, "DriftDetected", "ConfigMap", "web-config") == 1).then_some(())
+    });
+
+    let changed = [("ConfigMap", "web-config")];
+    let seen = recorder.assert_only(&changed);
+    assert!(
+        !seen.iter().any(|(_, _, class)| class == "missing"),
+        "a re-list must not make objects look missing: {seen:?}"
+    );
+    assert_events_only_for(&w.sim, &changed);
+    let in_sync = w.daemon.drift("?class=in_sync");
+    assert_eq!(
+        in_sync["objects"].as_array().unwrap().len(),
+        APP.len() - 1,
+        "{in_sync:#}"
+    );
+}
+
+#[test]
+fn a_deletion_hidden_by_compaction_is_found_by_the_relist() {
+    let w = start("");
+    let recorder = DriftRecorder::start(&w.daemon);
+    // No DELETED event can reach the daemon: the watch is down and the history is gone.
+    outage_with_compaction(&w, || {
+        w.sim
+            .kubectl(&["-n", "shop", "delete", "configmap", "web-config"]);
+    });
+    let cm = wait_for("web-config missing", T, || {
+        find(&w.daemon.drift(""), "ConfigMap", "web-config").cloned()
+    });
+    assert_eq!(cm["class"], "missing", "{cm:#}");
+    wait_open_watches(&w.sim, w.watches);
+    wait_for("DriftDetected for the ConfigMap", T, || {
+        (count_events(&w.sim, "DriftDetected", "ConfigMap", "web-config") == 1).then_some(())
+    });
+    let changed = [("ConfigMap", "web-config")];
+    recorder.assert_only(&changed);
+    assert_events_only_for(&w.sim, &changed);
+}
+
+#[test]
+fn api_errors_are_counted_and_recovered_from() {
+    let w = start("");
+    let errors = || {
+        daemon_metric(
+            &w.daemon,
+            "driftd_watch_errors_total",
+            &[("kind", "Deployment")],
+        )
+    };
+    let before = errors();
+    let recorder = DriftRecorder::start(&w.daemon);
+
+    // Two failed re-watches; meanwhile the history moves on and is compacted, so the next
+    // re-watch gets 410 Gone; then one failed re-list. The deployments watcher's backoff
+    // (0.8 s, doubling) leaves the writes below ample time before its third attempt.
+    sim_admin(
+        &w.sim,
+        "POST",
+        "faults",
+        json!({"resource": "deployments", "verb": "watch", "count": 2, "code": 500}),
+    );
+    sim_admin(&w.sim, "POST", "close-watches", json!({}));
+    wait_for("the first failed re-watch", T, || {
+        (errors() >= before + 1.0).then_some(())
+    });
+    let out = w.sim.kubectl_output(
+        &["apply", "-f", "-"],
+        Some(r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "unrelated", "namespace": "shop"}}"#),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    sim_admin(&w.sim, "POST", "compact", json!({}));
+    sim_admin(
+        &w.sim,
+        "POST",
+        "faults",
+        json!({"resource": "deployments", "verb": "list", "count": 1, "code": 500}),
+    );
+    // Exponential backoff with jitter: up to ~25 s for four errors.
+    wait_for(
+        "driftd_watch_errors_total{kind=Deployment} to rise by 4",
+        Duration::from_secs(60),
+        || (errors() >= before + 4.0).then_some(()),
+    );
+    wait_open_watches(&w.sim, w.watches);
+    // The daemon stayed ready through the outage.
+    assert_eq!(w.daemon.get("/readyz").0, 200);
+
+    set_image(&w.sim, "nginx:1.28");
+    let web = wait_drift_at(
+        &w.daemon,
+        "Deployment",
+        "web",
+        "/spec/template/spec/containers/0/image",
+    );
+    assert_eq!(web["class"], "modified");
+    wait_for("DriftDetected for the Deployment", T, || {
+        (count_events(&w.sim, "DriftDetected", "Deployment", "web") == 1).then_some(())
+    });
+
+    let changed = [("Deployment", "web")];
+    let seen = recorder.assert_only(&changed);
+    assert!(
+        !seen.contains(&("Deployment".into(), "web".into(), "missing".into())),
+        "a failed list must not make the Deployment look missing: {seen:?}"
+    );
+    assert_events_only_for(&w.sim, &changed);
+}
+
+#[test]
+fn a_change_put_back_within_the_settle_time_makes_no_events() {
+    let w = start_with("", 3.0);
+    let settle = Duration::from_secs(3);
+    let seen_by_daemon = || {
+        daemon_metric(
+            &w.daemon,
+            "driftd_watch_events_total",
+            &[("kind", "ConfigMap")],
+        )
+    };
+    let events_before = seen_by_daemon();
+
+    // A controller (here: two kubectl calls) flips a field and puts it back.
+    let flipped = Instant::now();
+    set_log_level(&w.sim, "debug");
+    set_log_level(&w.sim, "info");
+    let flip = flipped.elapsed();
+    assert!(
+        flip + Duration::from_millis(500) < settle,
+        "the flip took {flip:?}; the test needs it well inside the settle time"
+    );
+    // The daemon did see both changes (else this test would prove nothing)...
+    wait_for("the daemon to see both ConfigMap updates", T, || {
+        (seen_by_daemon() >= events_before + 2.0).then_some(())
+    });
+    wait_for("web-config back in sync", T, || {
+        find(&w.daemon.drift(""), "ConfigMap", "web-config")
+            .is_none()
+            .then_some(())
+    });
+
+    // ...and a later, unrelated drift's Event marks the settle time as passed for the flip.
+    let changed_at = Instant::now();
+    set_image(&w.sim, "nginx:1.28");
+    wait_for("DriftDetected for the Deployment", T, || {
+        (count_events(&w.sim, "DriftDetected", "Deployment", "web") == 1).then_some(())
+    });
+    assert!(
+        changed_at.elapsed() >= settle,
+        "the Deployment's Event came before the settle time ({:?})",
+        changed_at.elapsed()
+    );
+    assert_eq!(
+        count_events(&w.sim, "DriftDetected", "ConfigMap", "web-config"),
+        0
+    );
+    assert_eq!(
+        count_events(&w.sim, "DriftResolved", "ConfigMap", "web-config"),
+        0
+    );
+    assert_events_only_for(&w.sim, &[("Deployment", "web")]);
+}
+
+#[test]
+fn kinds_leaving_and_entering_the_desired_state_start_and_stop_watchers() {
+    let mut w = start("");
+    let services = || {
+        w.daemon.drift("?kind=Service&class=in_sync")["objects"]
+            .as_array()
+            .unwrap()
+            .len()
+            + w.daemon.drift("?kind=Service")["objects"]
+                .as_array()
+                .unwrap()
+                .len()
+    };
+    // The Service drifts, so it is in the default /drift view.
+    w.sim.kubectl(&[
+        "-n",
+        "shop",
+        "patch",
+        "service",
+        "web",
+        "-p",
+        r#"{"spec":{"selector":{"app.kubernetes.io/name":"web2"}}}"#,
+    ]);
+    wait_for("Service web drifting", T, || {
+        find(&w.daemon.drift(""), "Service", "web").map(|_| ())
+    });
+
+    // A revision without the Service: its watcher stops and it leaves /drift.
+    let without = edited_examples(&w.dir.path().join("without-service"), |text| {
+        match text.split_once("\n---\n") {
+            Some((first, rest)) if rest.contains("kind: Service") => first.to_string(),
+            _ => text.to_string(),
+        }
+    });
+    commit(&w.db, "shop", &without);
+    wait_for("the Service to leave /drift", T, || {
+        (services() == 0).then_some(())
+    });
+    wait_open_watches(&w.sim, w.watches - 1);
+    assert_eq!(
+        w.daemon.drift("?class=in_sync")["objects"]
+            .as_array()
+            .unwrap()
+            .len(),
+        APP.len() - 1
+    );
+    let (_, metrics) = w.daemon.get("/metrics");
+    assert!(
+        !metrics
+            .lines()
+            .any(|l| l.starts_with("driftd_object_drift{") && l.contains("kind=\"Service\"")),
+        "no per-object series for an object no longer desired"
+    );
+
+    // Back in the desired state: a new watcher lists it, and the live edit is drift again.
+    commit(&w.db, "shop", &examples());
+    wait_open_watches(&w.sim, w.watches);
+    let service = wait_drift_at(
+        &w.daemon,
+        "Service",
+        "web",
+        "/spec/selector/app.kubernetes.io~1name",
+    );
+    assert_eq!(service["class"], "modified");
+    assert_eq!(w.daemon.get("/readyz").0, 200);
+    assert!(
+        w.daemon.proc.child.try_wait().unwrap().is_none(),
+        "no restart: the same daemon process"
+    );
+    assert!(w.daemon.proc.terminate().success());
+}

@@ -1,0 +1,22 @@
+//! driftd's end-to-end and CLI tests: one test binary, one scaffold (`scaffold`). They run
+//! the real `driftd` binary, the real `kubectl` and a real Prometheus against the cluster
+//! simulator, exactly as against a cluster. The simulator's own protocol and kubectl tests
+//! live in `crates/sim/tests`; logic is unit-tested in each crate.
+
+mod scaffold;
+
+mod check_cli;
+mod check_sim;
+mod commit_cli;
+mod corpus;
+mod corpus_sim;
+mod e2e_demo;
+mod e2e_deploy;
+mod e2e_faults;
+mod e2e_prometheus;
+mod e2e_rules;
+mod e2e_secrets;
+mod e2e_serve;
+mod serve_config;
+mod sim_cli;
+mod store_concurrency;
