@@ -141,13 +141,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn cluster_facts<'a>(objects: impl Iterator<Item = &'a ManifestObject>) -> ClusterFacts {
     let mut facts = ClusterFacts::default();
     for o in objects.filter(|o| o.key.kind == "HorizontalPodAutoscaler") {
-        let target = &o.object["spec"]["scaleTargetRef"];
-        if let (Some(kind), Some(name)) = (target["kind"].as_str(), target["name"].as_str()) {
-            let ns = o.key.namespace.clone().unwrap_or_else(|| "default".into());
-            facts
-                .hpa_targets
-                .insert((ns, kind.to_string(), name.to_string()));
-        }
+        facts
+            .hpa_targets
+            .extend(driftd_k8s::hpa_scale_target(&o.object));
     }
     facts
 }

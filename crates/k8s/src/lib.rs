@@ -43,6 +43,40 @@ impl ObjectKey {
     }
 }
 
+/// Kinds whose `spec.replicas` a HorizontalPodAutoscaler may own (those with a `scale`
+/// subresource among the built-ins the HPA controller scales).
+pub const SCALABLE_KINDS: &[&str] = &[
+    "Deployment",
+    "StatefulSet",
+    "ReplicaSet",
+    "ReplicationController",
+];
+
+/// The object whose `spec.replicas` a HorizontalPodAutoscaler (any version) owns: its
+/// `spec.scaleTargetRef` (apiVersion, kind, name) in the HPA's own namespace, since an HPA
+/// can only scale objects in its namespace. `None` when the reference is incomplete; the HPA
+/// controller cannot resolve it either (`podautoscaler/horizontal.go` parses the apiVersion
+/// into the group it maps). An HPA without a namespace is taken to be in `default`, as
+/// kubectl would create it.
+pub fn hpa_scale_target(hpa: &Value) -> Option<ObjectKey> {
+    let target = hpa.pointer("/spec/scaleTargetRef")?;
+    let api_version = target
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let namespace = hpa
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .filter(|ns| !ns.is_empty())
+        .unwrap_or("default");
+    Some(ObjectKey {
+        group: kinds::split_api_version(api_version).0.to_string(),
+        kind: target.get("kind")?.as_str()?.to_string(),
+        namespace: Some(namespace.to_string()),
+        name: target.get("name")?.as_str()?.to_string(),
+    })
+}
+
 impl std::fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let gk = if self.group.is_empty() {
@@ -80,5 +114,35 @@ impl TypeKey {
 impl std::fmt::Display for TypeKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.api_version, self.kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn hpa_scale_target_is_in_the_hpa_namespace_with_the_referenced_group() {
+        let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}}});
+        let target = hpa_scale_target(&hpa).unwrap();
+        assert_eq!(target.to_string(), "Deployment.apps shop/web");
+        let mut no_ns = hpa.clone();
+        no_ns["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("namespace");
+        assert_eq!(
+            hpa_scale_target(&no_ns).unwrap().namespace.as_deref(),
+            Some("default")
+        );
+        let mut no_name = hpa;
+        no_name["spec"]["scaleTargetRef"]
+            .as_object_mut()
+            .unwrap()
+            .remove("name");
+        assert_eq!(hpa_scale_target(&no_name), None);
     }
 }

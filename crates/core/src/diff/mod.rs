@@ -25,6 +25,7 @@ mod walk;
 pub use managed::ManagerMatch;
 pub use rules::{ExpiredRule, IgnoreRule, RuleError, RuleSet};
 
+use driftd_k8s::ObjectKey;
 use pointer::{field_names, pointer, Seg, Side};
 use std::collections::HashSet;
 use walk::{RawChange, Walker};
@@ -120,9 +121,9 @@ pub fn validate_annotations(desired: &Value) -> Result<(), String> {
 /// Facts about the cluster beyond the object itself that decide what is drift.
 #[derive(Debug, Clone)]
 pub struct ClusterFacts {
-    /// Scale targets of HorizontalPodAutoscalers as (namespace, kind, name): their
+    /// Scale targets of HorizontalPodAutoscalers ([`driftd_k8s::hpa_scale_target`]): their
     /// `spec.replicas` belongs to the autoscaler.
-    pub hpa_targets: HashSet<(String, String, String)>,
+    pub hpa_targets: HashSet<ObjectKey>,
     /// Managers whose fields in live `managedFields` are never drift. Default:
     /// `kube-controller-manager` through the `scale` subresource (HPA and other scalers).
     pub controller_managers: Vec<ManagerMatch>,
@@ -376,22 +377,10 @@ fn controller_owned(
     segs: &[Seg],
 ) -> bool {
     let names = field_names(segs);
-    if names.starts_with(&["spec", "replicas"]) {
-        let ns = desired
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .unwrap_or("default");
-        let name = desired
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if facts
-            .hpa_targets
-            .contains(&(ns.to_string(), kind.to_string(), name.to_string()))
-        {
-            return true;
-        }
+    if names.starts_with(&["spec", "replicas"])
+        && ObjectKey::of(desired).is_some_and(|key| facts.hpa_targets.contains(&key))
+    {
+        return true;
     }
     // The ClusterRole aggregation controller rewrites `rules` from the selected roles.
     if kind == "ClusterRole"

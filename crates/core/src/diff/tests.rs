@@ -465,18 +465,14 @@ fn rule4_hpa_target_replicas_are_not_drift() {
         vec![("/spec/replicas".to_string(), ChangeOp::Replace)]
     );
     let mut facts = ClusterFacts::default();
-    facts
-        .hpa_targets
-        .insert(("shop".into(), "Deployment".into(), "web".into()));
+    facts.hpa_targets.insert(deployment_key("web"));
     assert_eq!(
         cmp_full(&deployment(), Some(&live), None, &facts).class,
         DriftClass::InSync
     );
     // Another deployment's HPA does not hide this one's replicas.
     let mut other = ClusterFacts::default();
-    other
-        .hpa_targets
-        .insert(("shop".into(), "Deployment".into(), "api".into()));
+    other.hpa_targets.insert(deployment_key("api"));
     assert_eq!(
         cmp_full(&deployment(), Some(&live), None, &other).class,
         DriftClass::Modified
@@ -997,9 +993,7 @@ fn omitted_replicas_are_committed_as_one_unless_an_hpa_owns_them() {
     );
     assert_eq!(c.changes[0].desired, Some(json!(1)));
     let mut facts = ClusterFacts::default();
-    facts
-        .hpa_targets
-        .insert(("shop".into(), "Deployment".into(), "web".into()));
+    facts.hpa_targets.insert(deployment_key("web"));
     assert_eq!(
         cmp_full(&desired, Some(&live), None, &facts).class,
         DriftClass::InSync
@@ -1094,4 +1088,13 @@ fn generic_omitempty_names_only_count_where_they_are_struct_fields() {
         paths(&cmp(&cm, &live)),
         vec![("/data/value".to_string(), ChangeOp::Add)]
     );
+}
+
+fn deployment_key(name: &str) -> driftd_k8s::ObjectKey {
+    driftd_k8s::ObjectKey {
+        group: "apps".into(),
+        kind: "Deployment".into(),
+        namespace: Some("shop".into()),
+        name: name.into(),
+    }
 }

@@ -78,7 +78,7 @@ pub struct Engine {
     open_since: HashMap<ObjectKey, Timestamp>,
     sources: BTreeSet<String>,
     /// HorizontalPodAutoscalers seen live, with their scale target (namespace, kind, name).
-    hpas: HashMap<ObjectKey, (String, String, String)>,
+    hpas: HashMap<ObjectKey, ObjectKey>,
     /// Coverage: kinds and namespaces whose unowned live objects are reported.
     coverage: Coverage,
     /// Unowned live objects in coverage scope (identity only).
@@ -115,14 +115,6 @@ impl Coverage {
 
 /// How often open drift episodes get their `last_seen` moved forward.
 const LAST_SEEN_PERIOD: Duration = Duration::from_secs(60);
-
-/// Kinds whose `spec.replicas` a HorizontalPodAutoscaler may own.
-const SCALABLE: &[&str] = &[
-    "Deployment",
-    "StatefulSet",
-    "ReplicaSet",
-    "ReplicationController",
-];
 
 fn hpa_type() -> TypeKey {
     TypeKey {
@@ -340,7 +332,10 @@ impl Engine {
         }
         let mut wanted: BTreeSet<TypeKey> = by_type.keys().cloned().collect();
         wanted.extend(self.coverage.kinds.iter().cloned());
-        if by_type.keys().any(|t| SCALABLE.contains(&t.kind.as_str())) {
+        if by_type
+            .keys()
+            .any(|t| driftd_k8s::SCALABLE_KINDS.contains(&t.kind.as_str()))
+        {
             wanted.insert(hpa_type());
         } else {
             self.hpas.clear();
@@ -503,14 +498,7 @@ impl Engine {
     /// Records (or forgets) an HPA's scale target; the target's `spec.replicas` is the
     /// autoscaler's, so the target is compared again.
     fn set_hpa(&mut self, key: ObjectKey, object: Option<&Value>) {
-        let target = object.and_then(|o| {
-            let target = o.pointer("/spec/scaleTargetRef")?;
-            Some((
-                key.namespace.clone().unwrap_or_default(),
-                target.get("kind")?.as_str()?.to_string(),
-                target.get("name")?.as_str()?.to_string(),
-            ))
-        });
+        let target = object.and_then(driftd_k8s::hpa_scale_target);
         let old = match target.clone() {
             Some(t) => self.hpas.insert(key, t),
             None => self.hpas.remove(&key),
@@ -519,18 +507,10 @@ impl Engine {
             return;
         }
         self.facts.hpa_targets = self.hpas.values().cloned().collect();
-        let affected: Vec<ObjectKey> = self
-            .desired
-            .keys()
-            .filter(|k| {
-                let id = (
-                    k.namespace.clone().unwrap_or_default(),
-                    k.kind.clone(),
-                    k.name.clone(),
-                );
-                old.as_ref() == Some(&id) || target.as_ref() == Some(&id)
-            })
-            .cloned()
+        let affected: Vec<ObjectKey> = [old, target]
+            .into_iter()
+            .flatten()
+            .filter(|k| self.desired.contains_key(k))
             .collect();
         for key in affected {
             self.evaluate(&key);
