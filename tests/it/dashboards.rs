@@ -516,6 +516,11 @@ fn dashboard_is_portable_and_every_alert_has_a_runbook() {
     let panels = all_panels(&d);
     let ids: BTreeSet<i64> = panels.iter().map(|p| p["id"].as_i64().unwrap()).collect();
     assert_eq!(ids.len(), panels.len(), "panel ids are unique");
+    let titles: BTreeSet<&str> = panels
+        .iter()
+        .map(|p| p["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles.len(), panels.len(), "panel titles are unique");
     for q in dashboard_queries(&d) {
         expand_grafana_variables(&q.expr);
     }
