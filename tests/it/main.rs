@@ -10,6 +10,7 @@ mod check_sim;
 mod commit_cli;
 mod corpus;
 mod corpus_sim;
+mod dashboards;
 mod e2e_demo;
 mod e2e_deploy;
 mod e2e_faults;
