@@ -158,10 +158,10 @@ impl Engine {
             kinds: config
                 .unmanaged
                 .type_keys()
-                .map_err(|reason| crate::config::ConfigError {
+                .map_err(|err| crate::config::ConfigError {
                     origin: "config".into(),
                     key: "unmanaged.kinds".into(),
-                    reason,
+                    reason: err.to_string(),
                 })?
                 .into_iter()
                 .collect(),
