@@ -520,3 +520,5 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     }
 }
 
+#[cfg(test)]
+mod tests;
