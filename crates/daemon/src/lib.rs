@@ -10,3 +10,6 @@ pub mod drift;
 pub mod export;
 pub mod serve;
 pub mod watch;
+
+#[cfg(test)]
+mod test_support;

@@ -158,20 +158,7 @@ impl DesiredSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use driftd_core::manifest::{self, LoadOptions};
-    use driftd_store::CommitRequest;
-
-    fn commit(store: &mut Store, source: &str, yaml: &str) {
-        let objects = manifest::parse_text(yaml, "app.yaml", &LoadOptions::default()).unwrap();
-        store
-            .commit(&CommitRequest {
-                source,
-                message: "test",
-                author: "test",
-                objects: &objects,
-            })
-            .unwrap();
-    }
+    use crate::test_support::commit;
 
     fn cm(name: &str, value: &str) -> String {
         format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: shop}}\ndata: {{k: \"{value}\"}}\n---\n")

@@ -198,26 +198,9 @@ mod tests {
     use super::*;
 
     fn entry(name: &str, class: DriftClass, since_secs: i64) -> (ObjectKey, DriftEntry) {
-        let key = ObjectKey {
-            group: String::new(),
-            kind: "ConfigMap".into(),
-            namespace: Some("shop".into()),
-            name: name.into(),
-        };
-        let entry = DriftEntry {
-            source: "shop".into(),
-            revision: 1,
-            api_version: "v1".into(),
-            kind: "ConfigMap".into(),
-            namespace: Some("shop".into()),
-            name: name.into(),
-            class,
-            since: (class != DriftClass::InSync)
-                .then(|| Timestamp::from_second(since_secs).unwrap()),
-            changes: vec![],
-            patch: Default::default(),
-            ignored: vec![],
-        };
+        let key = crate::test_support::configmap("shop", name);
+        let since = Timestamp::from_second(since_secs).unwrap();
+        let entry = crate::test_support::entry("shop", &key, class, since);
         (key, entry)
     }
 

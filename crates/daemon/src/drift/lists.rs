@@ -216,12 +216,7 @@ mod tests {
     use super::*;
 
     fn key(name: &str) -> ObjectKey {
-        ObjectKey {
-            group: String::new(),
-            kind: "ConfigMap".into(),
-            namespace: Some("shop".into()),
-            name: name.into(),
-        }
+        crate::test_support::configmap("shop", name)
     }
 
     fn keys(names: &[&str]) -> HashSet<ObjectKey> {

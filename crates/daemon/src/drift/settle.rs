@@ -180,12 +180,7 @@ mod tests {
     const SETTLE: Duration = Duration::from_secs(5);
 
     fn key(name: &str) -> ObjectKey {
-        ObjectKey {
-            group: String::new(),
-            kind: "ConfigMap".into(),
-            namespace: Some("shop".into()),
-            name: name.into(),
-        }
+        crate::test_support::configmap("shop", name)
     }
 
     fn modified(paths: &[&str]) -> Option<Drift> {

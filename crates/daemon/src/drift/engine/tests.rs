@@ -5,9 +5,9 @@
 use super::*;
 use crate::drift::clock::ManualClock;
 use crate::drift::index::DriftIndex;
+use crate::test_support::commit;
 use crate::watch::{WatchError, WatcherId};
 use driftd_core::manifest::{self, LoadOptions};
-use driftd_store::CommitRequest;
 use serde_json::json;
 use std::sync::RwLock;
 
@@ -156,7 +156,7 @@ impl Harness {
     fn start_with(config: &Config, yaml: &str) -> Harness {
         let mut store = Store::open_in_memory().unwrap();
         if !yaml.is_empty() {
-            commit_to(&mut store, "shop", yaml);
+            commit(&mut store, "shop", yaml);
         }
         let mut h = Harness::new(store, config, "2026-11-30T10:00:00Z");
         h.load();
@@ -174,7 +174,7 @@ impl Harness {
 
     /// Commits `yaml` as the whole of `source` and loads it.
     fn commit(&mut self, source: &str, yaml: &str) {
-        commit_to(&mut self.engine.store, source, yaml);
+        commit(&mut self.engine.store, source, yaml);
         self.load();
     }
 
@@ -256,19 +256,6 @@ impl Harness {
             .map(|e| (e.key.name, e.class))
             .collect()
     }
-}
-
-/// Commits `yaml` as the whole of `source`.
-fn commit_to(store: &mut Store, source: &str, yaml: &str) {
-    let objects = manifest::parse_text(yaml, "test.yaml", &LoadOptions::default()).unwrap();
-    store
-        .commit(&CommitRequest {
-            source,
-            message: "test",
-            author: "test",
-            objects: &objects,
-        })
-        .unwrap();
 }
 
 fn kind_of(object: &Value) -> TypeKey {
@@ -497,7 +484,7 @@ fn a_restart_keeps_since_and_does_not_announce_the_same_drift_again() {
 
     // Stopped; meanwhile b leaves the desired state and a drifts the same way still.
     let mut store = h.engine.store;
-    commit_to(&mut store, "shop", &cm("a", "1"));
+    commit(&mut store, "shop", &cm("a", "1"));
     let mut h = Harness::new(store, &config(), "2026-11-30T11:00:00Z");
     h.load();
     assert_eq!(

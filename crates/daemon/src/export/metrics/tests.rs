@@ -6,25 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 fn entry(source: &str, namespace: &str, name: &str, class: DriftClass) -> (ObjectKey, DriftEntry) {
-    let key = ObjectKey {
-        group: String::new(),
-        kind: "ConfigMap".into(),
-        namespace: Some(namespace.into()),
-        name: name.into(),
-    };
-    let entry = DriftEntry {
-        source: source.into(),
-        revision: 1,
-        api_version: "v1".into(),
-        kind: "ConfigMap".into(),
-        namespace: Some(namespace.into()),
-        name: name.into(),
-        class,
-        since: (class != DriftClass::InSync).then(|| "2026-11-30T10:00:00Z".parse().unwrap()),
-        changes: vec![],
-        patch: Default::default(),
-        ignored: vec![],
-    };
+    let key = crate::test_support::configmap(namespace, name);
+    let since = "2026-11-30T10:00:00Z".parse().unwrap();
+    let entry = crate::test_support::entry(source, &key, class, since);
     (key, entry)
 }
 
