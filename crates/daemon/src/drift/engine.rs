@@ -14,7 +14,7 @@
 use super::clock::Clock;
 use super::coverage::{self, Coverage};
 use super::desired::{DesiredChange, DesiredSet};
-use super::hpa::{hpa_kind, Autoscalers};
+use super::hpa::{hpa_kind, is_hpa_kind, Autoscalers};
 use super::index::SharedIndex;
 use super::lists::{ListEvent, Lists};
 use super::outputs::{Announcement, Outputs};
@@ -316,7 +316,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// A live object of `kind` is now `object` (`None`: deleted).
     fn object_changed(&mut self, kind: &TypeKey, key: ObjectKey, object: Option<Value>) {
-        if *kind == hpa_kind() {
+        if is_hpa_kind(kind) {
             let affected = self.autoscalers.apply(key.clone(), object.as_ref());
             self.autoscalers_changed(affected);
         }
@@ -351,7 +351,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             }
             self.evaluate(key);
         }
-        if *kind == hpa_kind() {
+        if is_hpa_kind(kind) {
             let affected = self.autoscalers.retain_listed(listed);
             self.autoscalers_changed(affected);
         }

@@ -14,6 +14,11 @@ pub fn hpa_kind() -> TypeKey {
     }
 }
 
+/// Whether `kind` is [`hpa_kind`] (without building one: asked on every watch event).
+pub fn is_hpa_kind(kind: &TypeKey) -> bool {
+    kind.kind == "HorizontalPodAutoscaler" && kind.api_version == "autoscaling/v2"
+}
+
 /// Live HPAs and their scale targets.
 #[derive(Debug, Default)]
 pub struct Autoscalers {
@@ -84,5 +89,15 @@ mod tests {
         assert_eq!(a.targets().len(), 1);
         assert_eq!(names(a.retain_listed(&HashSet::new())), ["api"]);
         assert!(a.targets().is_empty());
+    }
+
+    #[test]
+    fn the_watched_kind_is_recognised() {
+        assert!(is_hpa_kind(&hpa_kind()));
+        let v1 = TypeKey {
+            api_version: "autoscaling/v1".into(),
+            ..hpa_kind()
+        };
+        assert!(!is_hpa_kind(&v1));
     }
 }
