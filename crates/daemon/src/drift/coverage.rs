@@ -3,9 +3,8 @@
 //! Off (no kinds) unless configured.
 
 use crate::config::{ConfigError, UnmanagedConfig};
-use crate::watch::TypeKey;
 use driftd_core::report::{DriftClass, DriftEntry};
-use driftd_k8s::ObjectKey;
+use driftd_k8s::{ObjectKey, TypeKey};
 use jiff::Timestamp;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashSet};

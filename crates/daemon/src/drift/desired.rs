@@ -1,9 +1,8 @@
 //! The desired state as the engine compares against it: the newest revision of every source,
 //! read from the store when someone commits, each object prepared for comparison once.
 
-use crate::watch::TypeKey;
 use driftd_core::diff::{Differ, PreparedDesired};
-use driftd_k8s::ObjectKey;
+use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::{DesiredObject, Store, StoreError};
 use jiff::Timestamp;
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -20,10 +20,10 @@ use super::lists::{ListEvent, Lists};
 use super::outputs::{Announcement, Outputs};
 use super::settle::{Drift, Report, Settling};
 use crate::config::{Config, ConfigError};
-use crate::watch::{TypeKey, WatchControl, WatchEvent, WatchMessage};
+use crate::watch::{WatchControl, WatchEvent, WatchMessage};
 use driftd_core::diff::{ClusterFacts, CompareInput, Differ};
 use driftd_core::report::{DriftClass, DriftEntry};
-use driftd_k8s::ObjectKey;
+use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::{Store, StoreError};
 use jiff::Timestamp;
 use serde_json::Value;
@@ -487,7 +487,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     }
 
     /// Moves `last_seen` of every reported, still-drifting episode to now, so the episode
-    /// record says how long drift really lasted (to within [`LAST_SEEN_PERIOD`]).
+    /// record says how long drift really lasted (the run loop calls it every minute).
     pub fn touch_open_episodes(&mut self) {
         let now = self.clock.wall();
         let index = self.index.read().unwrap();

@@ -1,8 +1,7 @@
 //! HorizontalPodAutoscalers seen live: an HPA owns `spec.replicas` of its scale target, so a
 //! change of who autoscales what changes the target's drift.
 
-use crate::watch::TypeKey;
-use driftd_k8s::ObjectKey;
+use driftd_k8s::{ObjectKey, TypeKey};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 

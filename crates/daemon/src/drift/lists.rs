@@ -7,8 +7,8 @@
 //! the manner of kube-runtime's `watcher` state machine. Messages of a replaced watcher are
 //! told apart by [`WatcherId`] and dropped.
 
-use crate::watch::{TypeKey, WatchControl, WatcherId};
-use driftd_k8s::ObjectKey;
+use crate::watch::{WatchControl, WatcherId};
+use driftd_k8s::{ObjectKey, TypeKey};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// The list lifecycle of one kind.

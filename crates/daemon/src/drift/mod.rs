@@ -2,20 +2,20 @@
 //!
 //! The engine ([`Engine`]) is the index's only writer; HTTP handlers and the metrics read it
 //! through [`SharedIndex`]. Its parts, one concern each:
-//! - [`desired`]: the desired state, reloaded when someone commits;
-//! - [`lists`]: the list lifecycle of every watched kind (what exists, what is judged);
-//! - [`settle`]: when a drift state held long enough for Events and episodes;
-//! - [`coverage`]: `[unmanaged]` objects; [`hpa`]: autoscalers owning `spec.replicas`;
-//! - [`index`]: the published state; [`outputs`]: counters and Events; [`clock`]: time.
+//! - `desired`: the desired state, reloaded when someone commits;
+//! - `lists`: the list lifecycle of every watched kind (what exists, what is judged);
+//! - `settle`: when a drift state held long enough for Events and episodes;
+//! - `coverage`: `[unmanaged]` objects; `hpa`: autoscalers owning `spec.replicas`;
+//! - `index`: the published state; `outputs`: counters and Events; `clock`: time.
 
-pub mod clock;
+mod clock;
 mod coverage;
 mod desired;
 mod engine;
 mod hpa;
 mod index;
 mod lists;
-pub mod outputs;
+mod outputs;
 mod settle;
 
 pub use clock::{Clock, SystemClock};

@@ -2,8 +2,9 @@
 //! settled transitions that become Kubernetes Events. `export::Publisher` is the real one;
 //! tests record what they get.
 
-use crate::watch::{TypeKey, WatchError};
+use crate::watch::WatchError;
 use driftd_core::report::DriftEntry;
+use driftd_k8s::TypeKey;
 use serde_json::Value;
 use std::time::Duration;
 

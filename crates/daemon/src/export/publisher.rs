@@ -3,8 +3,9 @@
 use super::events::{EventRequest, EventSink};
 use super::metrics::Metrics;
 use crate::drift::{Announcement, Outputs};
-use crate::watch::{TypeKey, WatchError};
+use crate::watch::WatchError;
 use driftd_core::report::DriftEntry;
+use driftd_k8s::TypeKey;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;

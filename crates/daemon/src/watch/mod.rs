@@ -6,9 +6,9 @@
 
 mod supervisor;
 
-pub use driftd_k8s::TypeKey;
 pub use supervisor::Supervisor;
 
+use driftd_k8s::TypeKey;
 use serde_json::Value;
 
 /// Tells the messages of one watcher run from those of the run before it: a restarted

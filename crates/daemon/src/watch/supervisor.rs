@@ -5,7 +5,8 @@
 //! and forwards plain JSON to the drift engine over a channel. The task is an explicit state
 //! machine ([`WatcherState`]) stepped by one function.
 
-use super::{TypeKey, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
+use super::{WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
+use driftd_k8s::TypeKey;
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher::{self, Event};
