@@ -59,7 +59,7 @@ impl Supervisor {
 impl WatchControl for Supervisor {
     fn start(&mut self, kind: &TypeKey) -> WatcherId {
         if let Some(task) = self.tasks.remove(kind) {
-            tracing::debug!(kind = %kind, "restarting watcher to list again");
+            tracing::info!(kind = %kind, "restarting watcher so that it lists again");
             task.abort();
         } else {
             tracing::info!(kind = %kind, "starting watcher");
