@@ -288,27 +288,18 @@ fn objects_are_judged_once_their_kind_is_listed() {
 }
 
 #[test]
-fn a_relist_judges_on_the_last_live_copies_until_it_ends_and_drops_what_it_did_not_return() {
-    let mut h = Harness::start(&config());
-    h.commit("shop", &(cm("a", "1") + &cm("b", "1") + &cm("c", "1")));
+fn a_relist_with_an_object_gone_judges_on_the_last_live_copies_until_it_ends() {
+    let mut h = Harness::start_with(&config(), &(cm("a", "1") + &cm("b", "1") + &cm("c", "1")));
     h.list(
         &configmaps(),
         live(&(cm("a", "1") + &cm("b", "1") + &cm("c", "1"))),
     );
 
-    // The watch resumes after its history was compacted (410 Gone): kube-runtime re-lists.
-    // Meanwhile `a` was changed and `b` deleted, and no event said so.
+    // The watcher re-lists (a reconnect); meanwhile `a` was changed and `b` deleted.
     h.send(
         &configmaps(),
-        vec![
-            WatchEvent::Error(WatchError::Stream(
-                kube::runtime::watcher::Error::NoResourceVersion,
-            )),
-            WatchEvent::Init,
-            WatchEvent::Apply(one(&cm("a", "2"))),
-        ],
+        vec![WatchEvent::Init, WatchEvent::Apply(one(&cm("a", "2")))],
     );
-    assert_eq!(h.engine.outputs.watch_errors["ConfigMap"], 1);
     assert_eq!(h.class("a"), Some(DriftClass::Modified));
     assert_eq!(
         h.class("b"),
@@ -324,23 +315,46 @@ fn a_relist_judges_on_the_last_live_copies_until_it_ends_and_drops_what_it_did_n
     assert_eq!(
         h.class("b"),
         Some(DriftClass::Missing),
-        "a deletion hidden by compaction is found by the re-list"
+        "not re-listed: gone"
     );
     assert_eq!(h.class("c"), Some(DriftClass::InSync));
     assert!(h.ready());
-
     h.advance(SETTLE);
     assert_eq!(
         h.announced(),
         ["Detected ConfigMap/a", "Detected ConfigMap/b"],
         "Events only for what changed"
     );
+}
+
+#[test]
+fn a_deletion_hidden_by_compaction_is_found_by_the_relist() {
+    let mut h = Harness::start_with(&config(), &(cm("a", "1") + &cm("b", "1")));
+    h.list(&configmaps(), live(&(cm("a", "1") + &cm("b", "1"))));
+
+    // The watch fails; while it is down `b` is deleted and the history compacted, so no
+    // DELETED event ever comes: the resume gets 410 Gone and kube-runtime lists again.
+    h.send(
+        &configmaps(),
+        vec![WatchEvent::Error(WatchError::Stream(
+            kube::runtime::watcher::Error::NoResourceVersion,
+        ))],
+    );
+    assert_eq!(h.engine.outputs.watch_errors["ConfigMap"], 1);
+    assert_eq!(
+        h.class("b"),
+        Some(DriftClass::InSync),
+        "an error alone says nothing"
+    );
+    h.list(&configmaps(), live(&cm("a", "1")));
+    assert_eq!(h.class("b"), Some(DriftClass::Missing));
+    assert_eq!(h.class("a"), Some(DriftClass::InSync));
+
+    h.advance(SETTLE);
+    assert_eq!(h.announced(), ["Detected ConfigMap/b"]);
     assert_eq!(
         h.open_episodes(),
-        [
-            ("a".to_string(), "modified".to_string()),
-            ("b".to_string(), "missing".to_string())
-        ]
+        [("b".to_string(), "missing".to_string())]
     );
 }
 
