@@ -40,7 +40,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 println!("driftd listening on http://{addr}");
             },
         )
-        .await
+        .await?;
+        anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@
 //! value of the wrong type fails at start with an error naming the key, so a typo never
 //! silently falls back to a default.
 
+use driftd_k8s::TypeKey;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -56,13 +57,24 @@ pub struct UnmanagedConfig {
 
 impl UnmanagedConfig {
     /// The kinds as watcher type keys; errors name the entry.
-    pub fn type_keys(&self) -> Result<Vec<crate::watch::TypeKey>, String> {
+    pub fn type_keys(&self) -> Result<Vec<TypeKey>, KindError> {
         self.kinds.iter().map(|k| parse_kind(k)).collect()
     }
 }
 
+/// An `unmanaged.kinds` entry that names no kind; says how to write it instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KindError {
+    #[error("`{0}` is not a built-in kind; write it as apiVersion/Kind, e.g. example.com/v1/{0}")]
+    NotBuiltin(String),
+    #[error("`{given}` is ambiguous; write it as apiVersion/Kind, e.g. {example}/{given}")]
+    Ambiguous { given: String, example: String },
+    #[error("`{0}` is not `Kind` or `apiVersion/Kind`")]
+    Malformed(String),
+}
+
 /// `Kind` (a built-in) or `apiVersion/Kind`.
-fn parse_kind(text: &str) -> Result<crate::watch::TypeKey, String> {
+fn parse_kind(text: &str) -> Result<TypeKey, KindError> {
     let (api_version, kind) = match text.rsplit_once('/') {
         Some((api_version, kind)) => (api_version.to_string(), kind.to_string()),
         None => {
@@ -72,16 +84,12 @@ fn parse_kind(text: &str) -> Result<crate::watch::TypeKey, String> {
                 .collect();
             match matches.as_slice() {
                 [one] => (one.api_version(), one.kind.to_string()),
-                [] => {
-                    return Err(format!(
-                        "`{text}` is not a built-in kind; write it as apiVersion/Kind, e.g. example.com/v1/{text}"
-                    ))
-                }
+                [] => return Err(KindError::NotBuiltin(text.to_string())),
                 _ => {
-                    return Err(format!(
-                        "`{text}` is ambiguous; write it as apiVersion/Kind, e.g. {}/{text}",
-                        matches[0].api_version()
-                    ))
+                    return Err(KindError::Ambiguous {
+                        given: text.to_string(),
+                        example: matches[0].api_version(),
+                    })
                 }
             }
         }
@@ -90,9 +98,9 @@ fn parse_kind(text: &str) -> Result<crate::watch::TypeKey, String> {
         || kind.is_empty()
         || !kind.starts_with(|c: char| c.is_ascii_uppercase())
     {
-        return Err(format!("`{text}` is not `Kind` or `apiVersion/Kind`"));
+        return Err(KindError::Malformed(text.to_string()));
     }
-    Ok(crate::watch::TypeKey { api_version, kind })
+    Ok(TypeKey { api_version, kind })
 }
 
 /// `[metrics]`
@@ -249,8 +257,8 @@ impl Config {
                 "must not be empty",
             ));
         }
-        if let Err(reason) = self.unmanaged.type_keys() {
-            return Err(bad("unmanaged.kinds", &reason));
+        if let Err(err) = self.unmanaged.type_keys() {
+            return Err(bad("unmanaged.kinds", &err.to_string()));
         }
         if self.events.reporting_controller.is_empty() {
             return Err(bad("events.reporting_controller", "must not be empty"));
@@ -339,7 +347,10 @@ mod tests {
         assert_eq!(keys[1].api_version, "example.com/v1");
         assert_eq!(keys[1].kind, "Widget");
         assert_eq!(keys[2].api_version, "v1");
-        assert!(parse_kind("Event").unwrap_err().contains("ambiguous"));
+        assert!(matches!(
+            parse_kind("Event"),
+            Err(KindError::Ambiguous { .. })
+        ));
     }
 
     #[test]

@@ -1,14 +1,37 @@
 //! `driftd serve` wiring, in the manner of kube-rs's controller-rs `main`: open the store,
-//! start the Event publisher, the drift engine and the HTTP server, and stop them together.
+//! start the Event publisher, the watchers, the drift engine and the HTTP server, and stop
+//! them together.
 
 use crate::config::Config;
-use crate::drift::{Engine, EngineHandles, SharedIndex};
-use crate::export::{events, http, metrics::Metrics};
-use anyhow::Context;
-use driftd_store::Store;
+use crate::drift::{DriftIndex, Engine, EngineError, SystemClock};
+use crate::export::http::{self, Handles};
+use crate::export::publisher::Publisher;
+use crate::export::{events, metrics::Metrics};
+use crate::watch::Supervisor;
+use driftd_store::{Store, StoreError};
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+/// Capacity of the watchers' queue to the engine; a full queue makes watchers wait.
+const INBOX: usize = 1024;
+
+/// Why the daemon could not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("opening database {}: {source}", path.display())]
+    Database { path: PathBuf, source: StoreError },
+    #[error("cannot listen on {addr} (key `listen`): {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("drift engine: {0}")]
+    Engine(#[from] EngineError),
+    #[error("HTTP server: {0}")]
+    Http(#[source] std::io::Error),
+}
 
 /// Runs the daemon until `shutdown` completes. `on_listening` is told the bound address
 /// (useful with port 0).
@@ -17,18 +40,23 @@ pub async fn run(
     client: kube::Client,
     shutdown: impl Future<Output = ()> + Send + 'static,
     on_listening: impl FnOnce(SocketAddr),
-) -> anyhow::Result<()> {
-    let store = Store::open(&config.database)
-        .with_context(|| format!("opening database {}", config.database.display()))?;
-    let metrics = Arc::new(Metrics::new(config.metrics.max_object_series));
-    let handles = EngineHandles {
-        index: SharedIndex::default(),
-        metrics: metrics.clone(),
+) -> Result<(), ServeError> {
+    let store = Store::open(&config.database).map_err(|source| ServeError::Database {
+        path: config.database.clone(),
+        source,
+    })?;
+    let index = Arc::new(RwLock::new(DriftIndex::new(
+        config.metrics.max_object_series,
+    )));
+    let metrics = Arc::new(Metrics::new(index.clone()));
+    let listen_error = |source| ServeError::Listen {
+        addr: config.listen,
+        source,
     };
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
-        .with_context(|| format!("cannot listen on {} (key `listen`)", config.listen))?;
-    let addr = listener.local_addr()?;
+        .map_err(listen_error)?;
+    let addr = listener.local_addr().map_err(listen_error)?;
     tracing::info!(%addr, "HTTP server listening: /drift /metrics /healthz /readyz");
     on_listening(addr);
 
@@ -39,15 +67,24 @@ pub async fn run(
             metrics.clone(),
         )
     });
-    let engine = Engine::new(store, client, &config, handles.clone(), events)?;
+    let (sender, inbox) = tokio::sync::mpsc::channel(INBOX);
+    let engine = Engine::new(
+        store,
+        &config,
+        index.clone(),
+        Supervisor::new(client, sender),
+        Publisher::new(metrics.clone(), events),
+        Arc::new(SystemClock),
+    )?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut server_stop = stop_rx.clone();
-    let server = axum::serve(listener, http::router(handles)).with_graceful_shutdown(async move {
+    let router = http::router(Handles { index, metrics });
+    let server = axum::serve(listener, router).with_graceful_shutdown(async move {
         let _ = server_stop.wait_for(|s| *s).await;
     });
     let mut engine_stop = stop_rx;
-    let engine = engine.run(async move {
+    let engine = engine.run(inbox, async move {
         let _ = engine_stop.wait_for(|s| *s).await;
     });
     tokio::spawn(async move {
@@ -56,8 +93,8 @@ pub async fn run(
         let _ = stop_tx.send(true);
     });
     let (engine_result, server_result) = tokio::join!(engine, server);
-    engine_result.context("drift engine")?;
-    server_result.context("HTTP server")?;
+    engine_result?;
+    server_result.map_err(ServeError::Http)?;
     Ok(())
 }
 

@@ -1,21 +1,30 @@
 //! The drift engine: one task that owns the desired state, the live copies of desired
-//! objects, and the drift index. Watch events and new commits come in; index updates,
-//! metrics, episodes and Events go out.
+//! objects, and the drift index. Watch messages and new commits come in; index updates,
+//! episodes and [`Outputs`] go out.
 //!
 //! Two clocks on purpose: `/drift` and `/metrics` change as soon as a comparison does (within
 //! a second of a watch event), while Events and episodes only record a state that held for
-//! `settle_seconds`, so a controller that briefly rewrites a field makes no event pair.
+//! `settle_seconds` ([`Settling`]), so a controller that briefly rewrites a field makes no
+//! Event pair.
+//!
+//! The engine is built from its parts, none of which needs a cluster: the store, a
+//! [`WatchControl`] to start and stop watchers, [`Outputs`] and a [`Clock`]. The run loop
+//! ([`Engine::run`]) only feeds it; tests call the same steps directly.
 
-use super::SharedIndex;
-use crate::export::events::{EventRequest, EventSink};
-use crate::export::metrics::Metrics;
-use crate::watch::{Supervisor, TypeKey, WatchEvent, WatchMessage};
-use driftd_core::diff::{
-    ClusterFacts, CompareInput, Comparison, Differ, DriftClass, PreparedDesired,
-};
-use driftd_core::report::DriftEntry;
-use driftd_k8s::ObjectKey;
-use driftd_store::{DesiredObject, Store};
+use super::clock::Clock;
+use super::coverage::{self, Coverage};
+use super::desired::{DesiredChange, DesiredSet};
+use super::hpa::{hpa_kind, is_hpa_kind, Autoscalers};
+use super::index::SharedIndex;
+use super::lists::{ListEvent, Lists};
+use super::outputs::{Announcement, Outputs};
+use super::settle::{Drift, Report, Settling};
+use crate::config::{Config, ConfigError};
+use crate::watch::{WatchControl, WatchEvent, WatchMessage};
+use driftd_core::diff::{ClusterFacts, CompareInput, Differ};
+use driftd_core::report::{DriftClass, DriftEntry};
+use driftd_k8s::{ObjectKey, TypeKey};
+use driftd_store::{Store, StoreError};
 use jiff::Timestamp;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -23,231 +32,130 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-/// What the outputs last said about an object (Events, episodes).
-#[derive(Debug, Clone, PartialEq)]
-struct Reported {
-    class: DriftClass,
-    paths: Vec<String>,
-}
-
-/// Settle bookkeeping of one object: what comparisons see now, since when, and what was
-/// last reported.
-#[derive(Debug)]
-struct Track {
-    observed: Option<Reported>,
-    observed_at: Instant,
-    reported: Option<Reported>,
-}
-
-/// Handles shared with the HTTP server.
-#[derive(Clone)]
-pub struct EngineHandles {
-    pub index: SharedIndex,
-    pub metrics: Arc<Metrics>,
-}
-
-/// See the module documentation.
-pub struct Engine {
-    store: Store,
-    differ: Differ,
-    facts: ClusterFacts,
-    supervisor: Supervisor,
-    inbox: mpsc::Receiver<WatchMessage>,
-    events: Option<EventSink>,
-    handles: EngineHandles,
-    settle: Duration,
-    poll: Duration,
-    data_version: Option<i64>,
-    desired: HashMap<ObjectKey, DesiredObject>,
-    /// The desired objects as the differ compares them, made once per commit rather than
-    /// on every watch event.
-    prepared: HashMap<ObjectKey, PreparedDesired>,
-    by_type: BTreeMap<TypeKey, BTreeSet<ObjectKey>>,
-    /// Live copies of desired objects only: memory follows the desired state.
-    live: HashMap<ObjectKey, Value>,
-    /// Types whose watcher finished a list (or that the cluster does not serve).
-    listed: HashSet<TypeKey>,
-    /// Keys seen since the current (re-)list of a type began.
-    relisting: HashMap<TypeKey, HashSet<ObjectKey>>,
-    /// Desired keys added after their type was listed: not judged until the next list.
-    awaiting_list: HashSet<ObjectKey>,
-    tracks: HashMap<ObjectKey, Track>,
-    /// Keys whose observed state differs from the reported one.
-    unsettled: HashSet<ObjectKey>,
-    /// First-seen times of episodes still open at start, so a restart keeps "since".
-    open_since: HashMap<ObjectKey, Timestamp>,
-    sources: BTreeSet<String>,
-    /// HorizontalPodAutoscalers seen live, with their scale target (namespace, kind, name).
-    hpas: HashMap<ObjectKey, ObjectKey>,
-    /// Coverage: kinds and namespaces whose unowned live objects are reported.
-    coverage: Coverage,
-    /// Unowned live objects in coverage scope (identity only).
-    unmanaged: BTreeMap<ObjectKey, TypeKey>,
-    /// Ignore rules already reported as expired.
-    expired_reported: BTreeSet<String>,
-    /// Whether the desired state was loaded at least once (an empty one still makes us ready).
-    loaded_once: bool,
-    /// Every type watched: desired kinds, covered kinds, and HPAs when workloads are desired.
-    wanted: BTreeSet<TypeKey>,
-}
-
-/// The `[unmanaged]` configuration, resolved.
-#[derive(Debug, Default)]
-struct Coverage {
-    kinds: BTreeSet<TypeKey>,
-    namespaces: BTreeSet<String>,
-}
-
-impl Coverage {
-    fn covers_type(&self, type_key: &TypeKey) -> bool {
-        self.kinds.contains(type_key)
-    }
-
-    fn covers_key(&self, key: &ObjectKey) -> bool {
-        self.kinds.iter().any(|t| same_kind(t, key))
-            && (self.namespaces.is_empty()
-                || key
-                    .namespace
-                    .as_ref()
-                    .is_some_and(|ns| self.namespaces.contains(ns)))
-    }
-}
-
 /// How often open drift episodes get their `last_seen` moved forward.
 const LAST_SEEN_PERIOD: Duration = Duration::from_secs(60);
 
-fn hpa_type() -> TypeKey {
-    TypeKey {
-        api_version: "autoscaling/v2".into(),
-        kind: "HorizontalPodAutoscaler".into(),
-    }
+/// How often expired ignore rules are looked for.
+const EXPIRY_PERIOD: Duration = Duration::from_secs(30);
+
+/// At most this many queued watch messages are handled before the engine settles and
+/// publishes, so a flood cannot hold back Events.
+const MAX_BATCH: usize = 4096;
+
+/// Why the engine cannot start or go on.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
 }
 
-fn same_kind(type_key: &TypeKey, key: &ObjectKey) -> bool {
-    type_key.kind == key.kind
-        && driftd_k8s::kinds::split_api_version(&type_key.api_version).0 == key.group
+/// See the module documentation.
+pub struct Engine<W, O> {
+    store: Store,
+    differ: Differ,
+    facts: ClusterFacts,
+    desired: DesiredSet,
+    lists: Lists,
+    /// Live copies of desired objects only: memory follows the desired state.
+    live: HashMap<ObjectKey, Value>,
+    autoscalers: Autoscalers,
+    coverage: Coverage,
+    settling: Settling,
+    /// First-seen times of episodes still open at start, so a restart keeps "since".
+    open_since: HashMap<ObjectKey, Timestamp>,
+    /// Ignore rules already reported as expired.
+    expired_reported: BTreeSet<String>,
+    index: SharedIndex,
+    watches: W,
+    outputs: O,
+    clock: Arc<dyn Clock>,
+    poll: Duration,
 }
 
-/// Objects Kubernetes itself creates in every namespace without an ownerReference; never
-/// reported as unmanaged.
-fn created_by_kubernetes(key: &ObjectKey) -> bool {
-    matches!(
-        (key.kind.as_str(), key.name.as_str()),
-        ("ConfigMap", "kube-root-ca.crt") | ("ServiceAccount", "default")
-    ) || (key.kind == "Service"
-        && key.name == "kubernetes"
-        && key.namespace.as_deref() == Some("default"))
-        || (key.kind == "Namespace"
-            && matches!(
-                key.name.as_str(),
-                "default" | "kube-system" | "kube-public" | "kube-node-lease"
-            ))
-}
-
-impl Engine {
-    /// Builds an engine over `store`, watching through `client`.
+impl<W: WatchControl, O: Outputs> Engine<W, O> {
+    /// Builds an engine over `store` that keeps `index` current. Episodes left open by an
+    /// earlier run are taken over, so their drift keeps its "since" and is not announced
+    /// again.
     pub fn new(
         store: Store,
-        client: kube::Client,
-        config: &crate::config::Config,
-        handles: EngineHandles,
-        events: Option<EventSink>,
-    ) -> crate::Result<Engine> {
+        config: &Config,
+        index: SharedIndex,
+        watches: W,
+        outputs: O,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, EngineError> {
         let key = store.installation_key()?;
-        let coverage = Coverage {
-            kinds: config
-                .unmanaged
-                .type_keys()
-                .map_err(|reason| crate::config::ConfigError {
-                    origin: "config".into(),
-                    key: "unmanaged.kinds".into(),
-                    reason,
-                })?
-                .into_iter()
-                .collect(),
-            namespaces: config.unmanaged.namespaces.iter().cloned().collect(),
-        };
-        let facts = ClusterFacts {
-            controller_managers: config.controller_managers.clone(),
-            ..ClusterFacts::default()
-        };
-        let (sender, inbox) = mpsc::channel(1024);
-        let mut tracks = HashMap::new();
+        let mut settling = Settling::new(config.settle());
         let mut open_since = HashMap::new();
         for episode in store.open_episodes()? {
-            let class = class_from_str(&episode.class);
+            let class = episode.class.parse().unwrap_or(DriftClass::Modified);
             open_since.insert(episode.key.clone(), episode.first_seen);
-            tracks.insert(
-                episode.key.clone(),
-                Track {
-                    observed: None,
-                    observed_at: Instant::now(),
-                    reported: Some(Reported {
-                        class,
-                        paths: episode.paths.clone(),
-                    }),
+            settling.restore(
+                episode.key,
+                Drift {
+                    class,
+                    paths: episode.paths,
                 },
             );
         }
         Ok(Engine {
             store,
             differ: Differ::new(&key).with_rules(config.rule_set()),
-            facts,
-            supervisor: Supervisor::new(client, sender),
-            inbox,
-            events,
-            handles,
-            settle: config.settle(),
-            poll: Duration::from_millis(config.desired_poll_millis),
-            data_version: None,
-            desired: HashMap::new(),
-            prepared: HashMap::new(),
-            by_type: BTreeMap::new(),
+            facts: ClusterFacts {
+                controller_managers: config.controller_managers.clone(),
+                ..ClusterFacts::default()
+            },
+            desired: DesiredSet::default(),
+            lists: Lists::default(),
             live: HashMap::new(),
-            listed: HashSet::new(),
-            relisting: HashMap::new(),
-            awaiting_list: HashSet::new(),
-            tracks,
-            unsettled: HashSet::new(),
+            autoscalers: Autoscalers::default(),
+            coverage: Coverage::new(&config.unmanaged)?,
+            settling,
             open_since,
-            sources: BTreeSet::new(),
-            hpas: HashMap::new(),
-            coverage,
-            unmanaged: BTreeMap::new(),
             expired_reported: BTreeSet::new(),
-            wanted: BTreeSet::new(),
-            loaded_once: false,
+            index,
+            watches,
+            outputs,
+            clock,
+            poll: Duration::from_millis(config.desired_poll_millis),
         })
     }
 
-    /// Runs until `shutdown` completes.
+    /// Runs until `shutdown` completes, fed by the watchers through `inbox`. Fails only if
+    /// the desired state cannot be read at start.
     pub async fn run(
         mut self,
+        mut inbox: mpsc::Receiver<WatchMessage>,
         shutdown: impl std::future::Future<Output = ()>,
-    ) -> crate::Result<()> {
-        self.reload_desired_if_changed()?;
+    ) -> Result<(), EngineError> {
+        self.poll_desired()?;
         let mut poll = tokio::time::interval(self.poll);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let settle_period =
-            (self.settle / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+            (self.settling.settle() / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
         let mut settle_tick = tokio::time::interval(settle_period);
-        let mut expiry_tick = tokio::time::interval(Duration::from_secs(30));
+        let mut expiry_tick = tokio::time::interval(EXPIRY_PERIOD);
         let mut last_seen_tick = tokio::time::interval(LAST_SEEN_PERIOD);
         last_seen_tick.tick().await;
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
                 _ = &mut shutdown => return Ok(()),
-                Some(message) = self.inbox.recv() => {
-                    self.on_watch(message);
-                    // Drain what else is queued before settling, to batch bursts.
-                    while let Ok(message) = self.inbox.try_recv() {
-                        self.on_watch(message);
+                Some(message) = inbox.recv() => {
+                    // Take what else is queued too, to batch bursts.
+                    let mut batch = vec![message];
+                    while batch.len() < MAX_BATCH {
+                        match inbox.try_recv() {
+                            Ok(message) => batch.push(message),
+                            Err(_) => break,
+                        }
                     }
-                    self.settle_due();
+                    self.handle(batch);
                 }
                 _ = poll.tick() => {
-                    if let Err(err) = self.reload_desired_if_changed() {
+                    if let Err(err) = self.poll_desired() {
                         tracing::error!(error = %err, "cannot read the desired state; keeping the last one");
                     }
                 }
@@ -258,360 +166,346 @@ impl Engine {
         }
     }
 
-    fn reload_desired_if_changed(&mut self) -> crate::Result<()> {
-        let version = self.store.data_version()?;
-        if self.data_version == Some(version) {
-            return Ok(());
+    /// Loads the desired state if someone committed since the last load.
+    pub fn poll_desired(&mut self) -> Result<(), StoreError> {
+        if let Some(change) = self.desired.poll(&self.store)? {
+            self.desired_changed(change);
         }
-        self.data_version = Some(version);
-        let state = self.store.desired_state()?;
-        let mut desired = HashMap::new();
-        let mut by_type: BTreeMap<TypeKey, BTreeSet<ObjectKey>> = BTreeMap::new();
-        for object in state.objects {
-            by_type
-                .entry(TypeKey {
-                    api_version: object.api_version.clone(),
-                    kind: object.key.kind.clone(),
-                })
-                .or_default()
-                .insert(object.key.clone());
-            desired.insert(object.key.clone(), object);
-        }
-        let first_load = !self.loaded_once;
-        self.loaded_once = true;
-        if self.desired == desired && !first_load {
-            return Ok(());
-        }
-        // Objects no longer desired: forget them, close their episodes.
-        let gone: Vec<ObjectKey> = self
-            .desired
-            .keys()
-            .filter(|k| !desired.contains_key(*k))
-            .cloned()
-            .collect();
-        for key in &gone {
-            self.forget(key);
-        }
-        // Episodes left open by an earlier run for objects no longer desired end now.
-        let orphaned: Vec<ObjectKey> = self
-            .tracks
-            .keys()
-            .filter(|k| !desired.contains_key(*k) && !gone.contains(*k))
-            .cloned()
-            .collect();
-        for key in &orphaned {
-            self.forget(key);
-        }
-        // New keys of a type already listed: their live copy was not kept; re-list the type.
-        let mut relist = BTreeSet::new();
-        for (type_key, keys) in &by_type {
-            if self.listed.contains(type_key) {
-                for key in keys {
-                    if !self.desired.contains_key(key) {
-                        self.awaiting_list.insert(key.clone());
-                        relist.insert(type_key.clone());
-                    }
-                }
-            }
-        }
-        // Objects no longer desired may now be unmanaged: re-list covered kinds they belong to.
-        for key in &gone {
-            if let Some(t) = self.coverage.kinds.iter().find(|t| same_kind(t, key)) {
-                relist.insert(t.clone());
-            }
-        }
-        // Objects now desired are no longer unmanaged.
-        let now_desired: Vec<ObjectKey> = self
-            .unmanaged
-            .keys()
-            .filter(|k| desired.contains_key(*k))
-            .cloned()
-            .collect();
-        for key in now_desired {
-            self.drop_unmanaged(&key);
-        }
-        let mut wanted: BTreeSet<TypeKey> = by_type.keys().cloned().collect();
-        wanted.extend(self.coverage.kinds.iter().cloned());
-        if by_type
-            .keys()
-            .any(|t| driftd_k8s::SCALABLE_KINDS.contains(&t.kind.as_str()))
-        {
-            wanted.insert(hpa_type());
-        } else {
-            self.hpas.clear();
-            self.facts.hpa_targets.clear();
-        }
-        self.listed.retain(|t| wanted.contains(t));
-        self.relisting.retain(|t, _| wanted.contains(t));
-        self.wanted = wanted.clone();
-        self.prepared = desired
-            .iter()
-            .map(|(k, d)| (k.clone(), Differ::prepare(&d.object, d.previous.as_ref())))
-            .collect();
-        self.desired = desired;
-        self.by_type = by_type;
-        self.supervisor.restart(&relist);
-        self.supervisor.sync(&wanted);
-
-        let sources: BTreeSet<String> = state.revisions.iter().map(|r| r.source.clone()).collect();
-        for removed in self.sources.difference(&sources) {
-            self.handles.metrics.remove_source(removed);
-        }
-        for revision in &state.revisions {
-            self.handles.metrics.ensure_source(&revision.source);
-            self.handles.metrics.set_revision_timestamp(
-                &revision.source,
-                revision.committed_at.as_millisecond() as f64 / 1000.0,
-            );
-        }
-        self.sources = sources;
-        tracing::info!(
-            objects = self.desired.len(),
-            kinds = self.by_type.len(),
-            "desired state loaded"
-        );
-        let keys: Vec<ObjectKey> = self.desired.keys().cloned().collect();
-        for key in keys {
-            self.evaluate(&key);
-        }
-        self.update_coverage();
-        self.update_readiness();
-        self.report_expired_rules();
         Ok(())
     }
 
-    fn forget(&mut self, key: &ObjectKey) {
+    fn desired_changed(&mut self, change: DesiredChange) {
+        let now = self.clock.wall();
+        for key in &change.removed {
+            self.forget(key, now);
+        }
+        // Episodes an earlier run left open for objects no longer desired end now.
+        let orphaned: Vec<ObjectKey> = self
+            .settling
+            .keys()
+            .filter(|k| !self.desired.contains(k))
+            .cloned()
+            .collect();
+        for key in &orphaned {
+            self.forget(key, now);
+        }
+        // Objects now desired are no longer unmanaged.
+        for (_, key) in &change.added {
+            if self.coverage.forget(key) {
+                self.withdraw_unmanaged(key);
+            }
+        }
+
+        // Watch the desired kinds, the covered kinds, and HPAs when something they may scale
+        // is desired.
+        let mut wanted: BTreeSet<TypeKey> = self.desired.kinds().cloned().collect();
+        wanted.extend(self.coverage.kinds().cloned());
+        if self.desired.has_scalable() {
+            wanted.insert(hpa_kind());
+        }
+        self.lists.sync(&wanted, &mut self.watches);
+        if !self.lists.contains(&hpa_kind()) {
+            self.autoscalers.clear();
+            self.facts.hpa_targets.clear();
+        }
+        // A list already delivered passed over objects that matter now: newly desired ones
+        // (live copies are kept for desired objects only) and, for covered kinds, objects
+        // no longer desired (unmanaged now, perhaps).
+        let mut relist: BTreeMap<TypeKey, BTreeSet<ObjectKey>> = BTreeMap::new();
+        for (kind, key) in change.added {
+            relist.entry(kind).or_default().insert(key);
+        }
+        for key in &change.removed {
+            if let Some(kind) = self.coverage.kind_of(key) {
+                relist.entry(kind.clone()).or_default();
+            }
+        }
+        for (kind, waiting) in relist {
+            self.lists.relist(&kind, waiting, &mut self.watches);
+        }
+
+        self.index
+            .write()
+            .unwrap()
+            .set_sources(self.desired.sources().clone());
+        tracing::info!(
+            objects = self.desired.len(),
+            kinds = self.desired.kinds().count(),
+            "desired state loaded"
+        );
+        for key in self.desired.keys() {
+            self.evaluate(&key);
+        }
+        self.publish_state();
+        self.report_expired_rules();
+    }
+
+    /// Drops everything known about `key` and closes its episode.
+    fn forget(&mut self, key: &ObjectKey, now: Timestamp) {
         self.live.remove(key);
-        self.awaiting_list.remove(key);
-        self.unsettled.remove(key);
-        let old = self.handles.index.write().unwrap().remove(key);
-        self.handles.metrics.on_entry_change(old.as_ref(), None);
-        if let Some(track) = self.tracks.remove(key) {
-            if track.reported.is_some() {
-                if let Err(err) = self.store.resolve_drift(key, Timestamp::now()) {
-                    tracing::error!(object = %key, error = %err, "cannot close drift episode");
-                }
+        self.open_since.remove(key);
+        {
+            let mut index = self.index.write().unwrap();
+            if index
+                .get(key)
+                .is_some_and(|e| e.class != DriftClass::Unmanaged)
+            {
+                index.remove(key);
+            }
+        }
+        if self.settling.forget(key).is_some() {
+            if let Err(err) = self.store.resolve_drift(key, now) {
+                tracing::error!(object = %key, error = %err, "cannot close drift episode");
             }
         }
     }
 
-    fn on_watch(&mut self, message: WatchMessage) {
-        let WatchMessage { type_key, event } = message;
-        let metrics = &self.handles.metrics;
-        match event {
-            WatchEvent::Init => {
-                self.relisting.insert(type_key, HashSet::new());
+    /// Handles watch messages, then publishes coverage and readiness and reports what
+    /// settled.
+    pub fn handle(&mut self, messages: impl IntoIterator<Item = WatchMessage>) {
+        for message in messages {
+            self.on_message(message);
+        }
+        self.publish_state();
+        self.settle_due();
+    }
+
+    fn on_message(&mut self, message: WatchMessage) {
+        let WatchMessage {
+            type_key: kind,
+            watcher,
+            event,
+        } = message;
+        match &event {
+            WatchEvent::Apply(_) | WatchEvent::Delete(_) => self.outputs.watch_event(&kind),
+            WatchEvent::Error(err) => {
+                self.outputs.watch_error(&kind, err);
+                tracing::warn!(kind = %kind, error = %err, "watch failed; retrying with backoff");
+                return;
             }
+            WatchEvent::Init | WatchEvent::InitDone | WatchEvent::NotServed => {}
+        }
+        if !self.lists.is_current(&kind, watcher) {
+            tracing::debug!(kind = %kind, "message of a replaced or stopped watcher dropped");
+            return;
+        }
+        match event {
+            WatchEvent::Init => self.step_list(&kind, ListEvent::Init),
             WatchEvent::Apply(object) => {
-                metrics
-                    .watch_events
-                    .with_label_values(&[&type_key.kind])
-                    .inc();
-                let Some(key) = ObjectKey::of(&object) else {
-                    return;
-                };
-                if let Some(seen) = self.relisting.get_mut(&type_key) {
-                    seen.insert(key.clone());
-                }
-                if self.desired.contains_key(&key) {
-                    self.live.insert(key.clone(), object);
-                    self.evaluate(&key);
-                } else if type_key == hpa_type() {
-                    self.set_hpa(key, Some(&object));
-                } else if self.coverage.covers_type(&type_key) {
-                    self.consider_unmanaged(key, &type_key, &object);
+                if let Some(key) = ObjectKey::of(&object) {
+                    self.lists.step(&kind, ListEvent::Seen(&key));
+                    self.object_changed(&kind, key, Some(object));
                 }
             }
             WatchEvent::Delete(object) => {
-                metrics
-                    .watch_events
-                    .with_label_values(&[&type_key.kind])
-                    .inc();
-                let Some(key) = ObjectKey::of(&object) else {
-                    return;
-                };
-                if self.live.remove(&key).is_some() {
-                    self.evaluate(&key);
-                } else if type_key == hpa_type() {
-                    self.set_hpa(key, None);
-                } else if self.unmanaged.contains_key(&key) {
-                    self.drop_unmanaged(&key);
-                    self.update_coverage();
+                if let Some(key) = ObjectKey::of(&object) {
+                    self.object_changed(&kind, key, None);
                 }
             }
-            WatchEvent::InitDone => self.list_complete(type_key),
-            WatchEvent::NotServed => {
-                self.relisting.insert(type_key.clone(), HashSet::new());
-                self.list_complete(type_key);
-            }
-            WatchEvent::Error(err) => {
-                metrics
-                    .watch_errors
-                    .with_label_values(&[&type_key.kind])
-                    .inc();
-                tracing::warn!(kind = %type_key, error = %err, "watch failed; retrying with backoff");
+            WatchEvent::InitDone => self.step_list(&kind, ListEvent::Done),
+            WatchEvent::NotServed => self.step_list(&kind, ListEvent::NotServed),
+            WatchEvent::Error(_) => {} // counted above
+        }
+    }
+
+    fn step_list(&mut self, kind: &TypeKey, event: ListEvent) {
+        if let Some(listed) = self.lists.step(kind, event) {
+            self.list_done(kind, &listed);
+        }
+    }
+
+    /// A live object of `kind` is now `object` (`None`: deleted).
+    fn object_changed(&mut self, kind: &TypeKey, key: ObjectKey, object: Option<Value>) {
+        if is_hpa_kind(kind) {
+            let affected = self.autoscalers.apply(key.clone(), object.as_ref());
+            self.autoscalers_changed(affected);
+        }
+        if self.desired.contains(&key) {
+            match object {
+                Some(object) => self.live.insert(key.clone(), object),
+                None => self.live.remove(&key),
+            };
+            self.evaluate(&key);
+        } else if self.coverage.covers_type(kind) {
+            let change = match &object {
+                Some(object) => self.coverage.observe(kind, &key, object, self.clock.wall()),
+                None if self.coverage.forget(&key) => coverage::Change::Removed,
+                None => coverage::Change::None,
+            };
+            match change {
+                coverage::Change::Added(entry) => {
+                    self.index.write().unwrap().upsert(key, *entry);
+                }
+                coverage::Change::Removed => self.withdraw_unmanaged(&key),
+                coverage::Change::None => {}
             }
         }
     }
 
-    /// A (re-)list finished: objects it did not return are gone.
-    fn list_complete(&mut self, type_key: TypeKey) {
-        let seen = self.relisting.remove(&type_key).unwrap_or_default();
-        let keys: Vec<ObjectKey> = self
-            .by_type
-            .get(&type_key)
-            .map(|k| k.iter().cloned().collect())
-            .unwrap_or_default();
-        self.listed.insert(type_key.clone());
+    /// A list of `kind` ended with `listed` existing: every other object of the kind is gone.
+    fn list_done(&mut self, kind: &TypeKey, listed: &HashSet<ObjectKey>) {
+        let keys = self.desired.keys_of(kind);
         for key in &keys {
-            if !seen.contains(key) {
+            if !listed.contains(key) {
                 self.live.remove(key);
             }
-            self.awaiting_list.remove(key);
             self.evaluate(key);
         }
-        if type_key == hpa_type() {
-            let gone: Vec<ObjectKey> = self
-                .hpas
-                .keys()
-                .filter(|k| !seen.contains(*k))
-                .cloned()
-                .collect();
-            for key in gone {
-                self.set_hpa(key, None);
-            }
+        if is_hpa_kind(kind) {
+            let affected = self.autoscalers.retain_listed(listed);
+            self.autoscalers_changed(affected);
         }
-        let gone: Vec<ObjectKey> = self
-            .unmanaged
-            .iter()
-            .filter(|(k, t)| **t == type_key && !seen.contains(*k))
-            .map(|(k, _)| k.clone())
-            .collect();
-        for key in gone {
-            self.drop_unmanaged(&key);
+        for key in self.coverage.retain_listed(kind, listed) {
+            self.withdraw_unmanaged(&key);
         }
-        self.update_coverage();
-        tracing::debug!(kind = %type_key, objects = keys.len(), "list complete");
-        self.update_readiness();
+        tracing::debug!(kind = %kind, objects = keys.len(), "list complete");
+        self.publish_state();
     }
 
-    /// Records (or forgets) an HPA's scale target; the target's `spec.replicas` is the
-    /// autoscaler's, so the target is compared again.
-    fn set_hpa(&mut self, key: ObjectKey, object: Option<&Value>) {
-        let target = object.and_then(driftd_k8s::hpa_scale_target);
-        let old = match target.clone() {
-            Some(t) => self.hpas.insert(key, t),
-            None => self.hpas.remove(&key),
-        };
-        if old == target {
+    /// The autoscaler of `affected` changed: their `spec.replicas` is compared anew.
+    fn autoscalers_changed(&mut self, affected: Vec<ObjectKey>) {
+        if affected.is_empty() {
             return;
         }
-        self.facts.hpa_targets = self.hpas.values().cloned().collect();
-        let affected: Vec<ObjectKey> = [old, target]
-            .into_iter()
-            .flatten()
-            .filter(|k| self.desired.contains_key(k))
-            .collect();
+        self.facts.hpa_targets = self.autoscalers.targets();
         for key in affected {
             self.evaluate(&key);
         }
     }
 
-    /// A live object of a covered kind that no source desires: unmanaged, unless a
-    /// controller (ownerReference) or Kubernetes itself created it.
-    fn consider_unmanaged(&mut self, key: ObjectKey, type_key: &TypeKey, object: &Value) {
-        let owned = object
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .is_some_and(|refs| !refs.is_empty());
-        if owned || !self.coverage.covers_key(&key) || created_by_kubernetes(&key) {
+    fn withdraw_unmanaged(&mut self, key: &ObjectKey) {
+        let mut index = self.index.write().unwrap();
+        if index
+            .get(key)
+            .is_some_and(|e| e.class == DriftClass::Unmanaged)
+        {
+            index.remove(key);
+        }
+    }
+
+    /// Publishes what is derived from all live state: coverage and readiness.
+    fn publish_state(&mut self) {
+        let owned = self.coverage.owned(self.live.keys());
+        let ready = self.lists.all_listed();
+        let mut index = self.index.write().unwrap();
+        index.set_owned_covered(owned);
+        if ready && !index.ready() {
+            tracing::info!("every watcher finished its first list: ready");
+            index.set_ready(true);
+        }
+        // Once ready, stay ready: a re-list after a commit is not an outage.
+    }
+
+    /// Compares one desired object with its live copy and updates the index.
+    fn evaluate(&mut self, key: &ObjectKey) {
+        let Some(desired) = self.desired.get(key) else {
+            return;
+        };
+        if !self.lists.judges(&desired.kind, key) {
             return;
         }
-        if self.unmanaged.contains_key(&key) {
-            return;
-        }
-        self.unmanaged.insert(key.clone(), type_key.clone());
+        let started = Instant::now();
+        let comparison = self.differ.compare_prepared(
+            Some(&desired.object.source),
+            &CompareInput {
+                desired: &desired.object.object,
+                live: self.live.get(key),
+                previous: desired.object.previous.as_ref(),
+                facts: &self.facts,
+            },
+            &desired.prepared,
+        );
+        self.outputs.compared(started.elapsed());
+
+        let mut index = self.index.write().unwrap();
+        let since = match comparison.class {
+            DriftClass::InSync => {
+                self.open_since.remove(key);
+                None
+            }
+            _ => index
+                .get(key)
+                .filter(|e| e.class != DriftClass::InSync)
+                .and_then(|e| e.since)
+                .or_else(|| self.open_since.get(key).copied())
+                .or_else(|| Some(self.clock.wall())),
+        };
         let entry = DriftEntry {
-            source: String::new(),
-            revision: 0,
-            api_version: type_key.api_version.clone(),
+            source: desired.object.source.clone(),
+            revision: desired.object.revision,
+            api_version: desired.object.api_version.clone(),
             kind: key.kind.clone(),
             namespace: key.namespace.clone(),
             name: key.name.clone(),
-            class: DriftClass::Unmanaged,
-            since: Some(Timestamp::now()),
-            changes: Vec::new(),
-            patch: json_patch::Patch::default(),
-            ignored: Vec::new(),
+            class: comparison.class,
+            since,
+            changes: comparison.changes,
+            patch: comparison.patch,
+            ignored: comparison.ignored,
         };
-        self.handles
-            .metrics
-            .unmanaged_changed(key.namespace.as_deref(), &key.kind, 1);
-        self.handles.index.write().unwrap().upsert(key, entry);
-        self.update_coverage();
+        let observed = (entry.class != DriftClass::InSync).then(|| Drift {
+            class: entry.class,
+            paths: entry.paths(),
+        });
+        index.upsert(key.clone(), entry);
+        drop(index);
+        self.settling.observe(key, observed, self.clock.now());
     }
 
-    fn drop_unmanaged(&mut self, key: &ObjectKey) {
-        if self.unmanaged.remove(key).is_some() {
-            self.handles
-                .metrics
-                .unmanaged_changed(key.namespace.as_deref(), &key.kind, -1);
-            let mut index = self.handles.index.write().unwrap();
-            if index
-                .get(key)
-                .is_some_and(|e| e.class == DriftClass::Unmanaged)
-            {
-                index.remove(key);
+    /// Records (episodes) and announces (Events) every drift state that held for the
+    /// settle time.
+    pub fn settle_due(&mut self) {
+        for Report { key, drift } in self.settling.due(self.clock.now()) {
+            let Some(entry) = self.index.read().unwrap().get(&key).cloned() else {
+                continue;
+            };
+            let live = self.live.get(&key);
+            match drift {
+                Some(drift) => {
+                    let since = entry.since.unwrap_or_else(|| self.clock.wall());
+                    if let Err(err) = self.store.record_drift(
+                        &key,
+                        &entry.source,
+                        drift.class.as_str(),
+                        since,
+                        &drift.paths,
+                    ) {
+                        tracing::error!(object = %key, error = %err, "cannot record drift episode");
+                    }
+                    tracing::info!(object = %key, class = drift.class.as_str(), paths = ?drift.paths, "drift detected");
+                    self.outputs.announce(Announcement::Detected, &entry, live);
+                }
+                None => {
+                    if let Err(err) = self.store.resolve_drift(&key, self.clock.wall()) {
+                        tracing::error!(object = %key, error = %err, "cannot close drift episode");
+                    }
+                    tracing::info!(object = %key, "drift resolved");
+                    self.outputs.announce(Announcement::Resolved, &entry, live);
+                }
             }
         }
-    }
-
-    /// `driftd_coverage_ratio`: live objects of covered kinds and namespaces that a source
-    /// owns, over all such objects (controller-created ones left out).
-    fn update_coverage(&self) {
-        if self.coverage.kinds.is_empty() {
-            return;
-        }
-        let managed = self
-            .live
-            .keys()
-            .filter(|k| self.coverage.covers_key(k))
-            .count();
-        let all = managed + self.unmanaged.len();
-        let ratio = if all == 0 {
-            1.0
-        } else {
-            managed as f64 / all as f64
-        };
-        self.handles.metrics.coverage_ratio.set(ratio);
     }
 
     /// Moves `last_seen` of every reported, still-drifting episode to now, so the episode
-    /// record says how long drift really lasted (to within [`LAST_SEEN_PERIOD`]).
-    fn touch_open_episodes(&mut self) {
-        let now = Timestamp::now();
-        let index = self.handles.index.read().unwrap();
-        for (key, track) in &self.tracks {
-            let (Some(reported), Some(entry)) = (&track.reported, index.get(key)) else {
+    /// record says how long drift really lasted (the run loop calls it every minute).
+    pub fn touch_open_episodes(&mut self) {
+        let now = self.clock.wall();
+        let index = self.index.read().unwrap();
+        for (key, drift) in self.settling.steady() {
+            let Some(entry) = index.get(key) else {
                 continue;
             };
-            if track.observed.as_ref() != Some(reported) {
-                continue; // a transition is pending; settle_due records it
-            }
-            if let Err(err) = self.store.record_drift(
-                key,
-                &entry.source,
-                reported.class.as_str(),
-                now,
-                &reported.paths,
-            ) {
+            if let Err(err) =
+                self.store
+                    .record_drift(key, &entry.source, drift.class.as_str(), now, &drift.paths)
+            {
                 tracing::error!(object = %key, error = %err, "cannot update drift episode");
             }
         }
     }
 
-    /// Logs and counts ignore rules that expired since the last check.
-    fn report_expired_rules(&mut self) {
+    /// Logs ignore rules that expired since the last check and publishes how many are.
+    pub fn report_expired_rules(&mut self) {
         let expired = self.differ.expired_rules();
         for rule in &expired {
             if self.expired_reported.insert(rule.label.clone()) {
@@ -622,160 +516,9 @@ impl Engine {
                 );
             }
         }
-        self.handles.metrics.rules_expired.set(expired.len() as i64);
-    }
-
-    fn update_readiness(&mut self) {
-        let ready = self.wanted.iter().all(|t| self.listed.contains(t));
-        let mut index = self.handles.index.write().unwrap();
-        if ready && !index.ready() {
-            tracing::info!("every watcher finished its first list: ready");
-        }
-        // Once ready, stay ready: a re-list after a commit is not an outage.
-        let ready = ready || index.ready();
-        index.set_ready(ready);
-        self.handles.metrics.ready.set(i64::from(ready));
-    }
-
-    /// Compares one desired object with its live copy and updates the index.
-    fn evaluate(&mut self, key: &ObjectKey) {
-        let (Some(desired), Some(prepared)) = (self.desired.get(key), self.prepared.get(key))
-        else {
-            return;
-        };
-        let type_key = TypeKey {
-            api_version: desired.api_version.clone(),
-            kind: key.kind.clone(),
-        };
-        if !self.listed.contains(&type_key) || self.awaiting_list.contains(key) {
-            return;
-        }
-        let started = Instant::now();
-        let comparison: Comparison = self.differ.compare_prepared(
-            Some(&desired.source),
-            &CompareInput {
-                desired: &desired.object,
-                live: self.live.get(key),
-                previous: desired.previous.as_ref(),
-                facts: &self.facts,
-            },
-            prepared,
-        );
-        self.handles
-            .metrics
-            .diff_duration
-            .observe(started.elapsed().as_secs_f64());
-
-        let mut index = self.handles.index.write().unwrap();
-        let previous_since = index
-            .get(key)
-            .filter(|e| e.class != DriftClass::InSync)
-            .and_then(|e| e.since);
-        let since = match comparison.class {
-            DriftClass::InSync => None,
-            _ => previous_since
-                .or_else(|| self.open_since.get(key).copied())
-                .or_else(|| Some(Timestamp::now())),
-        };
-        if comparison.class == DriftClass::InSync {
-            self.open_since.remove(key);
-        }
-        let entry = DriftEntry {
-            source: desired.source.clone(),
-            revision: desired.revision,
-            api_version: desired.api_version.clone(),
-            kind: key.kind.clone(),
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
-            class: comparison.class,
-            since,
-            changes: comparison.changes,
-            patch: comparison.patch,
-            ignored: comparison.ignored,
-        };
-        let observed = (entry.class != DriftClass::InSync).then(|| Reported {
-            class: entry.class,
-            paths: entry.paths(),
-        });
-        let old = index.upsert(key.clone(), entry.clone());
-        drop(index);
-        if old.as_ref() != Some(&entry) {
-            self.handles
-                .metrics
-                .on_entry_change(old.as_ref(), Some(&entry));
-        }
-
-        let track = self.tracks.entry(key.clone()).or_insert_with(|| Track {
-            observed: None,
-            observed_at: Instant::now(),
-            reported: None,
-        });
-        if track.observed != observed {
-            track.observed = observed;
-            track.observed_at = Instant::now();
-        }
-        if track.observed != track.reported {
-            self.unsettled.insert(key.clone());
-        } else {
-            self.unsettled.remove(key);
-        }
-    }
-
-    /// Reports (episodes + Events) every observed state that held for the settle time.
-    fn settle_due(&mut self) {
-        let now = Instant::now();
-        let due: Vec<ObjectKey> = self
-            .unsettled
-            .iter()
-            .filter(|k| {
-                self.tracks
-                    .get(*k)
-                    .is_some_and(|t| now.duration_since(t.observed_at) >= self.settle)
-            })
-            .cloned()
-            .collect();
-        for key in due {
-            self.unsettled.remove(&key);
-            let Some(track) = self.tracks.get_mut(&key) else {
-                continue;
-            };
-            let observed = track.observed.clone();
-            track.reported = observed.clone();
-            let entry = self.handles.index.read().unwrap().get(&key).cloned();
-            let Some(entry) = entry else { continue };
-            match observed {
-                Some(state) => {
-                    let since = entry.since.unwrap_or_else(Timestamp::now);
-                    if let Err(err) = self.store.record_drift(
-                        &key,
-                        &entry.source,
-                        state.class.as_str(),
-                        since,
-                        &state.paths,
-                    ) {
-                        tracing::error!(object = %key, error = %err, "cannot record drift episode");
-                    }
-                    tracing::info!(object = %key, class = state.class.as_str(), paths = ?state.paths, "drift detected");
-                    self.publish(EventRequest::detected(&entry, self.live.get(&key)));
-                }
-                None => {
-                    if let Err(err) = self.store.resolve_drift(&key, Timestamp::now()) {
-                        tracing::error!(object = %key, error = %err, "cannot close drift episode");
-                    }
-                    tracing::info!(object = %key, "drift resolved");
-                    self.publish(EventRequest::resolved(&entry, self.live.get(&key)));
-                }
-            }
-        }
-    }
-
-    fn publish(&self, request: EventRequest) {
-        if let Some(sink) = &self.events {
-            sink.send(request, &self.handles.metrics);
-        }
+        self.index.write().unwrap().set_rules_expired(expired.len());
     }
 }
 
-fn class_from_str(class: &str) -> DriftClass {
-    serde_json::from_value(Value::String(class.to_string())).unwrap_or(DriftClass::Modified)
-}
+#[cfg(test)]
+mod tests;

@@ -1,15 +1,24 @@
 //! The HTTP API for on-call engineers and Prometheus: `GET /drift`, `/metrics`, `/healthz`,
 //! `/readyz`.
 
-use crate::drift::EngineHandles;
+use super::metrics::Metrics;
+use crate::drift::SharedIndex;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use driftd_core::report::{DriftFilter, DriftResponse};
+use std::sync::Arc;
 
-pub fn router(handles: EngineHandles) -> Router {
+/// What the handlers read: the drift index and the metrics rendered from it.
+#[derive(Clone)]
+pub struct Handles {
+    pub index: SharedIndex,
+    pub metrics: Arc<Metrics>,
+}
+
+pub fn router(handles: Handles) -> Router {
     Router::new()
         .route("/drift", get(drift))
         .route("/metrics", get(metrics))
@@ -21,7 +30,7 @@ pub fn router(handles: EngineHandles) -> Router {
 /// `GET /drift?source=&namespace=&kind=&class=`; an unknown filter or class is a 400 that
 /// lists the valid ones (an empty list would read as "no drift").
 async fn drift(
-    State(handles): State<EngineHandles>,
+    State(handles): State<Handles>,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Response {
     let filter = match DriftFilter::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -39,7 +48,7 @@ async fn drift(
     Json(response).into_response()
 }
 
-async fn metrics(State(handles): State<EngineHandles>) -> Response {
+async fn metrics(State(handles): State<Handles>) -> Response {
     (
         [(
             header::CONTENT_TYPE,
@@ -50,7 +59,7 @@ async fn metrics(State(handles): State<EngineHandles>) -> Response {
         .into_response()
 }
 
-async fn readyz(State(handles): State<EngineHandles>) -> Response {
+async fn readyz(State(handles): State<Handles>) -> Response {
     if handles.index.read().unwrap().ready() {
         (StatusCode::OK, "ready\n").into_response()
     } else {

@@ -1,5 +1,8 @@
-//! Outputs: HTTP API (`/drift`, `/metrics`, health), Prometheus metrics, Kubernetes Events.
+//! Outputs: HTTP API (`/drift`, `/metrics`, health), Prometheus metrics, Kubernetes Events,
+//! and the [`publisher::Publisher`] that feeds the engine's outputs into them. Reads the
+//! drift index; the engine does not know this module.
 
 pub mod events;
 pub mod http;
 pub mod metrics;
+pub mod publisher;

@@ -1,52 +1,31 @@
-//! kube-runtime watchers for exactly the kinds present in the desired state.
+//! kube-runtime watchers, one task per (apiVersion, kind) the engine asks for.
 //!
-//! The [`Supervisor`] starts one watcher task per (apiVersion, kind) and stops it when the
-//! kind leaves the desired state. Each task resolves its kind through discovery, then streams
-//! the kind cluster-wide with kube-runtime's `watcher` (list+watch, bookmarks, `410 Gone`
-//! re-lists, exponential backoff) and forwards plain JSON to the drift engine over a channel.
-//! The task is an explicit state machine ([`WatcherState`]) stepped by one function.
+//! Each task resolves its kind through discovery, then streams the kind cluster-wide with
+//! kube-runtime's `watcher` (list+watch, bookmarks, `410 Gone` re-lists, exponential backoff)
+//! and forwards plain JSON to the drift engine over a channel. The task is an explicit state
+//! machine ([`WatcherState`]) stepped by one function.
 
-pub use driftd_k8s::TypeKey;
+use super::{WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
+use driftd_k8s::TypeKey;
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::{Api, Client};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-/// What a watcher tells the engine.
-#[derive(Debug)]
-pub enum WatchEvent {
-    /// A (re-)list starts: objects not re-listed before `InitDone` are gone.
-    Init,
-    /// An object exists with this content (initial list or later change).
-    Apply(Value),
-    /// An object was deleted.
-    Delete(Value),
-    /// The (re-)list is complete.
-    InitDone,
-    /// The kind is not served by the cluster (no CRD yet): its objects cannot exist.
-    NotServed,
-    /// The watch failed; the watcher retries with backoff.
-    Error(String),
-}
-
-/// One message from a watcher task.
-#[derive(Debug)]
-pub struct WatchMessage {
-    pub type_key: TypeKey,
-    pub event: WatchEvent,
-}
-
 /// How long to wait before asking discovery again for a kind the cluster does not serve.
 const NOT_SERVED_RETRY: Duration = Duration::from_secs(10);
 
+/// How long to wait before retrying a failed discovery.
+const DISCOVERY_RETRY: Duration = Duration::from_secs(2);
+
 /// States of one watcher task.
-pub enum WatcherState {
+enum WatcherState {
     /// Asking discovery which resource serves the kind.
     Resolving,
     /// The kind is not served; ask again later.
@@ -57,66 +36,51 @@ pub enum WatcherState {
     Done,
 }
 
-/// Starts and stops watcher tasks so that exactly the wanted kinds are watched.
+/// Runs one watcher task per kind the engine asked for, on a kube client.
 pub struct Supervisor {
     client: Client,
     sender: mpsc::Sender<WatchMessage>,
     tasks: BTreeMap<TypeKey, JoinHandle<()>>,
+    last_id: u64,
 }
 
 impl Supervisor {
+    /// Watchers send their messages to `sender`, the engine's inbox.
     pub fn new(client: Client, sender: mpsc::Sender<WatchMessage>) -> Supervisor {
         Supervisor {
             client,
             sender,
             tasks: BTreeMap::new(),
+            last_id: 0,
         }
     }
+}
 
-    /// Starts watchers for kinds newly wanted and stops those no longer wanted.
-    /// Returns the kinds started, so the caller can await their first list.
-    pub fn sync(&mut self, wanted: &BTreeSet<TypeKey>) -> Vec<TypeKey> {
-        let stale: Vec<TypeKey> = self
-            .tasks
-            .keys()
-            .filter(|k| !wanted.contains(*k))
-            .cloned()
-            .collect();
-        for key in stale {
-            if let Some(task) = self.tasks.remove(&key) {
-                tracing::info!(kind = %key, "kind left the desired state: stopping its watcher");
-                task.abort();
-            }
+impl WatchControl for Supervisor {
+    fn start(&mut self, kind: &TypeKey) -> WatcherId {
+        if let Some(task) = self.tasks.remove(kind) {
+            tracing::info!(kind = %kind, "restarting watcher so that it lists again");
+            task.abort();
+        } else {
+            tracing::info!(kind = %kind, "starting watcher");
         }
-        let mut started = Vec::new();
-        for key in wanted {
-            if !self.tasks.contains_key(key) {
-                tracing::info!(kind = %key, "starting watcher");
-                let task = tokio::spawn(run_watcher(
-                    self.client.clone(),
-                    key.clone(),
-                    self.sender.clone(),
-                ));
-                self.tasks.insert(key.clone(), task);
-                started.push(key.clone());
-            }
-        }
-        started
+        self.last_id += 1;
+        let id = WatcherId(self.last_id);
+        let task = tokio::spawn(run_watcher(
+            self.client.clone(),
+            kind.clone(),
+            id,
+            self.sender.clone(),
+        ));
+        self.tasks.insert(kind.clone(), task);
+        id
     }
 
-    /// Stops the watchers of `kinds`; the next [`Supervisor::sync`] starts them afresh, which
-    /// re-lists them (used when new desired objects of an already-listed kind appear, since
-    /// live copies are only kept for desired objects).
-    pub fn restart(&mut self, kinds: &BTreeSet<TypeKey>) {
-        for key in kinds {
-            if let Some(task) = self.tasks.remove(key) {
-                task.abort();
-            }
+    fn stop(&mut self, kind: &TypeKey) {
+        if let Some(task) = self.tasks.remove(kind) {
+            tracing::info!(kind = %kind, "kind no longer wanted: stopping its watcher");
+            task.abort();
         }
-    }
-
-    pub fn watched(&self) -> impl Iterator<Item = &TypeKey> {
-        self.tasks.keys()
     }
 }
 
@@ -128,10 +92,35 @@ impl Drop for Supervisor {
     }
 }
 
-async fn run_watcher(client: Client, key: TypeKey, sender: mpsc::Sender<WatchMessage>) {
+/// Where one watcher run sends its messages, tagged with its kind and id.
+struct Outbox {
+    key: TypeKey,
+    id: WatcherId,
+    sender: mpsc::Sender<WatchMessage>,
+}
+
+impl Outbox {
+    /// False once the engine is gone.
+    async fn send(&self, event: WatchEvent) -> bool {
+        let message = WatchMessage {
+            type_key: self.key.clone(),
+            watcher: self.id,
+            event,
+        };
+        self.sender.send(message).await.is_ok()
+    }
+}
+
+async fn run_watcher(
+    client: Client,
+    key: TypeKey,
+    id: WatcherId,
+    sender: mpsc::Sender<WatchMessage>,
+) {
+    let outbox = Outbox { key, id, sender };
     let mut state = WatcherState::Resolving;
     loop {
-        state = step(state, &client, &key, &sender).await;
+        state = step(state, &client, &outbox).await;
         if matches!(state, WatcherState::Done) {
             return;
         }
@@ -139,18 +128,8 @@ async fn run_watcher(client: Client, key: TypeKey, sender: mpsc::Sender<WatchMes
 }
 
 /// Advances one watcher by one state.
-async fn step(
-    state: WatcherState,
-    client: &Client,
-    key: &TypeKey,
-    sender: &mpsc::Sender<WatchMessage>,
-) -> WatcherState {
-    let send = |event| {
-        sender.send(WatchMessage {
-            type_key: key.clone(),
-            event,
-        })
-    };
+async fn step(state: WatcherState, client: &Client, outbox: &Outbox) -> WatcherState {
+    let key = &outbox.key;
     match state {
         WatcherState::Resolving => {
             let (group, version) = driftd_k8s::kinds::split_api_version(&key.api_version);
@@ -159,16 +138,19 @@ async fn step(
                 Ok((resource, _caps)) => WatcherState::Watching(resource),
                 Err(err) if is_not_found(&err) => {
                     tracing::warn!(kind = %key, "the cluster does not serve this kind");
-                    if send(WatchEvent::NotServed).await.is_err() {
+                    if !outbox.send(WatchEvent::NotServed).await {
                         return WatcherState::Done;
                     }
                     WatcherState::NotServed
                 }
                 Err(err) => {
-                    if send(WatchEvent::Error(err.to_string())).await.is_err() {
+                    if !outbox
+                        .send(WatchEvent::Error(WatchError::Discovery(err)))
+                        .await
+                    {
                         return WatcherState::Done;
                     }
-                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    tokio::time::sleep(DISCOVERY_RETRY).await;
                     WatcherState::Resolving
                 }
             }
@@ -189,9 +171,9 @@ async fn step(
                     }
                     Ok(Event::Delete(o)) => WatchEvent::Delete(to_json(o, &resource)),
                     Ok(Event::InitDone) => WatchEvent::InitDone,
-                    Err(err) => WatchEvent::Error(err.to_string()),
+                    Err(err) => WatchEvent::Error(WatchError::Stream(err)),
                 };
-                if send(event).await.is_err() {
+                if !outbox.send(event).await {
                     return WatcherState::Done;
                 }
             }

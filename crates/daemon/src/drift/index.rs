@@ -1,0 +1,242 @@
+//! The drift index: everything the engine publishes as state. `/drift` queries it and
+//! `/metrics` renders its families from it at scrape time, as kube-state-metrics renders
+//! from its store.
+
+use driftd_core::report::{DriftClass, DriftEntry, DriftFilter};
+use driftd_k8s::ObjectKey;
+use jiff::Timestamp;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, RwLock};
+
+/// The current drift of every desired object whose kind has been listed, unmanaged objects,
+/// and the facts the metrics report beside them.
+#[derive(Debug)]
+pub struct DriftIndex {
+    entries: BTreeMap<ObjectKey, DriftEntry>,
+    ready: bool,
+    /// Every source in the store, with the commit time of its newest revision.
+    sources: BTreeMap<String, Timestamp>,
+    /// Covered live objects a source owns; `None` while coverage is off.
+    owned_covered: Option<usize>,
+    rules_expired: usize,
+    series: SeriesSlots,
+}
+
+/// Which drifting objects get per-object metric series: at most `cap`, first come first
+/// served, so a series does not move between objects from one scrape to the next.
+#[derive(Debug)]
+struct SeriesSlots {
+    cap: usize,
+    holders: BTreeSet<ObjectKey>,
+    /// Drifting objects (slot or not).
+    drifting: usize,
+    /// Drifts that started while every slot was taken.
+    omitted: u64,
+}
+
+/// Whether an entry is a drift of a desired object (unmanaged objects have no source and no
+/// per-object series).
+fn drifting(entry: &DriftEntry) -> bool {
+    !matches!(entry.class, DriftClass::InSync | DriftClass::Unmanaged)
+}
+
+impl DriftIndex {
+    /// An empty index whose per-object series are capped at `max_object_series`.
+    pub fn new(max_object_series: usize) -> DriftIndex {
+        DriftIndex {
+            entries: BTreeMap::new(),
+            ready: false,
+            sources: BTreeMap::new(),
+            owned_covered: None,
+            rules_expired: 0,
+            series: SeriesSlots {
+                cap: max_object_series,
+                holders: BTreeSet::new(),
+                drifting: 0,
+                omitted: 0,
+            },
+        }
+    }
+
+    /// Sets the entry of `key`, returning the previous one.
+    pub fn upsert(&mut self, key: ObjectKey, entry: DriftEntry) -> Option<DriftEntry> {
+        let now = drifting(&entry);
+        let old = self.entries.insert(key.clone(), entry);
+        let was = old.as_ref().is_some_and(drifting);
+        match (was, now) {
+            (false, true) => self.drift_started(key),
+            (true, false) => self.drift_ended(&key),
+            _ => {}
+        }
+        old
+    }
+
+    pub fn remove(&mut self, key: &ObjectKey) -> Option<DriftEntry> {
+        let old = self.entries.remove(key)?;
+        if drifting(&old) {
+            self.drift_ended(key);
+        }
+        Some(old)
+    }
+
+    fn drift_started(&mut self, key: ObjectKey) {
+        let series = &mut self.series;
+        series.drifting += 1;
+        if series.holders.len() < series.cap {
+            series.holders.insert(key);
+        } else {
+            series.omitted += 1;
+        }
+    }
+
+    /// Frees the slot of `key`, if it had one, for the longest-drifting object without one.
+    fn drift_ended(&mut self, key: &ObjectKey) {
+        let series = &mut self.series;
+        series.drifting -= 1;
+        if !series.holders.remove(key) || series.holders.len() == series.drifting {
+            return; // no slot freed, or nobody waits for one
+        }
+        let next = self
+            .entries
+            .iter()
+            .filter(|(k, e)| drifting(e) && !series.holders.contains(*k))
+            .min_by_key(|(k, e)| (e.since, *k))
+            .map(|(k, _)| k.clone());
+        series.holders.extend(next);
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Option<&DriftEntry> {
+        self.entries.get(key)
+    }
+
+    /// Entries matching `filter`, ordered by source, kind, namespace, name.
+    pub fn query(&self, filter: &DriftFilter) -> Vec<DriftEntry> {
+        let mut out: Vec<DriftEntry> = self
+            .entries
+            .values()
+            .filter(|e| filter.matches(e))
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| {
+            (&a.source, &a.kind, &a.namespace, &a.name).cmp(&(
+                &b.source,
+                &b.kind,
+                &b.namespace,
+                &b.name,
+            ))
+        });
+        out
+    }
+
+    /// Every entry, in key order.
+    pub fn entries(&self) -> impl Iterator<Item = &DriftEntry> {
+        self.entries.values()
+    }
+
+    /// The drifting entries that have per-object series (see `metrics.max_object_series`).
+    pub fn series_holders(&self) -> impl Iterator<Item = &DriftEntry> {
+        self.series
+            .holders
+            .iter()
+            .filter_map(|key| self.entries.get(key))
+    }
+
+    /// Drifts that started while every per-object series slot was taken.
+    pub fn series_omitted(&self) -> u64 {
+        self.series.omitted
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// True once the desired state is loaded and every watcher finished its first list.
+    pub fn ready(&self) -> bool {
+        self.ready
+    }
+
+    pub fn set_ready(&mut self, ready: bool) {
+        self.ready = ready;
+    }
+
+    pub fn sources(&self) -> &BTreeMap<String, Timestamp> {
+        &self.sources
+    }
+
+    pub fn set_sources(&mut self, sources: BTreeMap<String, Timestamp>) {
+        self.sources = sources;
+    }
+
+    /// Covered live objects a source owns; `None` while coverage is off.
+    pub fn owned_covered(&self) -> Option<usize> {
+        self.owned_covered
+    }
+
+    pub fn set_owned_covered(&mut self, owned: Option<usize>) {
+        self.owned_covered = owned;
+    }
+
+    /// Ignore rules past their expiry.
+    pub fn rules_expired(&self) -> usize {
+        self.rules_expired
+    }
+
+    pub fn set_rules_expired(&mut self, count: usize) {
+        self.rules_expired = count;
+    }
+}
+
+/// Read access for HTTP handlers and metrics; the engine holds the write side.
+pub type SharedIndex = Arc<RwLock<DriftIndex>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, class: DriftClass, since_secs: i64) -> (ObjectKey, DriftEntry) {
+        let key = crate::test_support::configmap("shop", name);
+        let since = Timestamp::from_second(since_secs).unwrap();
+        let entry = crate::test_support::entry("shop", &key, class, since);
+        (key, entry)
+    }
+
+    fn holders(index: &DriftIndex) -> Vec<&str> {
+        index.series_holders().map(|e| e.name.as_str()).collect()
+    }
+
+    #[test]
+    fn series_slots_go_first_come_and_a_freed_one_to_the_longest_drifting() {
+        let mut index = DriftIndex::new(2);
+        for (name, since) in [("a", 10), ("b", 20), ("c", 30), ("d", 25)] {
+            let (k, e) = entry(name, DriftClass::Modified, since);
+            index.upsert(k, e);
+        }
+        assert_eq!(holders(&index), ["a", "b"]);
+        assert_eq!(index.series_omitted(), 2);
+        // Re-evaluated, or another class: the same drift, not counted again.
+        let (k, e) = entry("c", DriftClass::Missing, 30);
+        index.upsert(k, e);
+        let (k, e) = entry("a", DriftClass::Missing, 10);
+        index.upsert(k, e);
+        assert_eq!(index.series_omitted(), 2);
+        assert_eq!(holders(&index), ["a", "b"]);
+
+        let (k, e) = entry("b", DriftClass::InSync, 0);
+        index.upsert(k, e);
+        assert_eq!(holders(&index), ["a", "d"], "d drifts longer than c");
+        index.remove(&entry("a", DriftClass::InSync, 0).0);
+        assert_eq!(holders(&index), ["c", "d"]);
+        let (k, e) = entry("e", DriftClass::Unmanaged, 5);
+        index.upsert(k, e);
+        assert_eq!(
+            holders(&index),
+            ["c", "d"],
+            "unmanaged objects have no series"
+        );
+        assert_eq!(index.series_omitted(), 2);
+    }
+}

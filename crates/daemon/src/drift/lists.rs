@@ -1,0 +1,361 @@
+//! Where the list of each watched kind stands. Only a completed list says which objects
+//! exist, so it decides which comparisons count: an object whose kind was never listed is
+//! not judged (it would look missing), and an object a re-list did not return is gone even
+//! if its deletion was never seen (watch history compacted while disconnected).
+//!
+//! One [`ListState`] per kind, stepped by [`ListState::step`] on the watcher's events, in
+//! the manner of kube-runtime's `watcher` state machine. Messages of a replaced watcher are
+//! told apart by [`WatcherId`] and dropped.
+
+use crate::watch::{WatchControl, WatcherId};
+use driftd_k8s::{ObjectKey, TypeKey};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+/// The list lifecycle of one kind.
+#[derive(Debug, Clone, PartialEq)]
+enum ListState {
+    /// A first watcher resolves the kind; nothing is known yet.
+    Resolving,
+    /// The first list is under way.
+    Listing { seen: HashSet<ObjectKey> },
+    /// The cluster does not serve the kind: none of its objects exist.
+    NotServed,
+    /// Listed; watch events keep the live copies current.
+    Listed,
+    /// A new watcher replaces one that had listed: objects keep being judged on their live
+    /// copies, except `waiting` ones (desired since the last list), which the old list passed
+    /// over.
+    Restarting { waiting: BTreeSet<ObjectKey> },
+    /// A list after the first (a new watcher, or `410 Gone` on resume); objects not `seen`
+    /// by its end are gone.
+    Relisting {
+        seen: HashSet<ObjectKey>,
+        waiting: BTreeSet<ObjectKey>,
+    },
+}
+
+/// What a watcher reports, as far as the list lifecycle cares.
+#[derive(Debug, Clone, Copy)]
+pub enum ListEvent<'a> {
+    /// A (re-)list starts.
+    Init,
+    /// An object was listed or changed.
+    Seen(&'a ObjectKey),
+    /// The (re-)list ended.
+    Done,
+    /// Discovery: the kind is not served.
+    NotServed,
+}
+
+impl ListState {
+    /// One step. Returns the objects that exist when the event ends a list.
+    fn step(self, event: ListEvent) -> (ListState, Option<HashSet<ObjectKey>>) {
+        use ListState::*;
+        match (self, event) {
+            (NotServed, ListEvent::NotServed) => (NotServed, None),
+            (_, ListEvent::NotServed) => (NotServed, Some(HashSet::new())),
+            (Resolving | Listing { .. }, ListEvent::Init) => (
+                Listing {
+                    seen: HashSet::new(),
+                },
+                None,
+            ),
+            (Listed | NotServed, ListEvent::Init) => (
+                Relisting {
+                    seen: HashSet::new(),
+                    waiting: BTreeSet::new(),
+                },
+                None,
+            ),
+            (Restarting { waiting } | Relisting { waiting, .. }, ListEvent::Init) => (
+                Relisting {
+                    seen: HashSet::new(),
+                    waiting,
+                },
+                None,
+            ),
+            (Listing { mut seen }, ListEvent::Seen(key)) => {
+                seen.insert(key.clone());
+                (Listing { seen }, None)
+            }
+            (Relisting { mut seen, waiting }, ListEvent::Seen(key)) => {
+                seen.insert(key.clone());
+                (Relisting { seen, waiting }, None)
+            }
+            (Listing { seen } | Relisting { seen, .. }, ListEvent::Done) => (Listed, Some(seen)),
+            // Watch events between lists, or a watcher breaking protocol: nothing to learn.
+            (state, ListEvent::Seen(_) | ListEvent::Done) => (state, None),
+        }
+    }
+
+    /// `waiting` became desired since the kind was listed. Returns the new state and whether
+    /// the watcher must list again, because a list it already delivered passed them over.
+    fn await_relist(self, waiting: BTreeSet<ObjectKey>) -> (ListState, bool) {
+        use ListState::*;
+        match self {
+            // Nothing delivered yet, or nothing exists: the next list will do.
+            Resolving => (Resolving, false),
+            NotServed => (NotServed, false),
+            Restarting { waiting: mut w } => {
+                w.extend(waiting);
+                (Restarting { waiting: w }, false)
+            }
+            Listing { .. } => (Resolving, true),
+            Listed => (Restarting { waiting }, true),
+            Relisting { waiting: mut w, .. } => {
+                w.extend(waiting);
+                (Restarting { waiting: w }, true)
+            }
+        }
+    }
+
+    /// Whether a comparison of `key` counts.
+    fn judges(&self, key: &ObjectKey) -> bool {
+        match self {
+            ListState::Listed | ListState::NotServed => true,
+            ListState::Restarting { waiting } | ListState::Relisting { waiting, .. } => {
+                !waiting.contains(key)
+            }
+            ListState::Resolving | ListState::Listing { .. } => false,
+        }
+    }
+
+    /// Whether the kind was listed at least once (readiness).
+    fn listed_once(&self) -> bool {
+        !matches!(self, ListState::Resolving | ListState::Listing { .. })
+    }
+}
+
+#[derive(Debug)]
+struct Watched {
+    watcher: WatcherId,
+    state: ListState,
+}
+
+/// The watched kinds and their list lifecycles; starts and stops their watchers.
+#[derive(Debug, Default)]
+pub struct Lists {
+    kinds: BTreeMap<TypeKey, Watched>,
+}
+
+impl Lists {
+    /// Watches exactly `wanted`: starts watchers for new kinds, stops the others.
+    pub fn sync(&mut self, wanted: &BTreeSet<TypeKey>, control: &mut impl WatchControl) {
+        self.kinds.retain(|kind, _| {
+            let keep = wanted.contains(kind);
+            if !keep {
+                control.stop(kind);
+            }
+            keep
+        });
+        for kind in wanted {
+            if !self.kinds.contains_key(kind) {
+                let watcher = control.start(kind);
+                self.kinds.insert(
+                    kind.clone(),
+                    Watched {
+                        watcher,
+                        state: ListState::Resolving,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Objects of `kind` that matter now (newly desired, or newly unowned) but that a list
+    /// already delivered may have passed over: restarts the watcher if needed, and keeps
+    /// `waiting` from being judged until the next list ends.
+    pub fn relist(
+        &mut self,
+        kind: &TypeKey,
+        waiting: BTreeSet<ObjectKey>,
+        control: &mut impl WatchControl,
+    ) {
+        let Some(watched) = self.kinds.get_mut(kind) else {
+            return;
+        };
+        let state = std::mem::replace(&mut watched.state, ListState::Resolving);
+        let (state, restart) = state.await_relist(waiting);
+        watched.state = state;
+        if restart {
+            watched.watcher = control.start(kind);
+        }
+    }
+
+    /// Whether `watcher` is the current watcher of `kind` (else its messages are stale).
+    pub fn is_current(&self, kind: &TypeKey, watcher: WatcherId) -> bool {
+        self.kinds.get(kind).is_some_and(|w| w.watcher == watcher)
+    }
+
+    /// Steps the lifecycle of `kind`; returns the objects that exist when a list ended.
+    pub fn step(&mut self, kind: &TypeKey, event: ListEvent) -> Option<HashSet<ObjectKey>> {
+        let watched = self.kinds.get_mut(kind)?;
+        let state = std::mem::replace(&mut watched.state, ListState::Resolving);
+        let (state, done) = state.step(event);
+        watched.state = state;
+        done
+    }
+
+    /// Whether a comparison of `key`, of `kind`, counts.
+    pub fn judges(&self, kind: &TypeKey, key: &ObjectKey) -> bool {
+        self.kinds.get(kind).is_some_and(|w| w.state.judges(key))
+    }
+
+    /// Whether every watched kind was listed at least once.
+    pub fn all_listed(&self) -> bool {
+        self.kinds.values().all(|w| w.state.listed_once())
+    }
+
+    pub fn contains(&self, kind: &TypeKey) -> bool {
+        self.kinds.contains_key(kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> ObjectKey {
+        crate::test_support::configmap("shop", name)
+    }
+
+    fn keys(names: &[&str]) -> HashSet<ObjectKey> {
+        names.iter().map(|n| key(n)).collect()
+    }
+
+    fn run(mut state: ListState, events: &[ListEvent]) -> (ListState, Vec<HashSet<ObjectKey>>) {
+        let mut done = Vec::new();
+        for event in events {
+            let (next, ended) = state.step(*event);
+            state = next;
+            done.extend(ended);
+        }
+        (state, done)
+    }
+
+    #[test]
+    fn a_first_list_judges_nothing_until_it_ends() {
+        let (a, b) = (key("a"), key("b"));
+        let (state, done) = run(
+            ListState::Resolving,
+            &[ListEvent::Init, ListEvent::Seen(&a)],
+        );
+        assert!(!state.judges(&a) && !state.listed_once());
+        let (state, done2) = run(state, &[ListEvent::Seen(&b), ListEvent::Done]);
+        assert!(done.is_empty());
+        assert_eq!(done2, vec![keys(&["a", "b"])]);
+        assert_eq!(state, ListState::Listed);
+        assert!(state.judges(&a));
+    }
+
+    #[test]
+    fn a_relist_keeps_judging_and_ends_with_what_it_saw() {
+        let a = key("a");
+        let (state, _) = run(ListState::Listed, &[ListEvent::Init, ListEvent::Seen(&a)]);
+        assert!(
+            state.judges(&key("b")),
+            "judged on the last live copy meanwhile"
+        );
+        let (state, done) = run(state, &[ListEvent::Done]);
+        assert_eq!(done, vec![keys(&["a"])], "b was not re-listed: gone");
+        assert_eq!(state, ListState::Listed);
+    }
+
+    #[test]
+    fn not_served_ends_with_nothing_once() {
+        let (state, done) = run(
+            ListState::Listed,
+            &[ListEvent::NotServed, ListEvent::NotServed],
+        );
+        assert_eq!(done, vec![HashSet::new()], "the retry says nothing new");
+        assert!(state.judges(&key("a")) && state.listed_once());
+        // The CRD appears later: a normal list.
+        let a = key("a");
+        let (state, done) = run(
+            state,
+            &[ListEvent::Init, ListEvent::Seen(&a), ListEvent::Done],
+        );
+        assert_eq!((state, done), (ListState::Listed, vec![keys(&["a"])]));
+    }
+
+    #[test]
+    fn new_objects_of_a_listed_kind_wait_for_a_new_list() {
+        let (state, restart) = ListState::Listed.await_relist([key("new")].into());
+        assert!(restart);
+        assert!(!state.judges(&key("new")));
+        assert!(state.judges(&key("old")));
+        // More arrive before the new watcher listed: no second restart.
+        let (state, restart) = state.await_relist([key("newer")].into());
+        assert!(!restart);
+        let new = key("new");
+        let (state, done) = run(
+            state,
+            &[ListEvent::Init, ListEvent::Seen(&new), ListEvent::Done],
+        );
+        assert_eq!(done, vec![keys(&["new"])]);
+        assert!(state.judges(&key("newer")));
+
+        // During a first list the list restarts; before any, nothing to do.
+        let listing = ListState::Listing { seen: keys(&["a"]) };
+        assert_eq!(
+            listing.await_relist([key("b")].into()),
+            (ListState::Resolving, true)
+        );
+        assert_eq!(
+            ListState::Resolving.await_relist([key("b")].into()),
+            (ListState::Resolving, false)
+        );
+    }
+
+    /// Records what the engine asked of its watchers.
+    #[derive(Default)]
+    struct Control {
+        last: u64,
+        log: Vec<String>,
+    }
+
+    impl WatchControl for Control {
+        fn start(&mut self, kind: &TypeKey) -> WatcherId {
+            self.last += 1;
+            self.log.push(format!("start {}", kind.kind));
+            WatcherId(self.last)
+        }
+
+        fn stop(&mut self, kind: &TypeKey) {
+            self.log.push(format!("stop {}", kind.kind));
+        }
+    }
+
+    #[test]
+    fn sync_starts_and_stops_watchers_and_a_restart_makes_old_messages_stale() {
+        let cm = TypeKey {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+        };
+        let svc = TypeKey {
+            api_version: "v1".into(),
+            kind: "Service".into(),
+        };
+        let mut control = Control::default();
+        let mut lists = Lists::default();
+        lists.sync(&[cm.clone(), svc.clone()].into(), &mut control);
+        assert!(!lists.all_listed());
+        for kind in [&cm, &svc] {
+            lists.step(kind, ListEvent::Init);
+            lists.step(kind, ListEvent::Done);
+        }
+        assert!(lists.all_listed());
+        lists.sync(&[cm.clone()].into(), &mut control);
+        assert_eq!(
+            control.log,
+            ["start ConfigMap", "start Service", "stop Service"]
+        );
+        assert!(lists.is_current(&cm, WatcherId(1)));
+        lists.relist(&cm, [key("new")].into(), &mut control);
+        assert!(!lists.is_current(&cm, WatcherId(1)));
+        assert!(lists.is_current(&cm, WatcherId(3)));
+        assert!(lists.all_listed(), "a re-list is not an outage");
+        assert!(!lists.judges(&cm, &key("new")) && lists.judges(&cm, &key("old")));
+        assert!(!lists.judges(&svc, &key("old")), "not watched");
+    }
+}

@@ -1,0 +1,30 @@
+//! What the engine tells the world besides the drift index: counters for Prometheus and the
+//! settled transitions that become Kubernetes Events. `export::Publisher` is the real one;
+//! tests record what they get.
+
+use crate::watch::WatchError;
+use driftd_core::report::DriftEntry;
+use driftd_k8s::TypeKey;
+use serde_json::Value;
+use std::time::Duration;
+
+/// A drift transition that held for the settle time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Announcement {
+    /// Drift started, or its changed paths changed.
+    Detected,
+    /// The live object matches its desired state again.
+    Resolved,
+}
+
+/// The engine's outputs other than the index (which `/drift` and `/metrics` read directly).
+pub trait Outputs {
+    /// A watch event (apply or delete) of `kind` arrived.
+    fn watch_event(&mut self, kind: &TypeKey);
+    /// A watcher of `kind` failed; it retries with backoff.
+    fn watch_error(&mut self, kind: &TypeKey, error: &WatchError);
+    /// One comparison took `took`.
+    fn compared(&mut self, took: Duration);
+    /// Announces a settled transition of `entry`; `live` is the live object, if it exists.
+    fn announce(&mut self, announcement: Announcement, entry: &DriftEntry, live: Option<&Value>);
+}

@@ -1,0 +1,277 @@
+//! Settling: Events and episodes record a drift state only once it held for the settle time,
+//! so a controller that rewrites a field and puts it back makes no Event pair.
+//!
+//! Pure bookkeeping: comparisons are [`Settling::observe`]d with the time, and
+//! [`Settling::due`] says which states held long enough to report. No I/O, no clock of its
+//! own.
+
+use driftd_core::report::DriftClass;
+use driftd_k8s::ObjectKey;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// A drift state as Events and episodes tell it apart: a new class or another set of changed
+/// paths is a new state, new values at the same paths are not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drift {
+    pub class: DriftClass,
+    pub paths: Vec<String>,
+}
+
+/// A state that held for the settle time and differs from what was last reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub key: ObjectKey,
+    /// The drift to announce, or `None`: the drift ended.
+    pub drift: Option<Drift>,
+}
+
+/// Settle state of one object. An object with no tracker is in sync and was reported so.
+#[derive(Debug, Clone, PartialEq)]
+enum Tracker {
+    /// An episode left open by an earlier run; no comparison yet in this one.
+    Restored { reported: Drift },
+    /// Comparisons agree with what was last reported.
+    Settled { reported: Option<Drift> },
+    /// Comparisons have said `observed` since `since`, which is not what was last reported.
+    Changing {
+        reported: Option<Drift>,
+        observed: Option<Drift>,
+        since: Instant,
+    },
+}
+
+impl Tracker {
+    /// The tracker after a comparison said `observed` at `now`.
+    fn observe(self, observed: Option<Drift>, now: Instant) -> Tracker {
+        let (reported, pending) = match self {
+            Tracker::Restored { reported } => (Some(reported), None),
+            Tracker::Settled { reported } => (reported, None),
+            Tracker::Changing {
+                reported,
+                observed,
+                since,
+            } => (reported, Some((observed, since))),
+        };
+        if observed == reported {
+            // Back to what was reported within the settle time: nothing to say.
+            return Tracker::Settled { reported };
+        }
+        let since = match pending {
+            Some((pending, since)) if pending == observed => since,
+            _ => now,
+        };
+        Tracker::Changing {
+            reported,
+            observed,
+            since,
+        }
+    }
+
+    /// The tracker at `now`, and the state to report if one held for `settle`.
+    fn due(self, now: Instant, settle: Duration) -> (Tracker, Option<Option<Drift>>) {
+        match self {
+            Tracker::Changing {
+                observed, since, ..
+            } if now.saturating_duration_since(since) >= settle => (
+                Tracker::Settled {
+                    reported: observed.clone(),
+                },
+                Some(observed),
+            ),
+            other => (other, None),
+        }
+    }
+
+    /// What Events and episodes last said.
+    fn reported(&self) -> Option<&Drift> {
+        match self {
+            Tracker::Restored { reported } => Some(reported),
+            Tracker::Settled { reported } | Tracker::Changing { reported, .. } => reported.as_ref(),
+        }
+    }
+}
+
+/// The trackers of every object whose drift is or was recently not in sync.
+#[derive(Debug)]
+pub struct Settling {
+    settle: Duration,
+    trackers: HashMap<ObjectKey, Tracker>,
+}
+
+impl Settling {
+    pub fn new(settle: Duration) -> Settling {
+        Settling {
+            settle,
+            trackers: HashMap::new(),
+        }
+    }
+
+    /// How long a state must hold before it is reported.
+    pub fn settle(&self) -> Duration {
+        self.settle
+    }
+
+    /// Takes over an episode an earlier run left open: reported, not yet compared.
+    pub fn restore(&mut self, key: ObjectKey, reported: Drift) {
+        self.trackers.insert(key, Tracker::Restored { reported });
+    }
+
+    /// Records what a comparison of `key` said at `now` (`None`: in sync).
+    pub fn observe(&mut self, key: &ObjectKey, observed: Option<Drift>, now: Instant) {
+        let tracker = match self.trackers.remove(key) {
+            Some(tracker) => tracker,
+            None if observed.is_none() => return,
+            None => Tracker::Settled { reported: None },
+        };
+        let tracker = tracker.observe(observed, now);
+        if tracker != (Tracker::Settled { reported: None }) {
+            self.trackers.insert(key.clone(), tracker);
+        }
+    }
+
+    /// The states that held for the settle time by `now`; each is reported from now on.
+    pub fn due(&mut self, now: Instant) -> Vec<Report> {
+        let mut reports = Vec::new();
+        let settle = self.settle;
+        self.trackers.retain(|key, tracker| {
+            let (next, due) =
+                std::mem::replace(tracker, Tracker::Settled { reported: None }).due(now, settle);
+            if let Some(drift) = due {
+                reports.push(Report {
+                    key: key.clone(),
+                    drift,
+                });
+            }
+            *tracker = next;
+            *tracker != (Tracker::Settled { reported: None })
+        });
+        reports.sort_by(|a, b| a.key.cmp(&b.key));
+        reports
+    }
+
+    /// Stops tracking `key`; returns what was last reported (an open episode to close).
+    pub fn forget(&mut self, key: &ObjectKey) -> Option<Drift> {
+        self.trackers.remove(key)?.reported().cloned()
+    }
+
+    /// Objects whose reported drift still holds: their episodes are current.
+    pub fn steady(&self) -> impl Iterator<Item = (&ObjectKey, &Drift)> {
+        self.trackers
+            .iter()
+            .filter_map(|(key, tracker)| match tracker {
+                Tracker::Settled {
+                    reported: Some(drift),
+                } => Some((key, drift)),
+                _ => None,
+            })
+    }
+
+    /// Every tracked object (drifting, reported as drifting, or settling).
+    pub fn keys(&self) -> impl Iterator<Item = &ObjectKey> {
+        self.trackers.keys()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SETTLE: Duration = Duration::from_secs(5);
+
+    fn key(name: &str) -> ObjectKey {
+        crate::test_support::configmap("shop", name)
+    }
+
+    fn modified(paths: &[&str]) -> Option<Drift> {
+        Some(Drift {
+            class: DriftClass::Modified,
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+        })
+    }
+
+    fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+
+    #[test]
+    fn a_state_is_reported_once_it_held_for_the_settle_time() {
+        let t0 = Instant::now();
+        let mut s = Settling::new(SETTLE);
+        s.observe(&key("a"), modified(&["/data/x"]), t0);
+        assert!(s.due(t0 + secs(4.9)).is_empty());
+        // Seen again (a re-list, another field's value): the clock does not restart.
+        s.observe(&key("a"), modified(&["/data/x"]), t0 + secs(3.0));
+        assert_eq!(
+            s.due(t0 + SETTLE),
+            vec![Report {
+                key: key("a"),
+                drift: modified(&["/data/x"])
+            }]
+        );
+        assert!(s.due(t0 + secs(60.0)).is_empty(), "reported once");
+        assert_eq!(s.steady().count(), 1);
+
+        s.observe(&key("a"), None, t0 + secs(10.0));
+        assert_eq!(s.steady().count(), 0, "a pending resolution is not steady");
+        assert!(s.due(t0 + secs(14.0)).is_empty());
+        assert_eq!(
+            s.due(t0 + secs(15.0)),
+            vec![Report {
+                key: key("a"),
+                drift: None
+            }]
+        );
+        assert_eq!(s.keys().count(), 0, "in sync and reported so: forgotten");
+    }
+
+    #[test]
+    fn a_flip_put_back_within_the_settle_time_reports_nothing() {
+        let t0 = Instant::now();
+        let mut s = Settling::new(SETTLE);
+        s.observe(&key("a"), modified(&["/data/x"]), t0);
+        s.observe(&key("a"), None, t0 + secs(1.0));
+        assert!(s.due(t0 + secs(100.0)).is_empty());
+
+        // The same while drifting: the paths change and change back.
+        s.observe(&key("b"), modified(&["/data/x"]), t0);
+        s.due(t0 + SETTLE);
+        s.observe(&key("b"), modified(&["/data/x", "/data/y"]), t0 + secs(6.0));
+        s.observe(&key("b"), modified(&["/data/x"]), t0 + secs(7.0));
+        assert!(s.due(t0 + secs(100.0)).is_empty());
+    }
+
+    #[test]
+    fn another_state_before_the_settle_time_restarts_it() {
+        let t0 = Instant::now();
+        let mut s = Settling::new(SETTLE);
+        s.observe(&key("a"), modified(&["/data/x"]), t0);
+        s.observe(&key("a"), modified(&["/data/y"]), t0 + secs(4.0));
+        assert!(s.due(t0 + secs(8.9)).is_empty());
+        assert_eq!(s.due(t0 + secs(9.0))[0].drift, modified(&["/data/y"]));
+    }
+
+    #[test]
+    fn a_restored_episode_is_closed_or_kept_by_the_first_comparison() {
+        let t0 = Instant::now();
+        let mut s = Settling::new(SETTLE);
+        s.restore(key("kept"), modified(&["/data/x"]).unwrap());
+        s.restore(key("ended"), modified(&["/data/x"]).unwrap());
+        s.restore(key("unseen"), modified(&["/data/x"]).unwrap());
+        assert_eq!(s.steady().count(), 0, "not compared yet");
+        s.observe(&key("kept"), modified(&["/data/x"]), t0);
+        s.observe(&key("ended"), None, t0);
+        let reports = s.due(t0 + SETTLE);
+        assert_eq!(
+            reports,
+            vec![Report {
+                key: key("ended"),
+                drift: None
+            }]
+        );
+        let steady: Vec<_> = s.steady().map(|(k, _)| k.name.clone()).collect();
+        assert_eq!(steady, vec!["kept"]);
+        assert_eq!(s.forget(&key("unseen")), modified(&["/data/x"]));
+        assert_eq!(s.forget(&key("unseen")), None);
+    }
+}

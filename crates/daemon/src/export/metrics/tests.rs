@@ -1,0 +1,171 @@
+use super::*;
+use driftd_core::report::DriftEntry;
+use driftd_k8s::ObjectKey;
+use jiff::Timestamp;
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+fn entry(source: &str, namespace: &str, name: &str, class: DriftClass) -> (ObjectKey, DriftEntry) {
+    let key = crate::test_support::configmap(namespace, name);
+    let since = "2026-11-30T10:00:00Z".parse().unwrap();
+    let entry = crate::test_support::entry(source, &key, class, since);
+    (key, entry)
+}
+
+fn setup(cap: usize) -> (SharedIndex, Metrics) {
+    let index = Arc::new(RwLock::new(DriftIndex::new(cap)));
+    let metrics = Metrics::new(index.clone());
+    (index, metrics)
+}
+
+fn upsert(index: &SharedIndex, (key, entry): (ObjectKey, DriftEntry)) {
+    index.write().unwrap().upsert(key, entry);
+}
+
+/// The value of the series written exactly as `series` (`name{labels}` or `name`).
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+fn sources(names: &[&str]) -> BTreeMap<String, Timestamp> {
+    names
+        .iter()
+        .map(|n| (n.to_string(), "2026-11-30T09:00:00Z".parse().unwrap()))
+        .collect()
+}
+
+#[test]
+fn per_object_series_are_capped_and_counted() {
+    let (index, m) = setup(1);
+    index.write().unwrap().set_sources(sources(&["shop"]));
+    upsert(&index, entry("shop", "shop", "a", DriftClass::Modified));
+    upsert(&index, entry("shop", "shop", "b", DriftClass::Missing));
+    // Re-evaluating b while still capped must not count it twice.
+    upsert(&index, entry("shop", "shop", "b", DriftClass::Missing));
+    let text = m.render();
+    let a = r#"{class="modified",kind="ConfigMap",name="a",namespace="shop",source="shop"}"#;
+    assert_eq!(
+        sample(&text, &format!("driftd_object_drift{a}")),
+        Some(1.0),
+        "{text}"
+    );
+    assert!(!text.contains(r#"name="b""#), "{text}");
+    assert_eq!(
+        sample(&text, "driftd_object_drift_series_omitted_total"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            &format!("driftd_object_drift_since_timestamp_seconds{a}")
+        ),
+        Some(1796032800.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, r#"driftd_objects{class="missing",source="shop"}"#),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&text, r#"driftd_objects{class="in_sync",source="shop"}"#),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            r#"driftd_desired_revision_timestamp_seconds{source="shop"}"#
+        ),
+        Some(1796029200.0)
+    );
+
+    // a resolves: its series goes, and b, drifting without one, takes the slot.
+    upsert(&index, entry("shop", "shop", "a", DriftClass::InSync));
+    let text = m.render();
+    assert!(
+        !text.contains(r#"driftd_object_drift{class="modified""#),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            r#"driftd_object_drift{class="missing",kind="ConfigMap",name="b",namespace="shop",source="shop"}"#
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, r#"driftd_objects{class="in_sync",source="shop"}"#),
+        Some(1.0)
+    );
+
+    // The source leaves the store (and its objects the index): every series of it goes.
+    {
+        let mut index = index.write().unwrap();
+        index.set_sources(BTreeMap::new());
+        for name in ["a", "b"] {
+            index.remove(&entry("shop", "shop", name, DriftClass::InSync).0);
+        }
+    }
+    assert!(!m.render().contains(r#"source="shop""#));
+}
+
+#[test]
+fn coverage_ratio_is_absent_while_coverage_is_off() {
+    let (index, m) = setup(10);
+    let text = m.render();
+    assert!(!text.contains("driftd_coverage_ratio"), "{text}");
+    assert!(!text.contains("driftd_unmanaged_objects"), "{text}");
+
+    index.write().unwrap().set_owned_covered(Some(0));
+    assert_eq!(
+        sample(&m.render(), "driftd_coverage_ratio"),
+        Some(1.0),
+        "nothing covered yet"
+    );
+
+    index.write().unwrap().set_owned_covered(Some(2));
+    upsert(&index, entry("", "shop", "stray", DriftClass::Unmanaged));
+    upsert(&index, entry("", "default", "other", DriftClass::Unmanaged));
+    upsert(&index, entry("", "shop", "third", DriftClass::Unmanaged));
+    let text = m.render();
+    assert_eq!(sample(&text, "driftd_coverage_ratio"), Some(0.4), "{text}");
+    assert_eq!(
+        sample(
+            &text,
+            r#"driftd_unmanaged_objects{kind="ConfigMap",namespace="shop"}"#
+        ),
+        Some(2.0)
+    );
+    assert!(
+        !text.contains("driftd_objects{"),
+        "unmanaged objects belong to no source: {text}"
+    );
+    assert!(!text.contains("driftd_object_drift{"), "{text}");
+}
+
+#[test]
+fn scalars_are_always_there() {
+    let (index, m) = setup(10);
+    let text = m.render();
+    assert_eq!(sample(&text, "driftd_ready"), Some(0.0), "{text}");
+    assert_eq!(sample(&text, "driftd_ignore_rules_expired"), Some(0.0));
+    assert_eq!(
+        sample(&text, "driftd_object_drift_series_omitted_total"),
+        Some(0.0)
+    );
+    assert!(
+        text.contains("# TYPE driftd_object_drift_series_omitted_total counter"),
+        "{text}"
+    );
+    assert!(text.contains("driftd_build_info{version="), "{text}");
+    {
+        let mut index = index.write().unwrap();
+        index.set_ready(true);
+        index.set_rules_expired(2);
+    }
+    let text = m.render();
+    assert_eq!(sample(&text, "driftd_ready"), Some(1.0));
+    assert_eq!(sample(&text, "driftd_ignore_rules_expired"), Some(2.0));
+}

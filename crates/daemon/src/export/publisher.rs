@@ -1,0 +1,54 @@
+//! The engine's [`Outputs`] for real: Prometheus counters and the Kubernetes Event queue.
+
+use super::events::{EventRequest, EventSink};
+use super::metrics::Metrics;
+use crate::drift::{Announcement, Outputs};
+use crate::watch::WatchError;
+use driftd_core::report::DriftEntry;
+use driftd_k8s::TypeKey;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Counts into [`Metrics`] and queues Events (if enabled).
+pub struct Publisher {
+    metrics: Arc<Metrics>,
+    events: Option<EventSink>,
+}
+
+impl Publisher {
+    pub fn new(metrics: Arc<Metrics>, events: Option<EventSink>) -> Publisher {
+        Publisher { metrics, events }
+    }
+}
+
+impl Outputs for Publisher {
+    fn watch_event(&mut self, kind: &TypeKey) {
+        self.metrics
+            .watch_events
+            .with_label_values(&[kind.kind.as_str()])
+            .inc();
+    }
+
+    fn watch_error(&mut self, kind: &TypeKey, _error: &WatchError) {
+        self.metrics
+            .watch_errors
+            .with_label_values(&[kind.kind.as_str()])
+            .inc();
+    }
+
+    fn compared(&mut self, took: Duration) {
+        self.metrics.diff_duration.observe(took.as_secs_f64());
+    }
+
+    fn announce(&mut self, announcement: Announcement, entry: &DriftEntry, live: Option<&Value>) {
+        let Some(sink) = &self.events else {
+            return;
+        };
+        let request = match announcement {
+            Announcement::Detected => EventRequest::detected(entry, live),
+            Announcement::Resolved => EventRequest::resolved(entry, live),
+        };
+        sink.send(request, &self.metrics);
+    }
+}

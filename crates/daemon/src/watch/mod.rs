@@ -1,0 +1,62 @@
+//! Watching the cluster: what watchers tell the drift engine ([`WatchMessage`]) and how the
+//! engine starts and stops them ([`WatchControl`]).
+//!
+//! The engine only sees these types, so it can be driven by tests without a cluster; the
+//! kube-runtime implementation is [`Supervisor`].
+
+mod supervisor;
+
+pub use supervisor::Supervisor;
+
+use driftd_k8s::TypeKey;
+use serde_json::Value;
+
+/// Tells the messages of one watcher run from those of the run before it: a restarted
+/// watcher lists afresh, so whatever the old run still had queued is stale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WatcherId(pub u64);
+
+/// What a watcher tells the engine.
+#[derive(Debug)]
+pub enum WatchEvent {
+    /// A (re-)list starts: objects not re-listed before `InitDone` are gone.
+    Init,
+    /// An object exists with this content (initial list or later change).
+    Apply(Value),
+    /// An object was deleted.
+    Delete(Value),
+    /// The (re-)list is complete.
+    InitDone,
+    /// The kind is not served by the cluster (no CRD yet): its objects cannot exist.
+    NotServed,
+    /// The watch failed; the watcher retries with backoff.
+    Error(WatchError),
+}
+
+/// One message from a watcher.
+#[derive(Debug)]
+pub struct WatchMessage {
+    pub type_key: TypeKey,
+    pub watcher: WatcherId,
+    pub event: WatchEvent,
+}
+
+/// Why a watcher could not deliver; every one is retried, so the engine counts and logs it.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// Discovery failed for another reason than the kind not being served.
+    #[error("discovery failed: {0}")]
+    Discovery(#[source] kube::Error),
+    /// The list or watch stream failed (kube-runtime backs off and re-lists as needed).
+    #[error(transparent)]
+    Stream(#[from] kube::runtime::watcher::Error),
+}
+
+/// Starts and stops watchers; the drift engine decides which kinds are watched.
+pub trait WatchControl {
+    /// Starts a watcher for `kind`, replacing (and so re-listing) a running one. Its messages
+    /// carry the returned id.
+    fn start(&mut self, kind: &TypeKey) -> WatcherId;
+    /// Stops the watcher of `kind`, if one runs.
+    fn stop(&mut self, kind: &TypeKey);
+}
