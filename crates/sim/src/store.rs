@@ -5,6 +5,7 @@
 
 use super::fields;
 use super::select::Selector;
+use super::server_defaults;
 use super::status::{ApiError, Gr};
 use driftd_k8s::kinds::BUILTIN;
 use rand::Rng;
@@ -211,18 +212,7 @@ pub fn now_rfc3339() -> String {
 }
 
 fn new_uid() -> String {
-    let b: [u8; 16] = rand::rng().random();
-    let h = hex::encode(b);
-    // RFC 4122 version 4 layout, like the UUIDs kube-apiserver assigns.
-    let variant = ["8", "9", "a", "b"][usize::from(b[8] & 3)];
-    format!(
-        "{}-{}-4{}-{variant}{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[13..16],
-        &h[17..20],
-        &h[20..32]
-    )
+    server_defaults::uuid_v4(rand::rng().random())
 }
 
 /// Kinds whose registry strategy maintains `metadata.generation` (workloads and anything
@@ -858,7 +848,7 @@ impl Store {
             _ => {}
         }
         let mut alloc = Allocations::of(&self.lock());
-        driftd_k8s::defaults::apply_with(&mut alloc, &info.api_version(), &info.kind, &mut obj);
+        server_defaults::on_create(&mut alloc, &info.api_version(), &info.kind, &mut obj);
         validate_object(info, &name, &obj)?;
         let now = now_rfc3339();
         set_meta(&mut obj, "uid", json!(new_uid()));
@@ -1069,13 +1059,7 @@ impl Store {
             }
         }
         let mut alloc = Allocations::of(&g);
-        driftd_k8s::defaults::apply_update(
-            &mut alloc,
-            &info.api_version(),
-            &info.kind,
-            &old,
-            &mut new,
-        );
+        server_defaults::on_update(&mut alloc, &info.api_version(), &info.kind, &old, &mut new);
         validate_object(info, name, &new)?;
         if tracks_generation(info) && spec_part(&new) != spec_part(&old) {
             let gen = old
@@ -1552,13 +1536,14 @@ impl Allocations {
     }
 }
 
-impl driftd_k8s::defaults::Allocator for Allocations {
+impl server_defaults::Allocator for Allocations {
     fn cluster_ip(&mut self) -> Option<String> {
         // 10.96.0.0/12, skipping .0 and the first address (kubernetes.default).
         let mut r = rand::rng();
         for _ in 0..10_000 {
-            let off: u32 = r.random_range(2..(1 << 20) - 1);
-            let ip = std::net::Ipv4Addr::from(u32::from_be_bytes([10, 96, 0, 0]) + off).to_string();
+            let off: u32 = r.random_range(2..server_defaults::SERVICE_CIDR_SIZE - 1);
+            let ip =
+                std::net::Ipv4Addr::from(server_defaults::SERVICE_CIDR_FIRST + off).to_string();
             if self.ips.insert(ip.clone()) {
                 return Some(ip);
             }
@@ -1568,7 +1553,8 @@ impl driftd_k8s::defaults::Allocator for Allocations {
     fn node_port(&mut self) -> Option<u16> {
         let mut r = rand::rng();
         for _ in 0..10_000 {
-            let p: u16 = r.random_range(30000..=32767);
+            let p: u16 =
+                r.random_range(server_defaults::NODE_PORT_MIN..=server_defaults::NODE_PORT_MAX);
             if self.ports.insert(u64::from(p)) {
                 return Some(p);
             }

@@ -1,0 +1,34 @@
+//! apiextensions.k8s.io/v1
+//! (`staging/src/k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1/defaults.go`):
+//! CustomResourceDefinition.
+
+use serde_json::{json, Value};
+
+use super::apps::spec_of;
+use super::fields::{default_ptr, default_str, map};
+
+pub(super) fn crd(object: &mut Value) {
+    let Some(spec) = spec_of(object) else { return };
+    if let Some(names) = spec.get_mut("names").and_then(map) {
+        if let Some(kind) = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        {
+            default_str(names, "singular", &kind.to_lowercase());
+            if !kind.is_empty() {
+                default_str(names, "listKind", &format!("{kind}List"));
+            }
+        }
+    }
+    default_ptr(spec, "conversion", json!({"strategy": "None"}));
+    if let Some(svc) = spec
+        .get_mut("conversion")
+        .and_then(|c| c.get_mut("webhook"))
+        .and_then(|w| w.get_mut("clientConfig"))
+        .and_then(|c| c.get_mut("service"))
+        .and_then(map)
+    {
+        default_ptr(svc, "port", json!(443));
+    }
+}
