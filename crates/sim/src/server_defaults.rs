@@ -535,17 +535,15 @@ fn generate_selector(spec: &mut Map<String, Value>, name: &str, uid: &str) {
 // CustomResourceDefinitions
 
 fn crd_status(object: &mut Value) {
-    let stored: Vec<Value> = object
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .and_then(|vs| vs.iter().find(|v| v["storage"] == true))
-        .and_then(|v| v.get("name").filter(|n| n.is_string()))
-        .cloned()
-        .into_iter()
-        .collect();
     initial_status(
         object,
-        json!({"acceptedNames": {"kind": "", "plural": ""}, "storedVersions": stored}),
+        json!({"acceptedNames": {"kind": "", "plural": ""}, "storedVersions": []}),
+    );
+    // SetDefaults_CustomResourceDefinition fills storedVersions now there is a status.
+    driftd_k8s::defaults::apply(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        object,
     );
 }
 

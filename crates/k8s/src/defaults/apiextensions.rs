@@ -5,9 +5,22 @@
 use serde_json::{json, Value};
 
 use super::apps::spec_of;
-use super::fields::{default_ptr, default_str, map};
+use super::fields::{declared_status, default_ptr, default_str, map};
 
 pub(super) fn crd(object: &mut Value) {
+    let storage = object
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .and_then(|vs| vs.iter().find(|v| v["storage"] == true))
+        .and_then(|v| v.get("name").filter(|n| n.is_string()))
+        .cloned();
+    // SetDefaults_CustomResourceDefinition: the storage version is the first stored one.
+    if let (Some(status), Some(storage)) = (map(object).and_then(declared_status), storage) {
+        let stored = status.get("storedVersions").and_then(Value::as_array);
+        if stored.is_none_or(Vec::is_empty) {
+            status.insert("storedVersions".into(), json!([storage]));
+        }
+    }
     let Some(spec) = spec_of(object) else { return };
     if let Some(names) = spec.get_mut("names").and_then(map) {
         if let Some(kind) = names

@@ -80,30 +80,13 @@ fn pod_spec(spec: &mut Map<String, Value>) {
     resource_list(spec.get_mut("overhead"));
 }
 
-/// Pull policy from the image reference (`parsers.ParseImageName`): no tag and no digest
-/// means `latest`.
-pub(super) fn image_pull_policy(image: &str) -> &'static str {
-    let (name, digest) = match image.split_once('@') {
-        Some((n, _)) => (n, true),
-        None => (image, false),
-    };
-    let last = name.rsplit('/').next().unwrap_or(name);
-    let tag = last.split_once(':').map(|(_, t)| t);
-    match tag {
-        Some("latest") => "Always",
-        Some(_) => "IfNotPresent",
-        None if digest => "IfNotPresent",
-        None => "Always",
-    }
-}
-
 fn container(c: &mut Value) {
     let Some(c) = map(c) else { return };
     if matches!(c.get("imagePullPolicy"), None | Some(Value::Null))
         || c.get("imagePullPolicy") == Some(&json!(""))
     {
         let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-        let policy = image_pull_policy(image);
+        let policy = super::image::pull_policy(image);
         c.insert("imagePullPolicy".into(), json!(policy));
     }
     default_str(c, "terminationMessagePath", "/dev/termination-log");
@@ -195,6 +178,25 @@ fn volume(v: &mut Value) {
     }
     if let Some(h) = v.get_mut("hostPath").and_then(map) {
         default_ptr(h, "type", json!(""));
+    }
+    // The in-tree sources' own SetDefaults_*VolumeSource.
+    if let Some(a) = v.get_mut("azureDisk").and_then(map) {
+        default_ptr(a, "cachingMode", json!("ReadWrite"));
+        default_ptr(a, "kind", json!("Shared"));
+        default_ptr(a, "fsType", json!("ext4"));
+        default_ptr(a, "readOnly", json!(false));
+    }
+    if let Some(i) = v.get_mut("iscsi").and_then(map) {
+        default_str(i, "iscsiInterface", "default");
+    }
+    if let Some(r) = v.get_mut("rbd").and_then(map) {
+        default_str(r, "pool", "rbd");
+        default_str(r, "user", "admin");
+        default_str(r, "keyring", "/etc/ceph/keyring");
+    }
+    if let Some(s) = v.get_mut("scaleIO").and_then(map) {
+        default_str(s, "storageMode", "ThinProvisioned");
+        default_str(s, "fsType", "xfs");
     }
     if let Some(e) = v.get_mut("emptyDir").and_then(map) {
         quantity_field(e, "sizeLimit");
@@ -308,6 +310,20 @@ pub(super) fn service(object: &mut Value) {
     if svc_type == "LoadBalancer" {
         default_ptr(spec, "allocateLoadBalancerNodePorts", json!(true));
     }
+    // LoadBalancerIPMode (on by default since v1.30): an ingress IP is a VIP unless said.
+    let ingress = declared_status(m)
+        .and_then(|s| s.get_mut("loadBalancer"))
+        .and_then(|lb| lb.get_mut("ingress"));
+    for_each_item(ingress, |i| {
+        if let Some(i) = map(i) {
+            if i.get("ip")
+                .and_then(Value::as_str)
+                .is_some_and(|ip| !ip.is_empty())
+            {
+                default_ptr(i, "ipMode", json!("VIP"));
+            }
+        }
+    });
 }
 
 /// SetDefaults_Secret. (`stringData` is folded into `data` by conversion when the server

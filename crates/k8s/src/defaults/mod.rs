@@ -9,7 +9,8 @@
 //! on create and update is the simulator's business (`driftd_sim::server_defaults`).
 //!
 //! The differ applies this table to the desired side; the simulator applies it first on
-//! every write. So a wrong default here would be on both sides of a simulator test.
+//! every write. So a wrong default here would be on both sides of a simulator test: the
+//! `oracle` tests check the table against the cases of kube's own `defaults_test.go` files.
 //!
 //! Where a default sits inside `status` (a PVC's or Namespace's `phase`), it is applied when
 //! the object carries a `status`, never by creating one.
@@ -31,9 +32,12 @@ mod autoscaling;
 mod batch;
 mod core;
 pub mod fields;
+mod image;
 mod networking;
 mod rbac;
 
+#[cfg(test)]
+mod oracle;
 #[cfg(test)]
 mod tests;
 

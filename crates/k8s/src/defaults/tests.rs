@@ -5,7 +5,6 @@
 use serde_json::{json, Value};
 
 use super::apply;
-use super::core::image_pull_policy;
 
 fn defaulted(api_version: &str, kind: &str, v: Value) -> Value {
     let mut v = v;
@@ -79,25 +78,16 @@ fn deployment_gets_strategy_limits_and_pod_template_defaults() {
 }
 
 #[test]
-fn image_pull_policy_follows_the_tag() {
-    for (image, want) in [
-        ("nginx", "Always"),
-        ("nginx:latest", "Always"),
-        ("nginx:1.27", "IfNotPresent"),
-        ("registry:5000/team/app", "Always"),
-        ("registry:5000/team/app:v2", "IfNotPresent"),
-        ("nginx@sha256:abcd", "IfNotPresent"),
-        ("nginx:latest@sha256:abcd", "Always"),
-    ] {
-        assert_eq!(image_pull_policy(image), want, "{image}");
-    }
+fn an_explicit_pull_policy_is_kept() {
     let d = defaulted(
         "v1",
         "Pod",
         json!({"metadata": {"name": "p"}, "spec": {"containers": [
-            {"name": "a", "image": "busybox", "imagePullPolicy": "Never"}]}}),
+            {"name": "a", "image": "busybox", "imagePullPolicy": "Never"},
+            {"name": "b", "image": "busybox"}]}}),
     );
     assert_eq!(d["spec"]["containers"][0]["imagePullPolicy"], "Never");
+    assert_eq!(d["spec"]["containers"][1]["imagePullPolicy"], "Always");
 }
 
 #[test]
