@@ -143,6 +143,17 @@ fn field_refs(m: &mut Map<String, Value>) {
     }
 }
 
+/// The field references of a downwardAPI volume or projection's items.
+fn downward_api_items(source: Option<&mut Value>) {
+    if let Some(d) = source.and_then(map) {
+        for_each_item(d.get_mut("items"), |i| {
+            if let Some(i) = map(i) {
+                field_refs(i);
+            }
+        });
+    }
+}
+
 fn volume(v: &mut Value) {
     let Some(v) = map(v) else { return };
     // SetDefaults_Volume: a volume with no source is an emptyDir.
@@ -154,26 +165,14 @@ fn volume(v: &mut Value) {
             default_ptr(s, "defaultMode", json!(420));
         }
     }
-    if let Some(d) = v.get_mut("downwardAPI").and_then(map) {
-        for_each_item(d.get_mut("items"), |i| {
-            if let Some(i) = map(i) {
-                field_refs(i);
-            }
-        });
-    }
+    downward_api_items(v.get_mut("downwardAPI"));
     if let Some(p) = v.get_mut("projected").and_then(map) {
         for_each_item(p.get_mut("sources"), |s| {
             let Some(s) = map(s) else { return };
             if let Some(t) = s.get_mut("serviceAccountToken").and_then(map) {
                 default_ptr(t, "expirationSeconds", json!(3600));
             }
-            if let Some(d) = s.get_mut("downwardAPI").and_then(map) {
-                for_each_item(d.get_mut("items"), |i| {
-                    if let Some(i) = map(i) {
-                        field_refs(i);
-                    }
-                });
-            }
+            downward_api_items(s.get_mut("downwardAPI"));
         });
     }
     if let Some(h) = v.get_mut("hostPath").and_then(map) {

@@ -391,39 +391,6 @@ fn pvc_and_namespace() {
 }
 
 #[test]
-fn defaults_are_idempotent() {
-    for (av, kind, obj) in [
-        (
-            "apps/v1",
-            "Deployment",
-            json!({"metadata": {"name": "d"}, "spec": {"template": container_template(json!([{"name": "a", "image": "a"}]))}}),
-        ),
-        (
-            "batch/v1",
-            "Job",
-            json!({"metadata": {"name": "j"}, "spec": {"template": {"spec": {}}}}),
-        ),
-        (
-            "v1",
-            "Service",
-            json!({"metadata": {"name": "s"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}}),
-        ),
-        (
-            "autoscaling/v2",
-            "HorizontalPodAutoscaler",
-            json!({"metadata": {"name": "h"}, "spec": {"behavior": {}}}),
-        ),
-    ] {
-        let once = defaulted(av, kind, obj);
-        assert_eq!(
-            defaulted(av, kind, once.clone()),
-            once,
-            "{kind} defaults are idempotent"
-        );
-    }
-}
-
-#[test]
 fn hpa_v2_metrics_and_behavior() {
     let h = defaulted(
         "autoscaling/v2",

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::defaulted;
+use super::{check_no_template_requests, check_replicas, defaulted};
 
 /// The defaulted pod template the Go tests start from (`defaultTemplate`), with `labels`.
 fn template(labels: Option<Value>) -> Value {
@@ -206,21 +206,10 @@ fn test_default_deployment_availability() {
 
 #[test]
 fn test_set_default_replica_set_replicas() {
-    for (replicas, want) in [(None, 1), (Some(0), 0), (Some(3), 3)] {
-        let mut rs = json!({"spec": {"template": {"metadata": {"labels": {"foo": "bar"}}}}});
-        if let Some(r) = replicas {
-            rs["spec"]["replicas"] = json!(r);
-        }
-        let got = defaulted("apps/v1", "ReplicaSet", rs);
-        assert_eq!(got["spec"]["replicas"], want);
-    }
+    check_replicas("apps/v1", "ReplicaSet");
 }
 
 #[test]
 fn test_default_request_is_not_set_for_replica_set() {
-    let rs = json!({"spec": {"replicas": 3, "template": {"metadata": {"labels": {"foo": "bar"}},
-        "spec": {"containers": [{"resources": {"limits": {"cpu": "100m"}}}]}}}});
-    let got = defaulted("apps/v1", "ReplicaSet", rs);
-    let requests = got.pointer("/spec/template/spec/containers/0/resources/requests");
-    assert_eq!(requests, None);
+    check_no_template_requests("apps/v1", "ReplicaSet");
 }

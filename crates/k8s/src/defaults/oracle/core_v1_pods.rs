@@ -10,7 +10,7 @@
 
 use serde_json::{json, Value};
 
-use super::{added, defaulted, expect};
+use super::{added, check_no_template_requests, check_replicas, defaulted, expect};
 
 /// A pod spec with every list holding one item and every optional struct present, as
 /// kube's `detectDefaults` builds it before defaulting. Two volumes stand for its one: a
@@ -254,14 +254,7 @@ fn test_set_default_replication_controller() {
 
 #[test]
 fn test_set_default_replication_controller_replicas() {
-    for (replicas, want) in [(None, 1), (Some(0), 0), (Some(3), 3)] {
-        let mut rc = json!({"spec": {"template": {"metadata": {"labels": {"foo": "bar"}}}}});
-        if let Some(r) = replicas {
-            rc["spec"]["replicas"] = json!(r);
-        }
-        let got = defaulted("v1", "ReplicationController", rc);
-        assert_eq!(got["spec"]["replicas"], want);
-    }
+    check_replicas("v1", "ReplicationController");
 }
 
 #[test]
@@ -332,11 +325,7 @@ fn test_set_default_replication_controller_init_containers() {
 
 #[test]
 fn test_default_request_is_not_set_for_replication_controller() {
-    let rc = json!({"spec": {"replicas": 3, "template": {"metadata": {"labels": {"foo": "bar"}},
-        "spec": {"containers": [{"resources": {"limits": {"cpu": "100m"}}}]}}}});
-    let got = defaulted("v1", "ReplicationController", rc);
-    let r = "/spec/template/spec/containers/0/resources/requests";
-    expect("template", &got, &[(r, None)]);
+    check_no_template_requests("v1", "ReplicationController");
 }
 
 /// `TestSetDefaultSecretVolumeSource`, `TestSetDefaultConfigMapVolumeSource`,

@@ -22,7 +22,7 @@ mod rbac_v1;
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// `object` after the table.
 fn defaulted(api_version: &str, kind: &str, object: Value) -> Value {
@@ -74,4 +74,25 @@ fn added(before: &Value, after: &Value) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
     walk(String::new(), Some(before), after, &mut out);
     out
+}
+
+/// The replicas cases kube tests for each replicated kind: unset is 1, a given 0 or 3 stays.
+fn check_replicas(api_version: &str, kind: &str) {
+    for (replicas, want) in [(None, 1), (Some(0), 0), (Some(3), 3)] {
+        let mut object = json!({"spec": {"template": {"metadata": {"labels": {"foo": "bar"}}}}});
+        if let Some(r) = replicas {
+            object["spec"]["replicas"] = json!(r);
+        }
+        let got = defaulted(api_version, kind, object);
+        assert_eq!(got["spec"]["replicas"], want, "{kind} {replicas:?}");
+    }
+}
+
+/// Requests default to limits in Pods only: a pod template of `kind` keeps none.
+fn check_no_template_requests(api_version: &str, kind: &str) {
+    let object = json!({"spec": {"replicas": 3, "template": {"metadata": {"labels": {"foo": "bar"}},
+        "spec": {"containers": [{"resources": {"limits": {"cpu": "100m"}}}]}}}});
+    let got = defaulted(api_version, kind, object);
+    let requests = "/spec/template/spec/containers/0/resources/requests";
+    expect(kind, &got, &[(requests, None)]);
 }
