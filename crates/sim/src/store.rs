@@ -757,11 +757,13 @@ impl Store {
             }
             _ => {}
         }
+        // The uid is set before the strategy runs (FillObjectMetaSystemFields), so a Job's
+        // generated selector names the Job's own uid.
+        set_meta(&mut obj, "uid", json!(new_uid()));
         let mut alloc = Allocations::of(&self.lock());
         server_defaults::on_create(&mut alloc, &info.api_version(), &info.kind, &mut obj);
         validate_object(info, &name, &obj)?;
         let now = now_rfc3339();
-        set_meta(&mut obj, "uid", json!(new_uid()));
         set_meta(&mut obj, "creationTimestamp", json!(now));
         if tracks_generation(info) {
             set_meta(&mut obj, "generation", json!(1));
@@ -1732,6 +1734,24 @@ mod tests {
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
                 "template": {"metadata": {"labels": {"app": "web"}},
                     "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}})
+    }
+
+    #[test]
+    fn a_created_jobs_generated_selector_names_its_own_uid() {
+        let store = Store::new(100);
+        let jobs = store.resolve("batch", "v1", "jobs").unwrap();
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}}});
+        let created = store
+            .create(&jobs, Some("default"), job, &WriteCtx::new("test"))
+            .unwrap();
+        let uid = &created["metadata"]["uid"];
+        assert_eq!(
+            created["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"],
+            *uid
+        );
+        assert_eq!(created["metadata"]["labels"]["controller-uid"], *uid);
     }
 
     #[test]
