@@ -362,7 +362,7 @@ fn in_sync_live_objects_agree_with_server_defaults() {
     assert!(checked >= 30, "only {checked} in-sync objects checked");
     assert!(
         failures.is_empty(),
-        "corpus and sim::defaults disagree:\n  {}",
+        "corpus and the simulator's defaults (driftd_sim::server_defaults) disagree:\n  {}",
         failures.join("\n  ")
     );
 }
