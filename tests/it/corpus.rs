@@ -5,7 +5,8 @@
 //!   negatives, and no Secret value anywhere in the output.
 //! * `in_sync_live_objects_agree_with_server_defaults` checks the corpus against the
 //!   simulator's defaulting: every field a live object of an in-sync case has beyond the
-//!   manifest must be produced by `sim::defaults` (or be listed as set by someone else).
+//!   manifest must be produced by `driftd_sim::server_defaults` (or be listed as set by
+//!   someone else).
 //! * `corpus_is_well_formed` keeps the corpus itself honest: size, balance, coverage, and
 //!   every expected path resolving where it claims to point.
 
@@ -15,8 +16,8 @@ use std::process::Command;
 
 use base64::Engine as _;
 use driftd_core::manifest::{self, LoadOptions};
-use driftd_k8s::defaults;
 use driftd_k8s::{merge_keys, ObjectKey};
+use driftd_sim::server_defaults;
 use serde_json::Value;
 
 struct Case {
@@ -209,7 +210,7 @@ fn run_case(case: &Case) -> Result<(), String> {
 }
 
 // ------------------------------------------------------------------------------------
-// Consistency of the corpus with src/sim/defaults.rs
+// Consistency of the corpus with the simulator's defaults (crates/sim/src/server_defaults.rs)
 
 /// Live fields that kube-apiserver's defaulting does not produce: identity and bookkeeping
 /// the server, controllers and admission plugins write (RFC 6901 pointers, prefixes).
@@ -341,7 +342,7 @@ fn in_sync_live_objects_agree_with_server_defaults() {
                 continue;
             };
             let mut defaulted = with_allocations(&d.object, live);
-            defaults::apply(&d.api_version, &d.key.kind, &mut defaulted);
+            server_defaults::as_created(&d.api_version, &d.key.kind, &mut defaulted);
             let mut problems = Vec::new();
             check_leaves(
                 &d.key.kind,
@@ -361,7 +362,7 @@ fn in_sync_live_objects_agree_with_server_defaults() {
     assert!(checked >= 30, "only {checked} in-sync objects checked");
     assert!(
         failures.is_empty(),
-        "corpus and sim::defaults disagree:\n  {}",
+        "corpus and the simulator's defaults (driftd_sim::server_defaults) disagree:\n  {}",
         failures.join("\n  ")
     );
 }
@@ -428,7 +429,7 @@ fn corpus_is_well_formed() {
             };
             let live = lives[0];
             let mut defaulted = with_allocations(&d.object, live);
-            defaults::apply(&d.api_version, &d.key.kind, &mut defaulted);
+            server_defaults::as_created(&d.api_version, &d.key.kind, &mut defaulted);
             for (path, op) in &changes {
                 let ok = match op.as_str() {
                     "remove" => resolves(live, path),

@@ -107,7 +107,7 @@ fn rotate(list: &mut Value, by: usize) {
 /// knows in every object (what a newer server or a controller may add).
 fn as_live(desired: &Value, salt: u64) -> Value {
     let mut live = desired.clone();
-    driftd_k8s::defaults::apply("apps/v1", "Deployment", &mut live);
+    driftd_sim::server_defaults::as_created("apps/v1", "Deployment", &mut live);
     add_defaults(&mut live, salt);
     let containers = &mut live["spec"]["template"]["spec"]["containers"];
     if let Some(cs) = containers.as_array_mut() {
