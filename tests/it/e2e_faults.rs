@@ -602,7 +602,17 @@ fn kinds_leaving_and_entering_the_desired_state_start_and_stop_watchers() {
             .len(),
         APP.len() - 1
     );
-    let (_, metrics) = w.daemon.get("/metrics");
+    // /metrics reflects the new revision once it counts four desired objects, not five (a
+    // failed or stale scrape would hide the series as well).
+    let metrics = wait_for("/metrics counting the four desired objects", T, || {
+        let (status, body) = w.daemon.get("/metrics");
+        let desired: f64 = body
+            .lines()
+            .filter(|l| l.starts_with("driftd_objects{") && l.contains("source=\"shop\""))
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+            .sum();
+        (status == 200 && desired == (APP.len() - 1) as f64).then_some(body)
+    });
     assert!(
         !metrics
             .lines()
