@@ -3,11 +3,16 @@
 //! * `corpus_cases_match_the_differ` runs the real `driftd check` on every case and demands
 //!   exactly the expected class and set of (path, op): zero false positives, zero false
 //!   negatives, and no Secret value anywhere in the output.
+//! * `managed_fields::live_managed_fields_follow_the_field_manager_model` keeps the hand-built
+//!   `managedFields` (where `manager` and `changed_at` come from) consistent with how
+//!   kube-apiserver's field manager records writes.
 //! * `in_sync_live_objects_agree_with_server_defaults` checks the corpus against the
 //!   simulator's defaulting: every field a live object of an in-sync case has beyond the
 //!   manifest must be produced by `sim::defaults` (or be listed as set by someone else).
 //! * `corpus_is_well_formed` keeps the corpus itself honest: size, balance, coverage, and
 //!   every expected path resolving where it claims to point.
+
+mod managed_fields;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
