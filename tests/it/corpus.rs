@@ -11,7 +11,7 @@
 //!   kube-apiserver's field manager records writes.
 //! * `in_sync_live_objects_agree_with_server_defaults` checks the corpus against the
 //!   simulator's defaulting: every field a live object of an in-sync case has beyond the
-//!   manifest must be produced by `sim::defaults` (or be listed as set by someone else).
+//!   manifest must be produced by `driftd_k8s::defaults` (or be listed as set by someone else).
 //! * `corpus_is_well_formed` keeps the corpus itself honest: size, balance, coverage, a
 //!   README per case, and every expected change complete and resolving where it points.
 
@@ -280,7 +280,7 @@ fn patch_restores_sync(case: &Case, object: &Value, plain: &[Vec<u8>]) -> Result
 }
 
 // ------------------------------------------------------------------------------------
-// Consistency of the corpus with src/sim/defaults.rs
+// Consistency of the corpus with the knowledge crate's defaulting (crates/k8s/src/defaults.rs)
 
 /// Live fields that kube-apiserver's defaulting does not produce: identity and bookkeeping
 /// the server, controllers and admission plugins write (RFC 6901 pointers, prefixes).
@@ -432,7 +432,7 @@ fn in_sync_live_objects_agree_with_server_defaults() {
     assert!(checked >= 30, "only {checked} in-sync objects checked");
     assert!(
         failures.is_empty(),
-        "corpus and sim::defaults disagree:\n  {}",
+        "corpus and driftd_k8s::defaults disagree:\n  {}",
         failures.join("\n  ")
     );
 }
@@ -464,6 +464,12 @@ fn corpus_is_well_formed() {
         let class = case.expected["class"].as_str().unwrap_or("");
         if !["in_sync", "modified", "missing"].contains(&class) {
             problems.push(format!("{}: unknown class {class:?}", case.name));
+        }
+        if !case.dir.join("README.md").exists() {
+            problems.push(format!(
+                "{}: no README.md saying what the case is",
+                case.name
+            ));
         }
         for c in case.expected["changes"].as_array().into_iter().flatten() {
             for field in CHANGE_FIELDS {
