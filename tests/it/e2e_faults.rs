@@ -266,17 +266,8 @@ fn set_image(sim: &Sim, image: &str) {
 }
 
 fn set_log_level(sim: &Sim, level: &str) {
-    sim.kubectl(&[
-        "-n",
-        "shop",
-        "patch",
-        "configmap",
-        "web-config",
-        "--type",
-        "merge",
-        "-p",
-        &json!({"data": {"LOG_LEVEL": level}}).to_string(),
-    ]);
+    let body = json!({"data": {"LOG_LEVEL": level}});
+    sim.merge_patch("shop", &["configmap", "web-config"], &body);
 }
 
 /// Waits until `/drift` reports `kind`/`name` with a change at `path`; returns the object.

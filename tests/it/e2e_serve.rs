@@ -248,17 +248,8 @@ fn drift_appears_resolves_and_follows_new_revisions() {
     // time, one publishing queue): once its Event is there, web's absence is a decision.
     let marker_before = events(&sim, "DriftDetected", "web-config").len();
     let resolved_before = events(&sim, "DriftResolved", "web-config").len();
-    sim.kubectl(&[
-        "-n",
-        "shop",
-        "patch",
-        "configmap",
-        "web-config",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"data":{"LOG_LEVEL":"debug"}}"#,
-    ]);
+    let marker = serde_json::json!({"data": {"LOG_LEVEL": "debug"}});
+    sim.merge_patch("shop", &["configmap", "web-config"], &marker);
     wait_for("DriftDetected for the marker change", T, || {
         (events(&sim, "DriftDetected", "web-config").len() == marker_before + 1).then_some(())
     });

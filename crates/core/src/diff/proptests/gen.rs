@@ -336,7 +336,7 @@ fn pod_spec() -> impl Strategy<Value = (core::PodSpec, Vec<Spelled>)> {
                     // Renumber this container's placeholders after the ones already taken.
                     let offset = qs.len();
                     let mut json = serde_json::to_value(&c).unwrap();
-                    renumber(&mut json, offset);
+                    substitute(&mut json, &|n| json!(format!("__q{}__", n + offset)));
                     c = serde_json::from_value(json).unwrap();
                     qs.extend(cqs);
                     c.name = name;
@@ -367,23 +367,6 @@ fn pod_spec() -> impl Strategy<Value = (core::PodSpec, Vec<Spelled>)> {
             };
             (spec, qs)
         })
-}
-
-fn renumber(v: &mut Value, offset: usize) {
-    match v {
-        Value::String(s) => {
-            if let Some(n) = s
-                .strip_prefix("__q")
-                .and_then(|r| r.strip_suffix("__"))
-                .and_then(|n| n.parse::<usize>().ok())
-            {
-                *s = format!("__q{}__", n + offset);
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(|c| renumber(c, offset)),
-        Value::Object(m) => m.values_mut().for_each(|c| renumber(c, offset)),
-        _ => {}
-    }
 }
 
 fn labels() -> impl Strategy<Value = BTreeMap<String, String>> {
