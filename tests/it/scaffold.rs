@@ -196,6 +196,15 @@ impl Sim {
         child.wait_with_output().unwrap()
     }
 
+    /// `kubectl -n NAMESPACE patch RESOURCE --type merge -p BODY`: a hand edit.
+    pub fn merge_patch(&self, namespace: &str, resource: &[&str], body: &Value) {
+        let body = body.to_string();
+        let mut args = vec!["-n", namespace, "patch"];
+        args.extend(resource);
+        args.extend(["--type", "merge", "-p", &body]);
+        self.kubectl(&args);
+    }
+
     pub fn kubectl_json(&self, args: &[&str]) -> Value {
         let mut all = args.to_vec();
         all.extend(["-o", "json"]);
