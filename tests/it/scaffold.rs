@@ -13,19 +13,7 @@ use std::time::{Duration, Instant};
 pub const DRIFTD: &str = env!("CARGO_BIN_EXE_driftd");
 pub const KUBECTL: &str = "/usr/bin/kubectl";
 
-/// Polls `check` until it returns `Some`, or panics with `what` after `timeout`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        if Instant::now() > deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+pub use driftd_sim::testing::wait_for;
 
 /// A child process killed when dropped, with its stdout lines available and its stderr in
 /// a log file (printed if the test fails, so passing runs stay quiet).

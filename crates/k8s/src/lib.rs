@@ -7,6 +7,7 @@ pub mod kinds;
 pub mod merge_keys;
 pub mod quantity;
 pub mod secret;
+pub mod selector;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -4,7 +4,6 @@
 
 use super::discovery;
 use super::openapi;
-use super::select::Selector;
 use super::status::ApiError;
 use super::store::{scale_of, Change, DeleteOpts, ListParams, Notice, Store, WriteCtx};
 use super::table;
@@ -13,6 +12,7 @@ use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use driftd_k8s::kinds::ResourceType;
+use driftd_k8s::selector::Selector;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;

@@ -54,12 +54,13 @@ pub mod fields;
 mod http;
 mod openapi;
 mod proto;
-pub mod select;
+
 pub mod server_defaults;
 pub mod smp;
 pub mod status;
 pub mod store;
 mod table;
+pub mod testing;
 
 pub use http::Fault;
 

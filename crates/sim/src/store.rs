@@ -4,10 +4,10 @@
 //! collection of dependents).
 
 use super::fields;
-use super::select::Selector;
 use super::server_defaults;
 use super::status::{ApiError, Gr};
 use driftd_k8s::kinds::{CustomResourceTypes, ResourceType, BUILTIN};
+use driftd_k8s::selector::Selector;
 use rand::Rng;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, VecDeque};
