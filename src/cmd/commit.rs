@@ -88,6 +88,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             message: &args.message,
             author: &author,
             objects: &objects,
+            committed_at: None,
         })
         .with_context(|| format!("commit to source {:?} refused", args.source))?;
     match outcome {
