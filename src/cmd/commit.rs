@@ -7,7 +7,7 @@
 use anyhow::Context;
 use driftd_core::manifest::{self, LoadOptions, ManifestObject};
 use driftd_store::{validate_source_name, CommitOutcome, CommitRequest, Store};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Where desired objects come from and whom they are recorded for: the options `commit`,
@@ -42,23 +42,7 @@ impl DesiredArgs {
     /// has proven valid) and returns it with the objects.
     pub fn load(&self) -> anyhow::Result<(Store, Vec<ManifestObject>)> {
         validate_source_name(&self.source)?;
-        if self.namespace.trim().is_empty() {
-            anyhow::bail!("--namespace must not be empty");
-        }
-        // An existing database is opened first (reading does not write to it) so custom
-        // resources can take their scope from CRDs committed earlier, by any source.
-        let store = if self.db.exists() {
-            Some(Store::open(&self.db)?)
-        } else {
-            None
-        };
-        let options = LoadOptions {
-            default_namespace: self.namespace.clone(),
-            custom_scopes: match &store {
-                Some(store) => committed_crd_scopes(store)?,
-                None => Default::default(),
-            },
-        };
+        let (store, options) = prepare(&self.db, &self.namespace)?;
         let objects = manifest::load(&self.files, &options)?;
         if objects.is_empty() && !self.allow_empty {
             anyhow::bail!(
@@ -70,10 +54,7 @@ impl DesiredArgs {
                     .join(", ")
             );
         }
-        let store = match store {
-            Some(store) => store,
-            None => Store::open(&self.db)?,
-        };
+        let store = open_or_create(store, &self.db)?;
         Ok((store, objects))
     }
 
@@ -82,17 +63,42 @@ impl DesiredArgs {
     }
 }
 
-/// Scopes of custom resources whose CRDs are committed (by any source).
-pub fn committed_crd_scopes(
-    store: &Store,
-) -> anyhow::Result<std::collections::BTreeMap<(String, String), bool>> {
-    Ok(store
-        .desired_state()?
-        .objects
-        .iter()
-        .filter(|o| o.key.group == "apiextensions.k8s.io")
-        .filter_map(|o| manifest::crd_scope(&o.key.kind, &o.object))
-        .collect())
+/// The database if it exists, and how to read input for it. An existing database is opened
+/// first (reading does not write to it) so custom resources can take their scope from CRDs
+/// committed earlier, by any source; a missing one is created by [`open_or_create`] only
+/// once the input has proven valid.
+pub fn prepare(db: &Path, namespace: &str) -> anyhow::Result<(Option<Store>, LoadOptions)> {
+    if namespace.trim().is_empty() {
+        anyhow::bail!("--namespace must not be empty");
+    }
+    let store = if db.exists() {
+        Some(Store::open(db)?)
+    } else {
+        None
+    };
+    let custom_scopes = match &store {
+        Some(store) => store
+            .desired_state()?
+            .objects
+            .iter()
+            .filter(|o| o.key.group == "apiextensions.k8s.io")
+            .filter_map(|o| manifest::crd_scope(&o.key.kind, &o.object))
+            .collect(),
+        None => Default::default(),
+    };
+    let options = LoadOptions {
+        default_namespace: namespace.to_string(),
+        custom_scopes,
+    };
+    Ok((store, options))
+}
+
+/// The store [`prepare`] opened, or a new database now that the input is valid.
+pub fn open_or_create(store: Option<Store>, db: &Path) -> anyhow::Result<Store> {
+    Ok(match store {
+        Some(store) => store,
+        None => Store::open(db)?,
+    })
 }
 
 /// `author`, else $USER, else "unknown".

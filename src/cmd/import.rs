@@ -2,11 +2,11 @@
 //! revision, so a Pulumi stack's desired state is watched without hand-written manifests.
 //! The objects go through the same validation and store path as `driftd commit`.
 
-use super::commit::{author_or_user, committed_crd_scopes, count, describe_outcome};
+use super::commit::{author_or_user, count, describe_outcome, open_or_create, prepare};
 use anyhow::Context;
-use driftd_core::manifest::{LoadOptions, STDIN_NAME};
+use driftd_core::manifest::STDIN_NAME;
 use driftd_core::pulumi::{self, LeftOutWhy};
-use driftd_store::{validate_source_name, CommitRequest, Store};
+use driftd_store::{validate_source_name, CommitRequest};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,9 +56,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn import_pulumi(args: PulumiArgs) -> anyhow::Result<ExitCode> {
     validate_source_name(&args.source)?;
-    if args.namespace.trim().is_empty() {
-        anyhow::bail!("--namespace must not be empty");
-    }
     let (name, text) = if args.file.as_os_str() == "-" {
         let mut text = String::new();
         std::io::stdin()
@@ -73,20 +70,7 @@ fn import_pulumi(args: PulumiArgs) -> anyhow::Result<ExitCode> {
     };
     let export = pulumi::parse_stack_export(&text, &name)?;
 
-    // As for `commit`: an existing database gives committed CRDs; a new one is created only
-    // once the input has proven valid.
-    let existing = if args.db.exists() {
-        Some(Store::open(&args.db)?)
-    } else {
-        None
-    };
-    let options = LoadOptions {
-        default_namespace: args.namespace.clone(),
-        custom_scopes: match &existing {
-            Some(store) => committed_crd_scopes(store)?,
-            None => Default::default(),
-        },
-    };
+    let (store, options) = prepare(&args.db, &args.namespace)?;
     let objects = pulumi::manifest_objects(&export, &name, &options)?;
     if objects.is_empty() && !args.allow_empty {
         anyhow::bail!(
@@ -103,10 +87,7 @@ fn import_pulumi(args: PulumiArgs) -> anyhow::Result<ExitCode> {
         .message
         .clone()
         .unwrap_or_else(|| format!("pulumi stack export of {stack}"));
-    let mut store = match existing {
-        Some(store) => store,
-        None => Store::open(&args.db)?,
-    };
+    let mut store = open_or_create(store, &args.db)?;
     let outcome = store
         .commit(&CommitRequest {
             source: &args.source,

@@ -40,14 +40,29 @@ pub enum Command {
 pub struct BeginArgs {
     #[command(flatten)]
     pub desired: DesiredArgs,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+/// Who holds an intent and for how long: shared by `intent begin` and `run`.
+#[derive(Debug, clap::Args)]
+pub struct LockArgs {
     /// Who holds the lock: `pod:NAMESPACE/NAME` lets driftd notice when that pod is gone.
-    /// Default: the pod from $POD_NAMESPACE/$POD_NAME (downward API), else
-    /// `$USER@HOST (pid N)` of the calling process.
+    /// Default: the pod from $POD_NAMESPACE/$POD_NAME (downward API), else `$USER@HOST
+    /// (pid N)` of the holding process (the caller of `intent begin`; the `run` wrapper).
     #[arg(long)]
     pub holder: Option<String>,
-    /// How long the intent stands without a renewal before it reads as expired (90s, 10m, 1h).
+    /// How long the intent stands without a renewal before it reads as expired (90s, 10m,
+    /// 1h); `run` renews it every TTL/3 while its command runs.
     #[arg(long, default_value = "10m", value_parser = parse_ttl)]
     pub ttl: Duration,
+}
+
+impl LockArgs {
+    /// The holder given, or the default for the process `pid`.
+    pub fn holder(&self, pid: u32) -> String {
+        self.holder.clone().unwrap_or_else(|| default_holder(pid))
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -119,7 +134,7 @@ pub fn parse_ttl(text: &str) -> Result<Duration, String> {
 }
 
 /// `pod:NAMESPACE/NAME` inside a pod (downward API variables), else `$USER@HOST (pid N)`.
-pub fn default_holder(pid: u32) -> String {
+fn default_holder(pid: u32) -> String {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     match (env("POD_NAMESPACE"), env("POD_NAME")) {
         (Some(ns), Some(name)) => format!("pod:{ns}/{name}"),
@@ -162,11 +177,8 @@ pub fn begin_intent(
 fn begin(args: BeginArgs) -> anyhow::Result<ExitCode> {
     // The caller of `driftd intent begin` (a deploy script) holds the lock, not this
     // short-lived process.
-    let holder = args
-        .holder
-        .clone()
-        .unwrap_or_else(|| default_holder(std::os::unix::process::parent_id()));
-    let (_, intent) = begin_intent(&args.desired, &holder, args.ttl)?;
+    let holder = args.lock.holder(std::os::unix::process::parent_id());
+    let (_, intent) = begin_intent(&args.desired, &holder, args.lock.ttl)?;
     // The id alone on stdout, so scripts can write ID=$(driftd intent begin ...).
     println!("{}", intent.id);
     eprintln!(

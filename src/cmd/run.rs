@@ -18,7 +18,7 @@
 //! started aborts the intent and exits 127 (not found) or 126 (not executable), as shells do.
 
 use super::commit::{describe_outcome, DesiredArgs};
-use super::intent::{begin_intent, default_holder, parse_ttl};
+use super::intent::{begin_intent, LockArgs};
 use anyhow::Context;
 use driftd_store::{IntentInfo, Store, StoreError};
 use std::ffi::OsString;
@@ -33,14 +33,8 @@ use tokio::signal::unix::{signal, SignalKind};
 pub struct Args {
     #[command(flatten)]
     pub desired: DesiredArgs,
-    /// Who holds the lock (default: the pod from $POD_NAMESPACE/$POD_NAME, else
-    /// `$USER@HOST (pid N)` of this wrapper).
-    #[arg(long)]
-    pub holder: Option<String>,
-    /// How long the intent stands without a renewal (renewed every TTL/3 while the command
-    /// runs); after the wrapper dies it reads as expired once this has passed.
-    #[arg(long, default_value = "10m", value_parser = parse_ttl)]
-    pub ttl: Duration,
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// The deploy command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -58,11 +52,8 @@ async fn supervise(args: Args) -> anyhow::Result<ExitCode> {
     // a recorded outcome, not in a dead wrapper leaving a pending intent behind.
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
-    let holder = args
-        .holder
-        .clone()
-        .unwrap_or_else(|| default_holder(std::process::id()));
-    let (mut store, intent) = begin_intent(&args.desired, &holder, args.ttl)?;
+    let holder = args.lock.holder(std::process::id());
+    let (mut store, intent) = begin_intent(&args.desired, &holder, args.lock.ttl)?;
     let id = intent.id;
     let program = args.command[0].to_string_lossy().into_owned();
     say(&format!(
@@ -102,7 +93,7 @@ async fn supervise(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
 
-    let renewer = Renewer::start(&args.desired.db, &intent, holder.clone(), args.ttl / 3);
+    let renewer = Renewer::start(&args.desired.db, &intent, holder.clone(), args.lock.ttl / 3);
     let mut received: Option<i32> = None;
     let status = loop {
         tokio::select! {
