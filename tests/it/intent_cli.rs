@@ -260,6 +260,40 @@ fn a_second_begin_is_refused_naming_the_lock_and_leaves_the_database_unchanged()
 }
 
 #[test]
+fn deployers_racing_on_one_source_get_exactly_one_lock() {
+    let w = Workdir::new();
+    let racers: Vec<Child> = (0..6)
+        .map(|i| {
+            w.command(&[
+                "intent",
+                "begin",
+                "--source",
+                "web",
+                "--holder",
+                &format!("pod:ci/runner-{i}"),
+                "-f",
+                "app.yaml",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let outputs: Vec<Output> = racers
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let winners = outputs.iter().filter(|o| o.status.success()).count();
+    assert_eq!(winners, 1, "exactly one deployer holds the lock");
+    for o in outputs.iter().filter(|o| !o.status.success()) {
+        let err = stderr(o);
+        assert!(err.contains("is locked by intent 1 (pending)"), "{err}");
+    }
+    assert_eq!(w.intents().len(), 1);
+}
+
+#[test]
 fn abort_fail_release_and_refused_transitions() {
     let w = Workdir::new();
     let aborted = w.begin(&[]);
