@@ -121,14 +121,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Parses a TTL as people write durations (`90s`, `10m`, `1h30m`; ISO 8601 `PT10M` too),
-/// with jiff's duration parser.
+/// with jiff's `SignedDuration` parser (units up to hours: a day is not a fixed length).
 pub fn parse_ttl(text: &str) -> Result<Duration, String> {
     let parsed: SignedDuration = text
         .parse()
         .map_err(|_| format!("invalid duration {text:?}: write it like 90s, 10m or 1h30m"))?;
     let ttl = Duration::try_from(parsed).map_err(|_| format!("{text:?} is negative"))?;
     if ttl < MIN_TTL || ttl > MAX_TTL {
-        return Err(format!("{text:?} is out of range: use 1s to 7d"));
+        return Err(format!("{text:?} is out of range: use 1s to 168h"));
     }
     Ok(ttl)
 }
@@ -307,7 +307,9 @@ mod tests {
         assert_eq!(parse_ttl("PT2M"), Ok(Duration::from_secs(120)));
         assert!(parse_ttl("ten minutes").unwrap_err().contains("90s, 10m"));
         assert!(parse_ttl("-5m").unwrap_err().contains("negative"));
-        assert!(parse_ttl("0s").unwrap_err().contains("1s to 7d"));
-        assert!(parse_ttl("8d").unwrap_err().contains("1s to 7d"));
+        assert!(parse_ttl("0s").unwrap_err().contains("1s to 168h"));
+        assert!(parse_ttl("169h").unwrap_err().contains("1s to 168h"));
+        // Days are not a fixed length for jiff's SignedDuration: hours it is.
+        assert!(parse_ttl("8d").unwrap_err().contains("write it like"));
     }
 }

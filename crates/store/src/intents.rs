@@ -489,7 +489,7 @@ fn lock_of(
 fn validate_ttl(ttl: Duration) -> Result<i64, StoreError> {
     if ttl < MIN_TTL || ttl > MAX_TTL {
         return Err(StoreError::Rejected(format!(
-            "TTL {} is out of range: use 1s to 7d",
+            "TTL {} is out of range: use 1s to 168h",
             friendly(SignedDuration::try_from(ttl).unwrap_or(SignedDuration::MAX))
         )));
     }
