@@ -263,11 +263,19 @@ impl Differ {
             .unwrap_or("");
         let builtin = driftd_k8s::kinds::builtin(api_version, kind).is_some();
 
+        // Desired Secret values kept as keyed hashes are compared with the live ones' hashes.
+        let hashed_live = secret::comparable_live(
+            &self.secret_key,
+            kind,
+            &prepared.stored,
+            prepared.previous.as_ref(),
+            live,
+        );
         let mut walker = Walker::new(kind, builtin);
         walker.value(
             &mut Vec::new(),
             &prepared.stored,
-            Some(live),
+            Some(hashed_live.as_ref().unwrap_or(live)),
             prepared.previous.as_ref(),
         );
         let entries = managed::entries(live);
