@@ -3,6 +3,7 @@
 //! The objects go through the same validation and store path as `driftd commit`.
 
 use super::commit::{author_or_user, count, describe_outcome, open_or_create, prepare};
+use super::store::KeyArgs;
 use anyhow::Context;
 use driftd_core::manifest::STDIN_NAME;
 use driftd_core::pulumi::{self, LeftOutWhy};
@@ -46,6 +47,8 @@ pub struct PulumiArgs {
     pub allow_empty: bool,
     /// The export (`pulumi stack export --file FILE`); `-` reads stdin.
     pub file: PathBuf,
+    #[command(flatten)]
+    pub keys: KeyArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -70,7 +73,7 @@ fn import_pulumi(args: PulumiArgs) -> anyhow::Result<ExitCode> {
     };
     let export = pulumi::parse_stack_export(&text, &name)?;
 
-    let (store, options) = prepare(&args.db, &args.namespace)?;
+    let (store, options) = prepare(&args.db, &args.namespace, &args.keys)?;
     let objects = pulumi::manifest_objects(&export, &name, &options)?;
     if objects.is_empty() && !args.allow_empty {
         anyhow::bail!(
@@ -87,7 +90,7 @@ fn import_pulumi(args: PulumiArgs) -> anyhow::Result<ExitCode> {
         .message
         .clone()
         .unwrap_or_else(|| format!("pulumi stack export of {stack}"));
-    let mut store = open_or_create(store, &args.db)?;
+    let mut store = open_or_create(store, &args.db, &args.keys)?;
     let outcome = store
         .commit(&CommitRequest {
             source: &args.source,

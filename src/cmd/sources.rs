@@ -60,15 +60,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Opens a database that must already exist: listing commands never create one, so a
-/// mistyped `--db` is reported instead of silently showing an empty, new database.
+/// mistyped `--db` is reported instead of silently showing an empty, new database. They
+/// store no Secret values, so they need no keys.
 pub fn open_existing(db: &Path) -> anyhow::Result<Store> {
+    super::store::open(existing(db)?, Default::default())
+}
+
+/// `db`, if it exists.
+pub fn existing(db: &Path) -> anyhow::Result<&Path> {
     if !db.exists() {
         anyhow::bail!(
             "database {} does not exist (set --db or DRIFTD_DB; `driftd commit` creates it)",
             db.display()
         );
     }
-    Ok(Store::open(db)?)
+    Ok(db)
 }
 
 fn row(cells: &[&str]) -> Vec<String> {

@@ -11,7 +11,6 @@ use crate::watch::Supervisor;
 use driftd_store::{Store, StoreError};
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 /// Capacity of the watchers' queue to the engine; a full queue makes watchers wait.
@@ -20,8 +19,9 @@ const INBOX: usize = 1024;
 /// Why the daemon could not start, or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("opening database {}: {source}", path.display())]
-    Database { path: PathBuf, source: StoreError },
+    /// A store error names the database file itself.
+    #[error(transparent)]
+    Database(StoreError),
     #[error("cannot listen on {addr} (key `listen`): {source}")]
     Listen {
         addr: SocketAddr,
@@ -41,14 +41,13 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
     on_listening: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
-    let store = Store::open(&config.database).map_err(|source| ServeError::Database {
-        path: config.database.clone(),
-        source,
-    })?;
+    let keys = config.secrets.load_keys().map_err(ServeError::Database)?;
+    let store = Store::open_with_keys(&config.database, keys).map_err(ServeError::Database)?;
     let index = Arc::new(RwLock::new(DriftIndex::new(
         config.metrics.max_object_series,
     )));
     let metrics = Arc::new(Metrics::new(index.clone()));
+    report_insecure_database(&store, &metrics);
     let listen_error = |source| ServeError::Listen {
         addr: config.listen,
         source,
@@ -96,6 +95,22 @@ pub async fn run(
     engine_result?;
     server_result.map_err(ServeError::Http)?;
     Ok(())
+}
+
+/// Warns about database files others can read, and exports
+/// `driftd_database_insecure_permissions` (1 when any is, else 0) for alerting.
+fn report_insecure_database(store: &Store, metrics: &Metrics) {
+    let insecure = store.insecure_files();
+    if let Some(warning) = driftd_store::insecure_warning(&insecure) {
+        tracing::warn!("{warning}");
+    }
+    let gauge = prometheus::IntGauge::new(
+        "driftd_database_insecure_permissions",
+        "1 when the database file (or its WAL/SHM) is accessible to group or others.",
+    )
+    .expect("valid metric");
+    gauge.set(i64::from(!insecure.is_empty()));
+    metrics.register(Box::new(gauge));
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -15,16 +15,28 @@ pub struct InsecureFile {
 
 impl fmt::Display for InsecureFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "database file {} is accessible to its group or others (mode {:04o}): it holds the \
-             committed desired state and the hashes of Secret values; restrict it with \
-             `chmod 600 {}`",
-            self.path.display(),
-            self.mode,
-            self.path.display()
-        )
+        write!(f, "{} (mode {:04o})", self.path.display(), self.mode)
     }
+}
+
+/// One warning for the database files others can access, saying what they hold and the
+/// command that fixes it; `None` when there are none.
+pub fn insecure_warning(files: &[InsecureFile]) -> Option<String> {
+    let join = |parts: Vec<String>, by: &str| parts.join(by);
+    let (noun, verb, holds) = match files {
+        [] => return None,
+        [_] => ("file", "is", "it holds"),
+        _ => ("files", "are", "they hold"),
+    };
+    Some(format!(
+        "database {noun} {} {verb} accessible to group or others: {holds} the committed \
+         desired state and keyed hashes of Secret values; restrict with `chmod 600 {}`",
+        join(files.iter().map(InsecureFile::to_string).collect(), ", "),
+        join(
+            files.iter().map(|f| f.path.display().to_string()).collect(),
+            " "
+        )
+    ))
 }
 
 /// The database file and the WAL and shared-memory files SQLite keeps beside it.

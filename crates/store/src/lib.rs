@@ -29,7 +29,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use files::{insecure_files, InsecureFile};
+pub use files::{insecure_files, insecure_warning, InsecureFile};
 pub use history::{HistoryEntry, IntentEvent};
 pub use intents::{
     holder_pod, BeginRequest, IntentAction, IntentInfo, IntentObject, IntentState, LockHeld,
@@ -255,7 +255,11 @@ impl Store {
         // is overwritten with zeros, not left in free pages of the file.
         conn.pragma_update(None, "secure_delete", true)
             .map_err(open_err)?;
-        if schema::migrate(&mut conn, &display, &keys)? && path.is_some() {
+        let rewrote = schema::migrate(&mut conn, &display, &keys).map_err(|e| match e {
+            StoreError::Sqlite(e) => open_error(&display, e),
+            other => other,
+        })?;
+        if rewrote && path.is_some() {
             // The pages that held values in clear are rewritten in the file itself now, and
             // the WAL is emptied, rather than at some later checkpoint.
             checkpoint(&conn)?;

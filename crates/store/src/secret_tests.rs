@@ -490,11 +490,12 @@ fn the_database_and_its_wal_are_private_and_a_readable_one_is_reported() {
     let found = store.insecure_files();
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].mode, 0o644);
-    let text = found[0].to_string();
+    let text = insecure_warning(&found).unwrap();
     assert!(
-        text.contains("d.db") && text.contains("chmod 600"),
+        text.contains("d.db (mode 0644) is accessible") && text.contains("chmod 600"),
         "{text}"
     );
+    assert_eq!(insecure_warning(&[]), None);
 }
 
 /// The error and its sources, as `anyhow` prints them with `{:#}`.
