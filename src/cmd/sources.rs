@@ -60,10 +60,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Opens a database that must already exist: listing commands never create one, so a
-/// mistyped `--db` is reported instead of silently showing an empty, new database. They
-/// store no Secret values, so they need no keys.
+/// mistyped `--db` is reported instead of silently showing an empty, new database. With the
+/// keys DRIFTD_CONFIG and DRIFTD_SECRETS_* configure, like every command: whichever opens a
+/// database first migrates it, and should keep what a configured key lets it keep.
 pub fn open_existing(db: &Path) -> anyhow::Result<Store> {
-    super::store::open(existing(db)?, Default::default())
+    let keys = super::store::KeyArgs::from_env().load()?;
+    super::store::open(existing(db)?, keys)
 }
 
 /// `db`, if it exists.

@@ -17,6 +17,14 @@ pub struct KeyArgs {
 }
 
 impl KeyArgs {
+    /// The keys of the configuration DRIFTD_CONFIG names (and the DRIFTD_SECRETS_*
+    /// variables), for commands without a `--config` option.
+    pub fn from_env() -> KeyArgs {
+        KeyArgs {
+            config: std::env::var_os("DRIFTD_CONFIG").map(PathBuf::from),
+        }
+    }
+
     /// Reads the configured key files (none configured: no keys).
     pub fn load(&self) -> anyhow::Result<SecretKeys> {
         Ok(Config::load(self.config.as_deref())?.secrets.load_keys()?)
