@@ -74,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn rekey(args: RekeyArgs) -> anyhow::Result<ExitCode> {
     let keys = args.keys.load()?;
     let encryption = keys.encryption.as_ref().map(|k| k.id());
-    let mut store = open(&super::sources::existing(&args.db)?, keys)?;
+    let mut store = open(super::sources::existing(&args.db)?, keys)?;
     let report = store.rekey()?;
     if let Some(id) = encryption {
         println!(
