@@ -344,34 +344,24 @@ fn serve_reports_a_database_others_can_read() {
 fn store_errors_say_sqlites_message_once() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no/such/dir/d.db");
-    let manifest = fixture_dir().join("intent.yaml");
-    let out = driftd(&[
-        "commit",
-        "--db",
-        missing.to_str().unwrap(),
-        "--source",
-        "a",
-        "-f",
-        manifest.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        text(&out).1,
-        format!(
-            "error: database {}: unable to open database file\n",
-            missing.display()
-        )
-    );
     let garbage = dir.path().join("garbage.db");
     std::fs::write(&garbage, "x".repeat(200)).unwrap();
     std::fs::set_permissions(&garbage, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let out = driftd(&["sources", "--db", garbage.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        text(&out).1,
-        format!(
-            "error: database {}: file is not a database\n",
-            garbage.display()
-        )
-    );
+    let manifest = fixture_dir().join("intent.yaml");
+    for (db, mut args, message) in [
+        (
+            &missing,
+            vec!["commit", "--source", "a", "-f", manifest.to_str().unwrap()],
+            "unable to open database file",
+        ),
+        (&garbage, vec!["sources"], "file is not a database"),
+    ] {
+        args.extend(["--db", db.to_str().unwrap()]);
+        let out = driftd(&args);
+        assert_eq!(out.status.code(), Some(2), "driftd {args:?}");
+        assert_eq!(
+            text(&out).1,
+            format!("error: database {}: {message}\n", db.display())
+        );
+    }
 }

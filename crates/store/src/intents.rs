@@ -13,7 +13,7 @@ use super::revisions::{
     NewRevision, Sealing, StoredObject,
 };
 use super::secrets::record_hash_key;
-use super::{ns_from_db, ts_from_db, ts_to_db, CommitOutcome, StoreError};
+use super::{key_from_db, ts_from_db, ts_to_db, CommitOutcome, StoreError};
 use driftd_core::manifest::ManifestObject;
 use driftd_k8s::ObjectKey;
 use jiff::{SignedDuration, Timestamp};
@@ -406,12 +406,7 @@ fn intent_objects(conn: &Connection, id: i64) -> Result<Vec<StoredObject>, Store
     )?;
     let rows = stmt.query_map([id], |row| {
         Ok(StoredObject {
-            key: ObjectKey {
-                group: row.get(0)?,
-                kind: row.get(1)?,
-                namespace: ns_from_db(row.get(2)?),
-                name: row.get(3)?,
-            },
+            key: key_from_db(row, 0)?,
             api_version: row.get(4)?,
             body: row.get(5)?,
             origin_file: row.get(6)?,
@@ -642,7 +637,7 @@ pub(super) fn commit(
     let outcome = match newest_revision(&tx, &intent.source)? {
         Some(newest) if newest.content_hash == intent.content_hash => {
             let objects = intent_objects(&tx, id)?;
-            fill_sealed(&tx, "revision_objects", "revision_id", newest.id, &objects)?;
+            fill_sealed(&tx, newest.id, &objects)?;
             CommitOutcome::Unchanged(newest)
         }
         _ => {

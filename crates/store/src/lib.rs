@@ -555,6 +555,16 @@ fn ns_from_db(ns: String) -> Option<String> {
     (!ns.is_empty()).then_some(ns)
 }
 
+/// The object key stored in columns `first..first + 4` (group, kind, namespace, name).
+fn key_from_db(row: &rusqlite::Row, first: usize) -> rusqlite::Result<ObjectKey> {
+    Ok(ObjectKey {
+        group: row.get(first)?,
+        kind: row.get(first + 1)?,
+        namespace: ns_from_db(row.get(first + 2)?),
+        name: row.get(first + 3)?,
+    })
+}
+
 fn ts_to_db(ts: Timestamp) -> String {
     ts.to_string()
 }

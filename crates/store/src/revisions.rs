@@ -2,7 +2,7 @@
 
 use super::secrets::{record_hash_key, stored_form, HashKey, Key};
 use super::{
-    intents, ns_from_db, ns_to_db, ts_from_db, ts_to_db, CommitOutcome, CommitRequest,
+    intents, key_from_db, ns_to_db, ts_from_db, ts_to_db, CommitOutcome, CommitRequest,
     DesiredObject, DesiredState, RevisionInfo, SourceSummary, StoreError,
 };
 use driftd_core::manifest::ManifestObject;
@@ -131,15 +131,7 @@ fn owned_by_others(
          WHERE s.name != ?1",
     )?;
     let rows = stmt.query_map([except], |row| {
-        Ok((
-            ObjectKey {
-                group: row.get(0)?,
-                kind: row.get(1)?,
-                namespace: ns_from_db(row.get(2)?),
-                name: row.get(3)?,
-            },
-            (row.get(4)?, row.get(5)?),
-        ))
+        Ok((key_from_db(row, 0)?, (row.get(4)?, row.get(5)?)))
     })?;
     rows.collect()
 }
@@ -264,26 +256,24 @@ pub(super) fn insert_objects(
     Ok(())
 }
 
-/// Stores the sealed values of `objects` where `owner`'s rows (same content, so the same
-/// hashes) have none: committing unchanged manifests again once an encryption key is
+/// Stores the sealed values of `objects` where revision `revision` (same content, so the
+/// same hashes) has none: committing unchanged manifests again once an encryption key is
 /// configured keeps their values from then on, without a new revision.
 pub(super) fn fill_sealed(
     conn: &Connection,
-    table: &str,
-    owner_column: &str,
-    owner: i64,
+    revision: i64,
     objects: &[StoredObject],
 ) -> Result<(), StoreError> {
-    let mut update = conn.prepare(&format!(
-        "UPDATE {table} SET sealed = ?1
-         WHERE {owner_column} = ?2 AND grp = ?3 AND kind = ?4 AND namespace = ?5 AND name = ?6
-           AND sealed IS NULL AND body = ?7"
-    ))?;
+    let mut update = conn.prepare(
+        "UPDATE revision_objects SET sealed = ?1
+         WHERE revision_id = ?2 AND grp = ?3 AND kind = ?4 AND namespace = ?5 AND name = ?6
+           AND sealed IS NULL AND body = ?7",
+    )?;
     for obj in objects {
         if let Some(sealed) = &obj.sealed {
             update.execute(params![
                 sealed,
-                owner,
+                revision,
                 obj.key.group,
                 obj.key.kind,
                 ns_to_db(&obj.key.namespace),
@@ -375,7 +365,7 @@ pub(super) fn commit(
     if let Some(newest) = newest_revision(&tx, req.source)? {
         if newest.content_hash == hash {
             if objects.iter().any(|o| o.sealed.is_some()) {
-                fill_sealed(&tx, "revision_objects", "revision_id", newest.id, &objects)?;
+                fill_sealed(&tx, newest.id, &objects)?;
                 tx.commit()?;
             }
             return Ok(CommitOutcome::Unchanged(newest));
@@ -451,16 +441,7 @@ fn revision_objects(
         let body: Value = serde_json::from_str(&body).map_err(|e| {
             rusqlite::Error::FromSqlConversionFailure(5, rusqlite::types::Type::Text, Box::new(e))
         })?;
-        Ok((
-            ObjectKey {
-                group: row.get(0)?,
-                kind: row.get(1)?,
-                namespace: ns_from_db(row.get(2)?),
-                name: row.get(3)?,
-            },
-            row.get(4)?,
-            body,
-        ))
+        Ok((key_from_db(row, 0)?, row.get(4)?, body))
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

@@ -9,7 +9,7 @@ use super::secrets::{
     configured_hash_key, record_hash_key, recorded_hash_key, seal, sealed_by_current, stored_form,
     unseal, unseal_error, HashKey, SecretKeys,
 };
-use super::{ns_from_db, ns_to_db, StoreError};
+use super::{key_from_db, ns_to_db, StoreError};
 use driftd_core::diff::secret::{holds_hashes, restore_values};
 use driftd_k8s::ObjectKey;
 use rusqlite::{params, Connection};
@@ -61,12 +61,7 @@ fn secret_rows(conn: &Connection) -> Result<Vec<Row>, StoreError> {
                 owner_column,
                 owner: r.get(0)?,
                 place: r.get(1)?,
-                key: ObjectKey {
-                    group: r.get(2)?,
-                    kind: r.get(3)?,
-                    namespace: ns_from_db(r.get(4)?),
-                    name: r.get(5)?,
-                },
+                key: key_from_db(r, 2)?,
                 body: serde_json::from_str(&body).map_err(|e| {
                     rusqlite::Error::FromSqlConversionFailure(
                         6,
@@ -119,15 +114,7 @@ fn rehash_contents(conn: &Connection) -> Result<(), StoreError> {
             let stored = select
                 .query_map([id], |r| {
                     let body: String = r.get(4)?;
-                    Ok((
-                        ObjectKey {
-                            group: r.get(0)?,
-                            kind: r.get(1)?,
-                            namespace: ns_from_db(r.get(2)?),
-                            name: r.get(3)?,
-                        },
-                        body,
-                    ))
+                    Ok((key_from_db(r, 0)?, body))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let parsed = stored
