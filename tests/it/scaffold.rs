@@ -196,6 +196,30 @@ impl Sim {
         child.wait_with_output().unwrap()
     }
 
+    /// Calls a simulator admin endpoint (`/_sim/PATH`, e.g. `faults`); panics unless 2xx.
+    pub fn admin(&self, method: &str, path: &str, body: Value) -> Value {
+        let url = format!("{}/_sim/{path}", self.url);
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let response = reqwest::Client::new()
+                .request(method, &url)
+                .json(&body)
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert!(
+                response.status().is_success(),
+                "{url}: {}",
+                response.status()
+            );
+            response.json().await.unwrap()
+        })
+    }
+
     pub fn kubectl_json(&self, args: &[&str]) -> Value {
         let mut all = args.to_vec();
         all.extend(["-o", "json"]);
