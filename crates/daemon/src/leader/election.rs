@@ -270,10 +270,7 @@ impl<A: LeaseApi> Elector<A> {
 
     /// client-go's `tryAcquireOrRenew`, given at most `budget` to answer.
     async fn try_acquire_or_renew(&mut self, budget: Duration) -> Result<Attempt, LeaseError> {
-        match tokio::time::timeout(budget, self.try_acquire_or_renew_now()).await {
-            Ok(result) => result,
-            Err(_) => Err(LeaseError::Timeout(budget)),
-        }
+        within(budget, self.try_acquire_or_renew_now()).await
     }
 
     async fn try_acquire_or_renew_now(&mut self) -> Result<Attempt, LeaseError> {
@@ -351,18 +348,15 @@ impl<A: LeaseApi> Elector<A> {
             renew_time: Some(wall),
             transitions: observed.record.transitions,
         };
-        let budget = self.timings.renew_deadline;
         let update = self.api.update(&record, &observed.resource_version);
-        match tokio::time::timeout(budget, update).await {
-            Ok(Ok(version)) => {
+        match within(self.timings.renew_deadline, update).await {
+            Ok(version) => {
                 self.wrote(record, version);
                 tracing::info!(lease = %self.lease, "released the Lease");
             }
-            Ok(Err(err)) => {
-                tracing::warn!(lease = %self.lease, error = %err, "cannot release the Lease; followers take over when it expires")
-            }
-            Err(_) => {
-                tracing::warn!(lease = %self.lease, error = %LeaseError::Timeout(budget), "cannot release the Lease; followers take over when it expires")
+            Err(err) => {
+                let lease = &self.lease;
+                tracing::warn!(%lease, error = %err, "cannot release the Lease; it expires");
             }
         }
     }
@@ -420,12 +414,14 @@ impl<A: LeaseApi> Elector<A> {
         });
     }
 
+    /// Logs, then acts; [`Self::stop_leading`] stops, then logs: the log's leadership
+    /// periods contain the acting ones.
     fn start_leading(&mut self, sent: Instant) {
+        let transitions = self.observed.as_ref().map_or(0, |o| o.record.transitions);
+        tracing::info!(lease = %self.lease, identity = %self.identity, transitions, "became leader");
         self.leadership
             .act_until(sent + self.timings.renew_deadline);
         self.last_warning = None;
-        let transitions = self.observed.as_ref().map_or(0, |o| o.record.transitions);
-        tracing::info!(lease = %self.lease, identity = %self.identity, transitions, "became leader");
     }
 
     fn stop_leading(&mut self, reason: &str, warn: bool) {
@@ -447,6 +443,16 @@ impl<A: LeaseApi> Elector<A> {
             self.last_warning = Some(text);
         }
     }
+}
+
+/// `request`, failed with [`LeaseError::Timeout`] if it takes longer than `budget`.
+async fn within<T>(
+    budget: Duration,
+    request: impl Future<Output = Result<T, LeaseError>>,
+) -> Result<T, LeaseError> {
+    tokio::time::timeout(budget, request)
+        .await
+        .unwrap_or(Err(LeaseError::Timeout(budget)))
 }
 
 /// Wall time at the Lease's precision (MicroTime), so a record read back equals the one
