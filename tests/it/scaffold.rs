@@ -263,10 +263,13 @@ pub struct Daemon {
 impl Daemon {
     pub fn start(config: &Path, kubeconfig: &Path, extra_env: &[(&str, &str)]) -> Daemon {
         let mut cmd = Command::new(DRIFTD);
+        // driftd's leader Lease lives in its namespace (`driftd` by default, which the
+        // kustomize install creates); `default` exists in every cluster.
         cmd.args(["serve", "--config"])
             .arg(config)
             .env("KUBECONFIG", kubeconfig)
-            .env("RUST_LOG", "info,driftd=debug");
+            .env("RUST_LOG", "info,driftd=debug")
+            .env("DRIFTD_NAMESPACE", "default");
         for (k, v) in extra_env {
             cmd.env(k, v);
         }

@@ -54,6 +54,9 @@ pub enum LeaseError {
     /// Someone created the Lease first (409 AlreadyExists).
     #[error("the Lease was created by another replica first (AlreadyExists)")]
     AlreadyExists,
+    /// The Lease's namespace does not exist (create answered 404).
+    #[error("namespace {0} does not exist: create it, or set `namespace` (DRIFTD_NAMESPACE) to one that does")]
+    NoNamespace(String),
     #[error("no answer within {0:?}")]
     Timeout(Duration),
     #[error(transparent)]

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 /// The Lease `name` in one namespace.
 pub struct KubeLease {
     api: Api<Lease>,
+    namespace: String,
     name: String,
     /// The object last read or written, whose metadata writes keep.
     last: Mutex<Option<Lease>>,
@@ -22,6 +23,7 @@ impl KubeLease {
     pub fn new(client: kube::Client, namespace: &str, name: &str) -> KubeLease {
         KubeLease {
             api: Api::namespaced(client, namespace),
+            namespace: namespace.to_string(),
             name: name.to_string(),
             last: Mutex::new(None),
         }
@@ -100,11 +102,12 @@ impl LeaseApi for KubeLease {
 
     async fn create(&self, record: &LeaseRecord) -> Result<String, LeaseError> {
         let lease = lease_object(&self.name, None, record, None);
-        let created = self
-            .api
-            .create(&PostParams::default(), &lease)
-            .await
-            .map_err(classify)?;
+        let created = match self.api.create(&PostParams::default(), &lease).await {
+            Err(kube::Error::Api(status)) if status.is_not_found() => {
+                return Err(LeaseError::NoNamespace(self.namespace.clone()))
+            }
+            result => result.map_err(classify)?,
+        };
         Ok(self.remember(created).resource_version)
     }
 
