@@ -23,6 +23,9 @@ const T: Duration = Duration::from_secs(30);
 /// Short timings where the defaults are not what is measured.
 const SHORT: &str = "[leader_election]\nlease_duration_seconds = 3\nrenew_deadline_seconds = 2\nretry_period_seconds = 0.5\n";
 
+/// What a replica logs (at debug level) when a settled transition is not its to announce.
+const LEFT_TO_LEADER: &str = "not the leader: the leader publishes the Event";
+
 const APP: &str = "apiVersion: v1
 kind: Namespace
 metadata:
@@ -225,8 +228,11 @@ fn one_of_two_replicas_leads_both_report_drift_only_the_leader_publishes_events(
     for field in ["source", "revision", "changes", "patch", "class"] {
         assert_eq!(seen_by_leader[field], seen_by_follower[field], "{field}");
     }
-    // Both settle the drift and record its episode; the follower leaves the Event to the
-    // leader (it decides when it logs "drift detected").
+    // Both settle the drift and record its episode; the follower decides, right then, to
+    // leave the Event to the leader.
+    wait_for("the follower leaves the Event to the leader", T, || {
+        (follower.log_count(LEFT_TO_LEADER) == 1).then_some(())
+    });
     for replica in [leader, follower] {
         wait_for(&format!("{} settles the drift", replica.name), T, || {
             (replica.log_count("drift detected") == 1).then_some(())
@@ -237,6 +243,7 @@ fn one_of_two_replicas_leads_both_report_drift_only_the_leader_publishes_events(
             .unwrap();
         assert_eq!(open.len(), 1, "{}: {open:?}", replica.name);
     }
+    assert_eq!(leader.log_count(LEFT_TO_LEADER), 0);
     let events = wait_for("the leader's DriftDetected Event", T, || {
         let events = drift_events(&sim);
         (!events.is_empty()).then_some(events)
@@ -412,13 +419,14 @@ fn a_leader_that_cannot_renew_steps_down_without_exiting_and_never_two_lead() {
 
     // 3. Without a leader, drift is still reported and recorded, but nobody publishes.
     set_mode(&sim, "blue");
-    for replica in [&a, &b] {
+    for (replica, left_before) in [(&a, 0), (&b, 1)] {
         wait_class(replica, "in_sync");
         wait_for(
-            &format!("{} settles the resolution", replica.name),
+            &format!("{} settles, publishing nothing", replica.name),
             T,
-            || (replica.log_count("drift resolved") == 1).then_some(()),
+            || (replica.log_count(LEFT_TO_LEADER) == left_before + 1).then_some(()),
         );
+        assert_eq!(replica.log_count("drift resolved"), 1);
     }
     assert_eq!(drift_events(&sim).len(), 1, "{:?}", drift_events(&sim));
     assert!(a.alive() && b.alive());

@@ -71,7 +71,7 @@ impl Metrics {
         .unwrap();
         let events_dropped = IntCounter::new(
             "driftd_kube_events_dropped_total",
-            "Kubernetes Events not published (queue full or API error).",
+            "Kubernetes Events not published (queue full, API error, or leadership lost first).",
         )
         .unwrap();
         let build_info = Gauge::with_opts(

@@ -183,7 +183,8 @@ impl<A: LeaseApi> Elector<A> {
     /// Runs the election until `release` completes, then gives the Lease back (if held) and
     /// returns. Never fails: problems are logged and retried.
     pub async fn run(mut self, release: impl Future<Output = ()>) {
-        tracing::info!(lease = %self.lease, identity = %self.identity, "leader election: trying to acquire the Lease");
+        let (lease, identity) = (&self.lease, &self.identity);
+        tracing::info!(%lease, %identity, "leader election: trying to acquire the Lease");
         tokio::pin!(release);
         let mut state = State::Follower;
         let mut releasing = false;
@@ -222,9 +223,13 @@ impl<A: LeaseApi> Elector<A> {
     /// Advances the election by one state; returns the next state and how long to wait
     /// before stepping it.
     pub async fn step(&mut self, state: State) -> (State, Duration) {
-        let retry = self.timings.retry_period;
+        let Timings {
+            renew_deadline,
+            retry_period: retry,
+            ..
+        } = self.timings;
         match state {
-            State::Follower => match self.try_acquire_or_renew(self.timings.renew_deadline).await {
+            State::Follower => match self.try_acquire_or_renew(renew_deadline).await {
                 Ok(Attempt::Holding(sent)) => {
                     self.start_leading(sent);
                     (State::Leading { renewed_at: sent }, retry)
@@ -236,7 +241,7 @@ impl<A: LeaseApi> Elector<A> {
                 }
             },
             State::Leading { renewed_at } => {
-                let deadline = renewed_at + self.timings.renew_deadline;
+                let deadline = renewed_at + renew_deadline;
                 let left = deadline.saturating_duration_since(self.clock.now());
                 if left.is_zero() {
                     self.stop_leading("no renewal succeeded within the renew deadline", true);
@@ -244,8 +249,7 @@ impl<A: LeaseApi> Elector<A> {
                 }
                 match self.try_acquire_or_renew(left).await {
                     Ok(Attempt::Holding(sent)) => {
-                        self.leadership
-                            .act_until(sent + self.timings.renew_deadline);
+                        self.leadership.act_until(sent + renew_deadline);
                         self.last_warning = None;
                         (State::Leading { renewed_at: sent }, retry)
                     }
@@ -421,7 +425,8 @@ impl<A: LeaseApi> Elector<A> {
     /// periods contain the acting ones.
     fn start_leading(&mut self, sent: Instant) {
         let transitions = self.observed.as_ref().map_or(0, |o| o.record.transitions);
-        tracing::info!(lease = %self.lease, identity = %self.identity, transitions, "became leader");
+        let (lease, identity) = (&self.lease, &self.identity);
+        tracing::info!(%lease, %identity, transitions, "became leader");
         self.leadership
             .act_until(sent + self.timings.renew_deadline);
         self.last_warning = None;
@@ -429,10 +434,11 @@ impl<A: LeaseApi> Elector<A> {
 
     fn stop_leading(&mut self, reason: &str, warn: bool) {
         self.leadership.stop();
+        let (lease, identity) = (&self.lease, &self.identity);
         if warn {
-            tracing::warn!(lease = %self.lease, identity = %self.identity, reason, "stopped leading; serving reads and trying to acquire again");
+            tracing::warn!(%lease, %identity, reason, "stopped leading; serving reads and trying to acquire again");
         } else {
-            tracing::info!(lease = %self.lease, identity = %self.identity, reason, "stopped leading");
+            tracing::info!(%lease, %identity, reason, "stopped leading");
         }
     }
 
