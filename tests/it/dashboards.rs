@@ -294,24 +294,7 @@ pub fn drifting_world() -> DriftingWorld {
 
 /// POSTs to a simulator admin endpoint (`/_sim/PATH`, see crates/sim).
 fn sim_admin(sim: &Sim, path: &str, body: Value) {
-    let url = format!("{}/_sim/{path}", sim.url);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let response = reqwest::Client::new()
-            .post(&url)
-            .json(&body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{url}: {e}"));
-        assert!(
-            response.status().is_success(),
-            "{url}: {}",
-            response.status()
-        );
-    });
+    sim.admin("POST", path, body);
 }
 
 #[test]

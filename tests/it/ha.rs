@@ -130,6 +130,22 @@ fn cluster(root: &Path) -> Sim {
     sim
 }
 
+/// A cluster where replica `driftd-a` leads and `driftd-b`, started after it, follows: both
+/// ready, b having seen a's Lease.
+fn a_leads_b_follows(root: &Path, extra_config: &str) -> (Sim, Replica, Replica) {
+    let sim = cluster(root);
+    let a = Replica::start(&sim, root, "driftd-a", extra_config);
+    wait_for("a leads", T, || (a.leader() == Some(true)).then_some(()));
+    let b = Replica::start(&sim, root, "driftd-b", extra_config);
+    a.daemon.wait_ready();
+    b.daemon.wait_ready();
+    wait_for("b sees a as leader", T, || {
+        (b.log_count("new leader observed") == 1).then_some(())
+    });
+    assert_eq!(b.leader(), Some(false));
+    (sim, a, b)
+}
+
 /// The `driftd` Lease's spec, if it exists.
 fn lease(sim: &Sim) -> Option<Value> {
     let url = format!(
@@ -260,15 +276,7 @@ fn one_of_two_replicas_leads_both_report_drift_only_the_leader_publishes_events(
 #[test]
 fn a_leader_stopped_by_sigterm_hands_over_within_one_retry_period() {
     let dir = tempfile::tempdir().unwrap();
-    let sim = cluster(dir.path());
-    let mut a = Replica::start(&sim, dir.path(), "driftd-a", "");
-    wait_for("a leads", T, || (a.leader() == Some(true)).then_some(()));
-    let b = Replica::start(&sim, dir.path(), "driftd-b", "");
-    b.daemon.wait_ready();
-    wait_for("b sees a as leader", T, || {
-        (b.log_count("new leader observed") == 1).then_some(())
-    });
-    assert_eq!(b.leader(), Some(false));
+    let (sim, mut a, b) = a_leads_b_follows(dir.path(), "");
 
     let pid = a.daemon.proc.child.id().to_string();
     let sent = Instant::now();
@@ -300,13 +308,7 @@ fn a_leader_stopped_by_sigterm_hands_over_within_one_retry_period() {
 #[test]
 fn a_killed_leader_is_taken_over_within_lease_duration_plus_retry_period() {
     let dir = tempfile::tempdir().unwrap();
-    let sim = cluster(dir.path());
-    let mut a = Replica::start(&sim, dir.path(), "driftd-a", SHORT);
-    wait_for("a leads", T, || (a.leader() == Some(true)).then_some(()));
-    let b = Replica::start(&sim, dir.path(), "driftd-b", SHORT);
-    wait_for("b sees a as leader", T, || {
-        (b.log_count("new leader observed") == 1).then_some(())
-    });
+    let (sim, mut a, b) = a_leads_b_follows(dir.path(), SHORT);
 
     let killed = Instant::now();
     a.daemon.proc.child.kill().unwrap();
@@ -382,12 +384,7 @@ impl Drop for LeaseHistory {
 #[test]
 fn a_leader_that_cannot_renew_steps_down_without_exiting_and_never_two_lead() {
     let dir = tempfile::tempdir().unwrap();
-    let sim = cluster(dir.path());
-    let mut a = Replica::start(&sim, dir.path(), "driftd-a", SHORT);
-    wait_for("a leads", T, || (a.leader() == Some(true)).then_some(()));
-    let mut b = Replica::start(&sim, dir.path(), "driftd-b", SHORT);
-    a.daemon.wait_ready();
-    b.daemon.wait_ready();
+    let (sim, mut a, mut b) = a_leads_b_follows(dir.path(), SHORT);
     let history = LeaseHistory::start(&sim);
 
     // 1. a leads and publishes.

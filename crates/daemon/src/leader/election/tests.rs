@@ -186,6 +186,15 @@ impl Replica {
     }
 }
 
+/// A record naming `holder` for 15 s.
+fn held_by(holder: &str) -> LeaseRecord {
+    LeaseRecord {
+        holder: holder.into(),
+        lease_duration_seconds: 15,
+        ..LeaseRecord::default()
+    }
+}
+
 async fn advance(by: Duration) {
     tokio::time::advance(by).await;
 }
@@ -223,10 +232,8 @@ async fn waits_out_a_live_holder_by_its_own_clock_then_takes_over() {
     let (fake, clock) = (Arc::new(Fake::default()), clock());
     // The holder's clock is years off: only the record's changes count.
     fake.state().write(LeaseRecord {
-        holder: "old".into(),
-        lease_duration_seconds: 15,
         renew_time: Some("2001-01-01T00:00:00Z".parse().unwrap()),
-        ..LeaseRecord::default()
+        ..held_by("old")
     });
     let mut b = Replica::new(&fake, "b", &clock);
     b.step().await;
@@ -235,10 +242,8 @@ async fn waits_out_a_live_holder_by_its_own_clock_then_takes_over() {
     // The holder renews after 10 s: the wait starts again from when b sees it.
     advance(Duration::from_secs(10)).await;
     fake.state().write(LeaseRecord {
-        holder: "old".into(),
-        lease_duration_seconds: 15,
         renew_time: Some("2001-01-01T00:00:10Z".parse().unwrap()),
-        ..LeaseRecord::default()
+        ..held_by("old")
     });
     advance(Duration::from_secs(2)).await;
     b.step().await; // sees the renewal at t=12
@@ -346,10 +351,8 @@ async fn steps_down_at_once_when_another_replica_holds_the_lease() {
     a.step().await;
     // Someone took it (a's renewals were lost, say): a's next renewal conflicts.
     fake.state().write(LeaseRecord {
-        holder: "b".into(),
-        lease_duration_seconds: 15,
         transitions: 1,
-        ..LeaseRecord::default()
+        ..held_by("b")
     });
     advance(TIMINGS.retry_period).await;
     a.step().await;
@@ -372,11 +375,7 @@ async fn of_two_replicas_racing_for_a_missing_lease_one_wins() {
 #[tokio::test(start_paused = true)]
 async fn of_two_replicas_racing_for_an_expired_lease_one_wins() {
     let (fake, clock) = (Arc::new(Fake::default()), clock());
-    fake.state().write(LeaseRecord {
-        holder: "gone".into(),
-        lease_duration_seconds: 15,
-        ..LeaseRecord::default()
-    });
+    fake.state().write(held_by("gone"));
     let mut a = Replica::new(&fake, "a", &clock);
     let mut b = Replica::new(&fake, "b", &clock);
     tokio::join!(a.step(), b.step());
