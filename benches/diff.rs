@@ -10,8 +10,8 @@
 //! defaults, identity metadata, managedFields of the client and of the controller, and status.
 
 use driftd_core::diff::{ClusterFacts, CompareInput, Differ, DriftClass};
-use driftd_k8s::defaults;
 use driftd_sim::fields;
+use driftd_sim::server_defaults;
 use serde_json::{json, Value};
 use std::hint::black_box;
 use std::path::Path;
@@ -47,7 +47,7 @@ fn live_of(desired: &Value) -> Value {
     live["metadata"]["annotations"] = json!({
         "kubectl.kubernetes.io/last-applied-configuration": format!("{desired}\n"),
     });
-    defaults::apply("apps/v1", "Deployment", &mut live);
+    server_defaults::as_created("apps/v1", "Deployment", &mut live);
     let md = live["metadata"].as_object_mut().unwrap();
     md.insert("uid".into(), json!("6f1c7c1e-3a8e-4d0b-9d55-3f0b3c1e9a42"));
     md.insert("resourceVersion".into(), json!("48213"));

@@ -22,8 +22,14 @@ enum Command {
     Commit(cmd::commit::Args),
     /// List sources with their newest revision.
     Sources(cmd::sources::Args),
-    /// List the revisions of one source.
+    /// List the revisions of one source and the transitions of its intents.
     History(cmd::history::Args),
+    /// Record deploys before they apply (write-ahead intents), end them, release stale locks.
+    Intent(cmd::intent::Args),
+    /// Run a deploy command inside an intent: commit on success, record failure or interruption.
+    Run(cmd::run::Args),
+    /// Commit desired state kept by another tool (a Pulumi stack export).
+    Import(cmd::import::Args),
     /// Run the drift daemon.
     Serve(cmd::serve::Args),
     /// Print the current drift from a running daemon.
@@ -44,6 +50,9 @@ fn main() -> ExitCode {
         Command::Commit(a) => cmd::commit::run(a),
         Command::Sources(a) => cmd::sources::run(a),
         Command::History(a) => cmd::history::run(a),
+        Command::Intent(a) => cmd::intent::run(a),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Import(a) => cmd::import::run(a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Drift(a) => cmd::drift::run(a),
         Command::Check(a) => cmd::check::run(a),

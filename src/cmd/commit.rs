@@ -1,26 +1,29 @@
 //! `driftd commit`: records the desired state of one source from manifest files.
 //!
 //! Everything is parsed and validated before the database is opened, so bad input never
-//! creates or touches the database.
+//! creates or touches the database. `intent begin` and `run` read their objects the same way
+//! ([`DesiredArgs`]).
 
 use anyhow::Context;
-use driftd_core::manifest::{self, LoadOptions};
+use driftd_core::manifest::{self, LoadOptions, ManifestObject};
 use driftd_store::{validate_source_name, CommitOutcome, CommitRequest, Store};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// Where desired objects come from and whom they are recorded for: the options `commit`,
+/// `intent begin` and `run` share.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub struct DesiredArgs {
     /// SQLite database holding sources and revisions.
     #[arg(long, env = "DRIFTD_DB", default_value = "driftd.db")]
     pub db: PathBuf,
-    /// Name of the source (one team's or one app's object set) this commit replaces.
+    /// Name of the source (one team's or one app's object set) this replaces.
     #[arg(long)]
     pub source: String,
-    /// Why this revision was made; shown by `driftd history`.
+    /// Why this change is made; shown by `driftd history`.
     #[arg(long, short = 'm', default_value = "")]
     pub message: String,
-    /// Who made it (default: $USER, or "unknown").
+    /// Who makes it (default: $USER, or "unknown").
     #[arg(long)]
     pub author: Option<String>,
     /// Namespace for namespaced objects that do not name one, as `kubectl -n`.
@@ -29,21 +32,47 @@ pub struct Args {
     /// Files or folders (recursive: *.yaml, *.yml, *.json) to read; `-` reads stdin.
     #[arg(short = 'f', long = "filename", required = true, num_args = 1..)]
     pub files: Vec<PathBuf>,
-    /// Allow a commit with no objects (the source then desires nothing).
+    /// Allow no objects at all (the source then desires nothing).
     #[arg(long)]
     pub allow_empty: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    validate_source_name(&args.source)?;
-    if args.namespace.trim().is_empty() {
+impl DesiredArgs {
+    /// Validates the input, then opens the database (creating it only now that the input
+    /// has proven valid) and returns it with the objects.
+    pub fn load(&self) -> anyhow::Result<(Store, Vec<ManifestObject>)> {
+        validate_source_name(&self.source)?;
+        let (store, options) = prepare(&self.db, &self.namespace)?;
+        let objects = manifest::load(&self.files, &options)?;
+        if objects.is_empty() && !self.allow_empty {
+            anyhow::bail!(
+                "no objects found in {}; pass --allow-empty to record an empty object set",
+                self.files
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let store = open_or_create(store, &self.db)?;
+        Ok((store, objects))
+    }
+
+    pub fn author(&self) -> String {
+        author_or_user(self.author.as_deref())
+    }
+}
+
+/// The database if it exists, and how to read input for it. An existing database is opened
+/// first (reading does not write to it) so custom resources can take their scope from CRDs
+/// committed earlier, by any source; a missing one is created by [`open_or_create`] only
+/// once the input has proven valid.
+pub fn prepare(db: &Path, namespace: &str) -> anyhow::Result<(Option<Store>, LoadOptions)> {
+    if namespace.trim().is_empty() {
         anyhow::bail!("--namespace must not be empty");
     }
-    // An existing database is opened first (reading does not write to it) so custom
-    // resources can take their scope from CRDs committed earlier, by any source. A missing
-    // one is only created once the input has proven valid.
-    let mut store = if args.db.exists() {
-        Some(Store::open(&args.db)?)
+    let store = if db.exists() {
+        Some(Store::open(db)?)
     } else {
         None
     };
@@ -58,54 +87,68 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => Default::default(),
     };
     let options = LoadOptions {
-        default_namespace: args.namespace.clone(),
+        default_namespace: namespace.to_string(),
         custom_scopes,
     };
-    let objects = manifest::load(&args.files, &options)?;
-    if objects.is_empty() && !args.allow_empty {
-        anyhow::bail!(
-            "no objects found in {}; pass --allow-empty to commit an empty revision",
-            args.files
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    let author = args
-        .author
-        .clone()
+    Ok((store, options))
+}
+
+/// The store [`prepare`] opened, or a new database now that the input is valid.
+pub fn open_or_create(store: Option<Store>, db: &Path) -> anyhow::Result<Store> {
+    Ok(match store {
+        Some(store) => store,
+        None => Store::open(db)?,
+    })
+}
+
+/// `author`, else $USER, else "unknown".
+pub fn author_or_user(author: Option<&str>) -> String {
+    author
+        .map(str::to_string)
         .or_else(|| std::env::var("USER").ok())
         .filter(|a| !a.trim().is_empty())
-        .unwrap_or_else(|| "unknown".to_string());
-    let mut store = match store.take() {
-        Some(store) => store,
-        None => Store::open(&args.db)?,
-    };
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub desired: DesiredArgs,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let desired = &args.desired;
+    let (mut store, objects) = desired.load()?;
     let outcome = store
         .commit(&CommitRequest {
-            source: &args.source,
-            message: &args.message,
-            author: &author,
+            source: &desired.source,
+            message: &desired.message,
+            author: &desired.author(),
             objects: &objects,
+            committed_at: None,
         })
-        .with_context(|| format!("commit to source {:?} refused", args.source))?;
+        .with_context(|| format!("commit to source {:?} refused", desired.source))?;
+    println!("{}", describe_outcome(&outcome));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// "revision 3 of source web (2 objects)" or "unchanged: ...", as `commit` prints it.
+pub fn describe_outcome(outcome: &CommitOutcome) -> String {
     match outcome {
-        CommitOutcome::Created(rev) => println!(
-            "revision {} of source {} ({} {})",
+        CommitOutcome::Created(rev) => format!(
+            "revision {} of source {} ({})",
             rev.id,
             rev.source,
-            rev.object_count,
-            if rev.object_count == 1 {
-                "object"
-            } else {
-                "objects"
-            }
+            count(rev.object_count, "object")
         ),
-        CommitOutcome::Unchanged(rev) => println!(
+        CommitOutcome::Unchanged(rev) => format!(
             "unchanged: source {} is already at revision {}",
             rev.source, rev.id
         ),
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// "1 object", "3 objects".
+pub fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }

@@ -133,6 +133,7 @@ pub async fn run_demo(
         message: "demo: example app",
         author: "driftd-demo",
         objects: &objects,
+        committed_at: None,
     })?;
     let revision = match outcome {
         CommitOutcome::Created(r) | CommitOutcome::Unchanged(r) => r,

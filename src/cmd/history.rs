@@ -1,7 +1,8 @@
-//! `driftd history`: the revisions of one source, newest first.
+//! `driftd history`: the revisions of one source and the transitions of its intents (who
+//! began, committed, failed, released which deploy, and when), newest first.
 
 use super::sources::{first_line, human_age, open_existing, render_table, Format};
-use jiff::Timestamp;
+use driftd_store::HistoryEntry;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -10,7 +11,7 @@ pub struct Args {
     /// SQLite database holding sources and revisions.
     #[arg(long, env = "DRIFTD_DB", default_value = "driftd.db")]
     pub db: PathBuf,
-    /// The source whose revisions to list.
+    /// The source whose history to list.
     #[arg(long)]
     pub source: String,
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -19,8 +20,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let store = open_existing(&args.db)?;
-    let revisions = store.history(&args.source)?;
-    if revisions.is_empty() {
+    let entries = store.timeline(&args.source)?;
+    if entries.is_empty() {
         let known: Vec<String> = store.sources()?.into_iter().map(|s| s.name).collect();
         anyhow::bail!(
             "source {:?} not found in {} (known sources: {})",
@@ -34,22 +35,36 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&revisions)?),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&entries)?),
         Format::Table => {
-            let now = Timestamp::now();
-            let mut rows = vec![["REVISION", "OBJECTS", "AUTHOR", "AGE", "HASH", "MESSAGE"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>()];
-            for r in &revisions {
-                rows.push(vec![
-                    r.id.to_string(),
-                    r.object_count.to_string(),
-                    r.author.clone(),
-                    human_age(now, r.committed_at),
-                    r.content_hash.chars().take(12).collect(),
-                    first_line(&r.message),
-                ]);
+            let now = store.now();
+            let mut rows = vec![[
+                "REVISION", "EVENT", "WHO", "AGE", "OBJECTS", "HASH", "MESSAGE",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()];
+            for entry in &entries {
+                rows.push(match entry {
+                    HistoryEntry::Revision(r) => vec![
+                        r.id.to_string(),
+                        "commit".into(),
+                        r.author.clone(),
+                        human_age(now, r.committed_at),
+                        r.object_count.to_string(),
+                        r.content_hash.chars().take(12).collect(),
+                        first_line(&r.message),
+                    ],
+                    HistoryEntry::Intent(e) => vec![
+                        "-".into(),
+                        format!("{} intent {}", e.action, e.intent_id),
+                        e.actor.clone(),
+                        human_age(now, e.at),
+                        "-".into(),
+                        "-".into(),
+                        first_line(&e.detail),
+                    ],
+                });
             }
             print!("{}", render_table(&rows));
         }

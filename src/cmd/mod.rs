@@ -7,6 +7,9 @@ pub mod commit;
 pub mod demo;
 pub mod drift;
 pub mod history;
+pub mod import;
+pub mod intent;
+pub mod run;
 pub mod serve;
 #[cfg(feature = "sim")]
 pub mod sim;

@@ -270,7 +270,11 @@ fn hpa_in_the_input_owns_replicas() {
     )
     .unwrap();
     // As the server stores it: with its defaults (the cpu metric, as no metric is given).
-    driftd_k8s::defaults::apply("autoscaling/v2", "HorizontalPodAutoscaler", &mut live_hpa);
+    driftd_sim::server_defaults::as_created(
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        &mut live_hpa,
+    );
     live_hpa["status"] = json!({"currentReplicas": 5});
     list["items"].as_array_mut().unwrap().push(live_hpa);
     std::fs::write(&live, serde_json::to_string(&list).unwrap()).unwrap();

@@ -1,22 +1,31 @@
 //! The golden corpus of the differ (tests/corpus/, described in tests/corpus/README.md).
 //!
 //! * `corpus_cases_match_the_differ` runs the real `driftd check` on every case and demands
-//!   exactly the expected class and set of (path, op): zero false positives, zero false
-//!   negatives, and no Secret value anywhere in the output.
+//!   exactly the expected class and changes: the set of (path, op), and for each change its
+//!   `desired`, `live`, `manager` and `changed_at`; zero false positives, zero false
+//!   negatives. The restoring patch of a drifting object, applied to the live object,
+//!   must bring it back in sync (checked by `driftd check` again). No form of any Secret
+//!   value, however short, may appear in any output (`secrets`).
+//! * `managed_fields::live_managed_fields_follow_the_field_manager_model` keeps the hand-built
+//!   `managedFields` (where `manager` and `changed_at` come from) consistent with how
+//!   kube-apiserver's field manager records writes.
 //! * `in_sync_live_objects_agree_with_server_defaults` checks the corpus against the
 //!   simulator's defaulting: every field a live object of an in-sync case has beyond the
-//!   manifest must be produced by `sim::defaults` (or be listed as set by someone else).
-//! * `corpus_is_well_formed` keeps the corpus itself honest: size, balance, coverage, and
-//!   every expected path resolving where it claims to point.
+//!   manifest must be produced by `driftd_sim::server_defaults` (or be listed as set by
+//!   someone else).
+//! * `corpus_is_well_formed` keeps the corpus itself honest: size, balance, coverage, a
+//!   README per case, and every expected change complete and resolving where it points.
+
+mod managed_fields;
+mod secrets;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
-use base64::Engine as _;
 use driftd_core::manifest::{self, LoadOptions};
-use driftd_k8s::defaults;
 use driftd_k8s::{merge_keys, ObjectKey};
+use driftd_sim::server_defaults;
 use serde_json::Value;
 
 struct Case {
@@ -85,37 +94,28 @@ fn expected_changes(expected: &Value) -> BTreeSet<(String, String)> {
         .collect()
 }
 
-/// Every value a Secret in the case carries, plain and base64, that output must never show.
-fn secret_values(case: &Case) -> Vec<String> {
-    let engine = base64::engine::general_purpose::STANDARD;
-    let mut out = Vec::new();
-    let mut collect = |obj: &Value| {
-        if obj["kind"] != "Secret" {
-            return;
-        }
-        for field in ["data", "stringData"] {
-            for v in obj[field].as_object().into_iter().flat_map(|m| m.values()) {
-                let Some(s) = v.as_str() else { continue };
-                out.push(s.to_string());
-                if let Ok(plain) = engine.decode(s) {
-                    if let Ok(plain) = String::from_utf8(plain) {
-                        out.push(plain);
-                    }
-                } else {
-                    out.push(engine.encode(s));
-                }
-            }
-        }
-    };
-    for d in desired_objects(case) {
-        collect(&d.object);
-    }
-    for l in live_items(&case.live) {
-        collect(l);
-    }
-    // Short values ("true", "yes") could appear legitimately elsewhere in the output.
-    out.retain(|s| s.len() >= 6);
-    out
+/// The fields of a change compared with expected.json besides `path` and `op`.
+const CHANGE_FIELDS: [&str; 4] = ["desired", "live", "manager", "changed_at"];
+
+/// The plain values of every Secret the case holds, desired or live.
+fn secret_values(case: &Case) -> Vec<Vec<u8>> {
+    let desired = desired_objects(case);
+    let objects = desired.iter().map(|d| &d.object);
+    secrets::plain_values(objects.chain(live_items(&case.live)))
+}
+
+/// `driftd check` of `desired` against `live`, hashing Secret values under the runner's key.
+fn check(desired: &Path, live: &Path, format: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_driftd"))
+        .arg("check")
+        .arg("--desired")
+        .arg(desired)
+        .arg("--live")
+        .arg(live)
+        .args(["--format", format, "--hash-key", secrets::HASH_KEY])
+        .env_remove("DRIFTD_CHECK_HASH_KEY")
+        .output()
+        .expect("driftd runs")
 }
 
 #[test]
@@ -137,28 +137,25 @@ fn corpus_cases_match_the_differ() {
 }
 
 fn run_case(case: &Case) -> Result<(), String> {
-    let output = Command::new(env!("CARGO_BIN_EXE_driftd"))
-        .arg("check")
-        .arg("--desired")
-        .arg(case.dir.join("desired.yaml"))
-        .arg("--live")
-        .arg(case.dir.join("live.json"))
-        .args(["--format", "json"])
-        .output()
-        .map_err(|e| format!("cannot run driftd: {e}"))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    for secret in secret_values(case) {
-        if stdout.contains(&secret) || stderr.contains(&secret) {
-            return Err("a Secret value appears in the output".into());
+    let desired = case.dir.join("desired.yaml");
+    let output = check(&desired, &case.dir.join("live.json"), "json");
+    let table = check(&desired, &case.dir.join("live.json"), "table");
+    let plain = secret_values(case);
+    for out in [&output, &table] {
+        let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        if let Some(form) = secrets::leak(&text, &plain) {
+            return Err(format!("the output shows {form}"));
         }
     }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
     let class = case.expected["class"].as_str().unwrap();
     let want_code = if class == "in_sync" { 0 } else { 1 };
     let code = output.status.code();
-    if code != Some(want_code) {
+    if code != Some(want_code) || table.status.code() != Some(want_code) {
         return Err(format!(
-            "exit code {code:?}, want {want_code}; stderr: {}",
+            "exit code {code:?} (table: {:?}), want {want_code}; stderr: {}",
+            table.status.code(),
             stderr.trim()
         ));
     }
@@ -186,9 +183,10 @@ fn run_case(case: &Case) -> Result<(), String> {
     if object["class"] != class {
         return Err(format!("class {}, want {class}", object["class"]));
     }
-    let got: BTreeSet<(String, String)> = object["changes"]
+    let got = object["changes"]
         .as_array()
-        .ok_or("object has no changes list")?
+        .ok_or("object has no changes list")?;
+    let got_keys: BTreeSet<(String, String)> = got
         .iter()
         .map(|c| {
             (
@@ -198,18 +196,92 @@ fn run_case(case: &Case) -> Result<(), String> {
         })
         .collect();
     let want = expected_changes(&case.expected);
-    if got != want {
-        let extra: Vec<_> = got.difference(&want).collect();
-        let missing: Vec<_> = want.difference(&got).collect();
+    if got_keys != want || got.len() != want.len() {
+        let extra: Vec<_> = got_keys.difference(&want).collect();
+        let missing: Vec<_> = want.difference(&got_keys).collect();
         return Err(format!(
-            "changes differ: unexpected {extra:?}, missing {missing:?}"
+            "changes differ: unexpected {extra:?}, missing {missing:?} ({} reported)",
+            got.len()
+        ));
+    }
+    for w in case.expected["changes"].as_array().unwrap() {
+        let g = got
+            .iter()
+            .find(|g| g["path"] == w["path"] && g["op"] == w["op"])
+            .unwrap();
+        for field in CHANGE_FIELDS {
+            let Some(want) = w.get(field) else { continue };
+            let want = secrets::resolve_expected(want);
+            if g[field] != want {
+                return Err(format!(
+                    "{} {} {field}: got {}, want {want}",
+                    w["op"], w["path"], g[field]
+                ));
+            }
+        }
+    }
+    if class == "missing" {
+        return match object["patch"].as_array() {
+            Some(ops) if !ops.is_empty() => Err(format!("a missing object with a patch: {ops:?}")),
+            _ => Ok(()),
+        };
+    }
+    patch_restores_sync(case, object, &plain)
+}
+
+/// Applies the drifting object's restoring patch to its live object and runs `driftd check`
+/// on the result, which must be in sync. Secret values in the patch are placeholders (keyed
+/// hashes): each must be the hash of a value the case holds, and is replaced by that value
+/// (base64, as `data` holds it) before the patch is applied.
+fn patch_restores_sync(case: &Case, object: &Value, plain: &[Vec<u8>]) -> Result<(), String> {
+    let ops = object["patch"].as_array().ok_or("no patch")?;
+    if ops.len() != object["changes"].as_array().map_or(0, Vec::len) {
+        return Err(format!(
+            "{} patch operations for the changes: {ops:?}",
+            ops.len()
+        ));
+    }
+    let ops: Vec<Value> = ops
+        .iter()
+        .map(|op| {
+            let mut op = op.clone();
+            if let Some(v) = op.get("value") {
+                op["value"] = secrets::unredact(v, plain)?;
+            }
+            Ok(op)
+        })
+        .collect::<Result<_, String>>()?;
+    let patch: json_patch::Patch =
+        serde_json::from_value(Value::Array(ops)).map_err(|e| format!("patch: {e}"))?;
+    let mut live = case.live.clone();
+    let key = (object["kind"].clone(), object["name"].clone());
+    let target = if live["kind"] == "List" {
+        live["items"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|l| (l["kind"].clone(), l["metadata"]["name"].clone()) == key)
+            .ok_or("the drifting object is not live")?
+    } else {
+        &mut live
+    };
+    json_patch::patch(target, &patch).map_err(|e| format!("the patch does not apply: {e}"))?;
+    let dir = tempfile::tempdir().unwrap();
+    let patched = dir.path().join("patched.json");
+    std::fs::write(&patched, serde_json::to_string(&live).unwrap()).unwrap();
+    let again = check(&case.dir.join("desired.yaml"), &patched, "json");
+    if again.status.code() != Some(0) {
+        return Err(format!(
+            "still drifting after the restoring patch: {}{}",
+            String::from_utf8_lossy(&again.stdout),
+            String::from_utf8_lossy(&again.stderr)
         ));
     }
     Ok(())
 }
 
 // ------------------------------------------------------------------------------------
-// Consistency of the corpus with src/sim/defaults.rs
+// Consistency of the corpus with the simulator's defaults (crates/sim/src/server_defaults.rs)
 
 /// Live fields that kube-apiserver's defaulting does not produce: identity and bookkeeping
 /// the server, controllers and admission plugins write (RFC 6901 pointers, prefixes).
@@ -341,7 +413,7 @@ fn in_sync_live_objects_agree_with_server_defaults() {
                 continue;
             };
             let mut defaulted = with_allocations(&d.object, live);
-            defaults::apply(&d.api_version, &d.key.kind, &mut defaulted);
+            server_defaults::as_created(&d.api_version, &d.key.kind, &mut defaulted);
             let mut problems = Vec::new();
             check_leaves(
                 &d.key.kind,
@@ -361,7 +433,7 @@ fn in_sync_live_objects_agree_with_server_defaults() {
     assert!(checked >= 30, "only {checked} in-sync objects checked");
     assert!(
         failures.is_empty(),
-        "corpus and sim::defaults disagree:\n  {}",
+        "corpus and the simulator's defaults (driftd_sim::server_defaults) disagree:\n  {}",
         failures.join("\n  ")
     );
 }
@@ -393,6 +465,19 @@ fn corpus_is_well_formed() {
         let class = case.expected["class"].as_str().unwrap_or("");
         if !["in_sync", "modified", "missing"].contains(&class) {
             problems.push(format!("{}: unknown class {class:?}", case.name));
+        }
+        if !case.dir.join("README.md").exists() {
+            problems.push(format!(
+                "{}: no README.md saying what the case is",
+                case.name
+            ));
+        }
+        for c in case.expected["changes"].as_array().into_iter().flatten() {
+            for field in CHANGE_FIELDS {
+                if c.get(field).is_none() {
+                    problems.push(format!("{}: {} has no {field}", case.name, c["path"]));
+                }
+            }
         }
         let changes = expected_changes(&case.expected);
         match class {
@@ -428,7 +513,7 @@ fn corpus_is_well_formed() {
             };
             let live = lives[0];
             let mut defaulted = with_allocations(&d.object, live);
-            defaults::apply(&d.api_version, &d.key.kind, &mut defaulted);
+            server_defaults::as_created(&d.api_version, &d.key.kind, &mut defaulted);
             for (path, op) in &changes {
                 let ok = match op.as_str() {
                     "remove" => resolves(live, path),

@@ -33,12 +33,26 @@ fn demo_shows_drift_of_the_example_app() {
             .then_some(v)
         },
     );
+    // The other three example objects were compared and found in sync, so "nothing else
+    // drifts" below is a verdict on them, not a look before they were compared.
+    wait_for(
+        "the other three objects in sync",
+        Duration::from_secs(60),
+        || {
+            let (status, body) = http_get(&format!("{url}/drift?class=in_sync"));
+            let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+            (status == 200 && v["objects"].as_array()?.len() == 3).then_some(())
+        },
+    );
     let web = find(&drift, "Deployment", "web").unwrap();
     assert_eq!(web["class"], "modified");
     let cm = find(&drift, "ConfigMap", "web-config").unwrap();
     assert_eq!(cm["changes"][0]["path"], "/data/LOG_LEVEL");
     assert_eq!(cm["changes"][0]["live"], "debug");
     // Nothing else drifts: the simulator's defaults are not drift.
+    let (status, body) = http_get(&format!("{url}/drift"));
+    assert_eq!(status, 200, "{body}");
+    let drift: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(drift["objects"].as_array().unwrap().len(), 2, "{drift:#}");
 
     let (_, metrics) = http_get(&format!("{url}/metrics"));

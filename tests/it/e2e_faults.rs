@@ -238,17 +238,8 @@ fn set_image(sim: &Sim, image: &str) {
 }
 
 fn set_log_level(sim: &Sim, level: &str) {
-    sim.kubectl(&[
-        "-n",
-        "shop",
-        "patch",
-        "configmap",
-        "web-config",
-        "--type",
-        "merge",
-        "-p",
-        &json!({"data": {"LOG_LEVEL": level}}).to_string(),
-    ]);
+    let body = json!({"data": {"LOG_LEVEL": level}});
+    sim.merge_patch("shop", &["configmap", "web-config"], &body);
 }
 
 /// Waits until `/drift` reports `kind`/`name` with a change at `path`; returns the object.
@@ -498,7 +489,17 @@ fn kinds_leaving_and_entering_the_desired_state_start_and_stop_watchers() {
             .len(),
         APP.len() - 1
     );
-    let (_, metrics) = w.daemon.get("/metrics");
+    // /metrics reflects the new revision once it counts four desired objects, not five (a
+    // failed or stale scrape would hide the series as well).
+    let metrics = wait_for("/metrics counting the four desired objects", T, || {
+        let (status, body) = w.daemon.get("/metrics");
+        let desired: f64 = body
+            .lines()
+            .filter(|l| l.starts_with("driftd_objects{") && l.contains("source=\"shop\""))
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+            .sum();
+        (status == 200 && desired == (APP.len() - 1) as f64).then_some(body)
+    });
     assert!(
         !metrics
             .lines()

@@ -219,7 +219,10 @@ namespaces = ["shop"]
         "{metrics}"
     );
 
-    for (ns, name) in [("shop", "stray"), ("default", "elsewhere")] {
+    // The object outside the covered namespace first: ConfigMaps come through one watch
+    // stream in resourceVersion order, so once `stray` shows, `elsewhere` was seen too and
+    // its absence below is a decision, not a race.
+    for (ns, name) in [("default", "elsewhere"), ("shop", "stray")] {
         let cm = format!(
             r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"{ns}"}},"data":{{"a":"b"}}}}"#
         );

@@ -219,11 +219,15 @@ fn a_changed_secret_is_reported_without_its_values() {
     transcript.push(("Events (core/v1)".into(), output_text(&core)));
 
     // Every other channel, while the drift is current.
-    let (_, drift_body) = daemon.get("/drift");
-    transcript.push(("/drift".into(), drift_body));
-    let (_, secret_body) = daemon.get("/drift?kind=Secret&class=modified");
-    transcript.push(("/drift?kind=Secret".into(), secret_body));
-    let (_, metrics) = daemon.get("/metrics");
+    // (Each must be a real answer that shows the Secret: an error page would hide nothing.)
+    for query in ["", "?kind=Secret&class=modified"] {
+        let (status, body) = daemon.get(&format!("/drift{query}"));
+        assert_eq!(status, 200, "/drift{query}: {body}");
+        assert!(body.contains("web-db"), "/drift{query} shows the Secret");
+        transcript.push((format!("/drift{query}"), body));
+    }
+    let (status, metrics) = daemon.get("/metrics");
+    assert_eq!(status, 200, "{metrics}");
     assert!(
         metrics
             .lines()
@@ -278,6 +282,17 @@ fn a_changed_secret_is_reported_without_its_values() {
         vec!["sources", "--db", db_arg, "--format", "json"],
     ] {
         let out = run_driftd(&args, &sim.kubeconfig);
+        assert!(
+            out.status.success(),
+            "driftd {}: {}",
+            args[0],
+            output_text(&out)
+        );
+        assert!(
+            output_text(&out).contains("shop"),
+            "driftd {} names the source",
+            args[0]
+        );
         transcript.push((format!("driftd {}", args[0]), output_text(&out)));
     }
 

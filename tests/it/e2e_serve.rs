@@ -189,7 +189,14 @@ fn drift_appears_resolves_and_follows_new_revisions() {
     wait_for("DriftResolved event", T, || {
         (!events(&sim, "DriftResolved", "web").is_empty()).then_some(())
     });
-    let (_, metrics) = daemon.get("/metrics");
+    // The per-object series is gone once /metrics shows the revert at all: all five objects
+    // counted in sync again (a failed scrape or a stale one would hide nothing).
+    let metrics = wait_for("/metrics counting five objects in sync", T, || {
+        let (status, metrics) = daemon.get("/metrics");
+        let in_sync = [("source", "shop"), ("class", "in_sync")];
+        (status == 200 && metric_line(&metrics, "driftd_objects", &in_sync) == Some(5.0))
+            .then_some(metrics)
+    });
     assert_eq!(metric_line(&metrics, "driftd_object_drift", &labels), None);
 
     // Deleted live: missing.
@@ -236,8 +243,26 @@ fn drift_appears_resolves_and_follows_new_revisions() {
         find(&daemon.drift(""), "Deployment", "web").cloned()
     });
     assert_eq!(web["since"], since, "since survives a restart");
-    // No second DriftDetected for the same drift after the restart: 2 so far, and the
-    // restarted daemon agrees the episode is still open (one open episode for web).
+    // No new DriftDetected for the same drift after the restart. A drift that starts after
+    // the restarted daemon saw web's is published after web's would have been (same settle
+    // time, one publishing queue): once its Event is there, web's absence is a decision.
+    let marker_before = events(&sim, "DriftDetected", "web-config").len();
+    let resolved_before = events(&sim, "DriftResolved", "web-config").len();
+    let marker = serde_json::json!({"data": {"LOG_LEVEL": "debug"}});
+    sim.merge_patch("shop", &["configmap", "web-config"], &marker);
+    wait_for("DriftDetected for the marker change", T, || {
+        (events(&sim, "DriftDetected", "web-config").len() == marker_before + 1).then_some(())
+    });
+    assert_eq!(events(&sim, "DriftDetected", "web").len(), 2);
+    sim.kubectl(&[
+        "apply",
+        "-f",
+        examples().join("10-config.yaml").to_str().unwrap(),
+    ]);
+    wait_for("the marker reverted", T, || {
+        (events(&sim, "DriftResolved", "web-config").len() == resolved_before + 1).then_some(())
+    });
+    // The restarted daemon agrees the episode is still open (one open episode for web).
     let open = |db: &std::path::Path| -> Vec<String> {
         driftd_store::Store::open(db)
             .unwrap()

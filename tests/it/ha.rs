@@ -175,17 +175,11 @@ fn wait_single_leader(sim: &Sim, replicas: &[&Replica]) -> usize {
 }
 
 fn set_mode(sim: &Sim, mode: &str) {
-    let patch = json!({"data": {"mode": mode}}).to_string();
-    sim.kubectl(&[
-        "-n",
+    sim.merge_patch(
         "ha",
-        "patch",
-        "configmap",
-        "settings",
-        "--type=merge",
-        "-p",
-        &patch,
-    ]);
+        &["configmap", "settings"],
+        &json!({"data": {"mode": mode}}),
+    );
 }
 
 /// driftd's Events on the ConfigMap: (reason, reportingInstance, times observed).

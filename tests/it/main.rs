@@ -19,6 +19,8 @@ mod e2e_rules;
 mod e2e_secrets;
 mod e2e_serve;
 mod ha;
+mod intent_cli;
+mod pulumi;
 mod serve_config;
 mod sim_cli;
 mod store_concurrency;

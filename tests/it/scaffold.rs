@@ -13,19 +13,7 @@ use std::time::{Duration, Instant};
 pub const DRIFTD: &str = env!("CARGO_BIN_EXE_driftd");
 pub const KUBECTL: &str = "/usr/bin/kubectl";
 
-/// Polls `check` until it returns `Some`, or panics with `what` after `timeout`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        if Instant::now() > deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+pub use driftd_sim::testing::wait_for;
 
 /// A child process killed when dropped, with its stdout lines available and its stderr in
 /// a log file (printed if the test fails, so passing runs stay quiet).
@@ -218,6 +206,15 @@ impl Sim {
             );
             response.json().await.unwrap()
         })
+    }
+
+    /// `kubectl -n NAMESPACE patch RESOURCE --type merge -p BODY`: a hand edit.
+    pub fn merge_patch(&self, namespace: &str, resource: &[&str], body: &Value) {
+        let body = body.to_string();
+        let mut args = vec!["-n", namespace, "patch"];
+        args.extend(resource);
+        args.extend(["--type", "merge", "-p", &body]);
+        self.kubectl(&args);
     }
 
     pub fn kubectl_json(&self, args: &[&str]) -> Value {

@@ -8,4 +8,5 @@
 
 pub mod diff;
 pub mod manifest;
+pub mod pulumi;
 pub mod report;

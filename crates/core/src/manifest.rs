@@ -658,12 +658,8 @@ pub fn crd_scope(kind: &str, object: &Value) -> Option<((String, String), bool)>
     if kind != "CustomResourceDefinition" {
         return None;
     }
-    let spec = &object["spec"];
-    let group = spec["group"].as_str()?;
-    let crd_kind = spec["names"]["kind"].as_str()?;
-    // spec.scope is required by the CRD API; "Cluster" is the only non-namespaced value.
-    let namespaced = spec["scope"].as_str() != Some("Cluster");
-    Some(((group.to_string(), crd_kind.to_string()), namespaced))
+    let types = kinds::CustomResourceTypes::read(object)?;
+    Some(((types.group, types.kind), types.namespaced))
 }
 
 #[cfg(test)]

@@ -43,6 +43,7 @@ pub fn commit(store: &mut Store, source: &str, yaml: &str) {
             message: "test",
             author: "test",
             objects: &objects,
+            committed_at: None,
         })
         .unwrap();
 }

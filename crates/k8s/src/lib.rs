@@ -1,10 +1,13 @@
 //! Kubernetes knowledge shared by the simulator, the manifest loader and the differ:
-//! resource types, object identity, quantities and strategic-merge keys.
+//! resource types, object identity, quantities, strategic-merge keys and kube-apiserver's
+//! defaults for declared fields.
 
 pub mod defaults;
 pub mod kinds;
 pub mod merge_keys;
 pub mod quantity;
+pub mod secret;
+pub mod selector;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

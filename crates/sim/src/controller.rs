@@ -8,7 +8,8 @@
 //! (one pod on the single simulated node) and Jobs (pods that succeed) get the same treatment,
 //! and every namespace gets its `default` ServiceAccount and `kube-root-ca.crt` ConfigMap.
 
-use super::store::{now_rfc3339, random_suffix, ResourceInfo, Store, WriteCtx};
+use super::store::{now_rfc3339, random_suffix, Store, WriteCtx};
+use driftd_k8s::kinds::ResourceType;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use tokio::sync::broadcast::error::RecvError;
@@ -19,17 +20,17 @@ const MANAGER: &str = "kube-controller-manager";
 const REVISION: &str = "deployment.kubernetes.io/revision";
 
 struct Types {
-    deploy: ResourceInfo,
-    rs: ResourceInfo,
-    pod: ResourceInfo,
-    event: ResourceInfo,
-    sts: ResourceInfo,
-    ds: ResourceInfo,
-    job: ResourceInfo,
-    namespace: ResourceInfo,
-    configmap: ResourceInfo,
-    service_account: ResourceInfo,
-    pvc: ResourceInfo,
+    deploy: ResourceType,
+    rs: ResourceType,
+    pod: ResourceType,
+    event: ResourceType,
+    sts: ResourceType,
+    ds: ResourceType,
+    job: ResourceType,
+    namespace: ResourceType,
+    configmap: ResourceType,
+    service_account: ResourceType,
+    pvc: ResourceType,
 }
 
 /// Records a core/v1 Event about `about`, named `<name>.<hex nanos>` like client-go's

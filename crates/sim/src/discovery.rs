@@ -2,7 +2,7 @@
 //! in the legacy JSON form, and `/api`, `/apis` as aggregated `apidiscovery.k8s.io/v2`
 //! lists for clients that ask for them (one request instead of one per group-version).
 
-use super::store::ResourceInfo;
+use driftd_k8s::kinds::ResourceType;
 use serde_json::{json, Value};
 
 pub fn version() -> Value {
@@ -27,7 +27,7 @@ pub fn api_versions(addr: &str) -> Value {
     })
 }
 
-fn group_doc(name: &str, types: &[ResourceInfo]) -> Value {
+fn group_doc(name: &str, types: &[ResourceType]) -> Value {
     let mut versions: Vec<&str> = Vec::new();
     for t in types.iter().filter(|t| t.group == name) {
         if !versions.contains(&t.version.as_str()) {
@@ -46,7 +46,7 @@ fn group_doc(name: &str, types: &[ResourceInfo]) -> Value {
 }
 
 /// `/apis/{group}`, or None if no type is served in that group.
-pub fn api_group(name: &str, types: &[ResourceInfo]) -> Option<Value> {
+pub fn api_group(name: &str, types: &[ResourceType]) -> Option<Value> {
     if !types.iter().any(|t| t.group == name) {
         return None;
     }
@@ -56,7 +56,7 @@ pub fn api_group(name: &str, types: &[ResourceInfo]) -> Option<Value> {
     Some(g)
 }
 
-pub fn api_group_list(types: &[ResourceInfo]) -> Value {
+pub fn api_group_list(types: &[ResourceType]) -> Value {
     let mut names: Vec<&str> = Vec::new();
     for t in types.iter().filter(|t| !t.group.is_empty()) {
         if !names.contains(&t.group.as_str()) {
@@ -71,8 +71,8 @@ pub fn api_group_list(types: &[ResourceInfo]) -> Value {
 }
 
 /// `/api/v1` or `/apis/{group}/{version}`, or None if nothing is served there.
-pub fn resource_list(group: &str, version: &str, types: &[ResourceInfo]) -> Option<Value> {
-    let here: Vec<&ResourceInfo> = types
+pub fn resource_list(group: &str, version: &str, types: &[ResourceType]) -> Option<Value> {
+    let here: Vec<&ResourceType> = types
         .iter()
         .filter(|t| t.group == group && t.version == version)
         .collect();
@@ -139,7 +139,7 @@ pub fn wants_aggregated(accept: &str) -> bool {
     })
 }
 
-fn resource_discovery(t: &ResourceInfo) -> Value {
+fn resource_discovery(t: &ResourceType) -> Value {
     let gvk = |g: &str, v: &str, k: &str| json!({"group": g, "version": v, "kind": k});
     let subresources: Vec<Value> = t
         .subresources
@@ -173,7 +173,7 @@ fn resource_discovery(t: &ResourceInfo) -> Value {
 }
 
 /// `/api` (core) or `/apis` (every other group) as an `APIGroupDiscoveryList`.
-pub fn aggregated(core: bool, types: &[ResourceInfo]) -> Value {
+pub fn aggregated(core: bool, types: &[ResourceType]) -> Value {
     let mut groups: Vec<&str> = Vec::new();
     for t in types.iter().filter(|t| t.group.is_empty() == core) {
         if !groups.contains(&t.group.as_str()) {

@@ -4,16 +4,15 @@
 
 use super::discovery;
 use super::openapi;
-use super::select::Selector;
 use super::status::ApiError;
-use super::store::{
-    scale_of, Change, DeleteOpts, ListParams, Notice, ResourceInfo, Store, WriteCtx,
-};
+use super::store::{scale_of, Change, DeleteOpts, ListParams, Notice, Store, WriteCtx};
 use super::table;
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use driftd_k8s::kinds::ResourceType;
+use driftd_k8s::selector::Selector;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -65,7 +64,7 @@ fn not_found_path() -> ApiError {
 
 /// What a request path names once the group/version prefix is stripped.
 struct Target {
-    info: ResourceInfo,
+    info: ResourceType,
     namespace: Option<String>,
     name: Option<String>,
     subresource: Option<String>,
@@ -441,7 +440,7 @@ async fn route(
 
 fn write_scale(
     store: &Store,
-    info: &ResourceInfo,
+    info: &ResourceType,
     ns: Option<&str>,
     name: &str,
     ctx: &WriteCtx,
@@ -473,7 +472,7 @@ enum PatchType {
 }
 
 impl PatchType {
-    fn from_content_type(ctype: &str, info: &ResourceInfo) -> Result<PatchType, ApiError> {
+    fn from_content_type(ctype: &str, info: &ResourceType) -> Result<PatchType, ApiError> {
         let accepted = if info.custom {
             "application/json-patch+json, application/merge-patch+json"
         } else {
@@ -592,7 +591,7 @@ impl Drop for WatchGuard {
 
 fn start_watch(
     app: &Arc<App>,
-    info: ResourceInfo,
+    info: ResourceType,
     q: &HashMap<String, String>,
     ns: Option<&str>,
     table: Option<(Option<Vec<Value>>, String)>,
@@ -643,7 +642,7 @@ fn start_watch(
         // concerns another type/namespace or never matched the selectors. Objects moving in
         // or out of a selector appear as ADDED/DELETED, as kube-apiserver's cacher does.
         let classify = |c: &Change| -> Option<(&'static str, Value)> {
-            if !info.sees(c) || ns.as_ref().is_some_and(|ns| *ns != c.namespace) {
+            if !super::store::sees(&info, c) || ns.as_ref().is_some_and(|ns| *ns != c.namespace) {
                 return None;
             }
             let obj = Store::render(&info, &c.object);

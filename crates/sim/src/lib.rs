@@ -14,8 +14,10 @@
 //!   protobuf bodies for Namespace/ConfigMap/Secret (what kubectl's `create` generators send);
 //! - every type in [`driftd_k8s::kinds::BUILTIN`] plus kinds defined by CRDs;
 //! - server-set metadata (uid, resourceVersion, generation, creationTimestamp, managedFields),
-//!   kube-apiserver defaults ([`defaults`]), finalizers/deletionTimestamp, owner-reference
-//!   garbage collection, and core/v1 + events.k8s.io/v1 Events sharing one storage;
+//!   kube-apiserver defaults ([`driftd_k8s::defaults`] for declared fields, then
+//!   [`server_defaults`]: allocations, initial status), finalizers/deletionTimestamp,
+//!   owner-reference garbage collection, and core/v1 + events.k8s.io/v1 Events sharing one
+//!   storage;
 //! - in-process controllers: Deployments (ReplicaSets and Running Pods), StatefulSets and
 //!   DaemonSets (Pods, and claims from volumeClaimTemplates), Jobs (Pods that succeed, then
 //!   Complete), PersistentVolumeClaims (bound at once), with status written like
@@ -46,18 +48,19 @@
 //! - `GET /_sim/stats`: `{"resourceVersion": "...", "openWatches": N}`.
 
 mod controller;
-pub use driftd_k8s::defaults;
 mod discovery;
 mod events;
 pub mod fields;
 mod http;
 mod openapi;
 mod proto;
-pub mod select;
+
+pub mod server_defaults;
 pub mod smp;
 pub mod status;
 pub mod store;
 mod table;
+pub mod testing;
 
 pub use http::Fault;
 

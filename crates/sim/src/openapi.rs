@@ -5,11 +5,11 @@
 //! advertise strategic merge patch, so kubectl computes apply patches from its compiled-in
 //! types, exactly as it does against servers without OpenAPI. No schemas are served.
 
-use super::store::ResourceInfo;
+use driftd_k8s::kinds::ResourceType;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-fn gv_path(t: &ResourceInfo) -> String {
+fn gv_path(t: &ResourceType) -> String {
     if t.group.is_empty() {
         format!("api/{}", t.version)
     } else {
@@ -18,8 +18,8 @@ fn gv_path(t: &ResourceInfo) -> String {
 }
 
 /// `/openapi/v3/{gv}` for one group-version, or None if nothing is served there.
-pub fn gv_document(gv: &str, types: &[ResourceInfo]) -> Option<Value> {
-    let here: Vec<&ResourceInfo> = types.iter().filter(|t| gv_path(t) == gv).collect();
+pub fn gv_document(gv: &str, types: &[ResourceType]) -> Option<Value> {
+    let here: Vec<&ResourceType> = types.iter().filter(|t| gv_path(t) == gv).collect();
     if here.is_empty() {
         return None;
     }
@@ -67,7 +67,7 @@ pub fn gv_document(gv: &str, types: &[ResourceInfo]) -> Option<Value> {
 }
 
 /// `/openapi/v3`: the group-version index with content hashes, as kube-apiserver serves it.
-pub fn root(types: &[ResourceInfo]) -> Value {
+pub fn root(types: &[ResourceType]) -> Value {
     let mut paths = Map::new();
     for t in types {
         let gv = gv_path(t);

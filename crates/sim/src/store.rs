@@ -4,71 +4,49 @@
 //! collection of dependents).
 
 use super::fields;
-use super::select::Selector;
+use super::server_defaults;
 use super::status::{ApiError, Gr};
-use driftd_k8s::kinds::BUILTIN;
+use driftd_k8s::kinds::{CustomResourceTypes, ResourceType, BUILTIN};
+use driftd_k8s::selector::Selector;
 use rand::Rng;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
-/// One servable resource type (built-in or from a CRD), as discovery describes it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResourceInfo {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-    pub plural: String,
-    pub singular: String,
-    pub namespaced: bool,
-    pub short_names: Vec<String>,
-    pub categories: Vec<String>,
-    pub subresources: Vec<String>,
-    /// Served because a CustomResourceDefinition says so.
-    pub custom: bool,
+/// The group and resource a type's errors name.
+fn gr(info: &ResourceType) -> Gr<'_> {
+    Gr {
+        group: &info.group,
+        resource: &info.plural,
+    }
 }
 
-impl ResourceInfo {
-    pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.clone()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
+/// Where objects of a type live: events.k8s.io Events share core Events' storage, as in
+/// kube-apiserver.
+pub fn storage_key(info: &ResourceType) -> (String, String) {
+    if is_new_event(info) {
+        return (String::new(), "events".into());
     }
-    pub fn gr(&self) -> Gr<'_> {
-        Gr {
-            group: &self.group,
-            resource: &self.plural,
-        }
-    }
-    pub fn has(&self, sub: &str) -> bool {
-        self.subresources.iter().any(|s| s == sub)
-    }
-    /// Where objects of this type live: events.k8s.io Events share core Events' storage,
-    /// as in kube-apiserver.
-    pub fn storage_key(&self) -> (String, String) {
-        if self.is_new_event() {
-            return (String::new(), "events".into());
-        }
-        (self.group.clone(), self.plural.clone())
-    }
-    fn is_new_event(&self) -> bool {
-        self.group == "events.k8s.io" && self.plural == "events"
-    }
-    /// Whether a change concerns this type's storage.
-    pub fn sees(&self, c: &Change) -> bool {
-        let (g, p) = self.storage_key();
-        c.group == g && c.plural == p
-    }
-    /// Converts a request body to the storage shape.
-    fn to_storage(&self, obj: Value) -> Value {
-        if self.is_new_event() {
-            super::events::to_core(&obj)
-        } else {
-            obj
-        }
+    (info.group.clone(), info.plural.clone())
+}
+
+fn is_new_event(info: &ResourceType) -> bool {
+    info.group == "events.k8s.io" && info.plural == "events"
+}
+
+/// Whether a change concerns the storage of objects of type `info`.
+pub fn sees(info: &ResourceType, c: &Change) -> bool {
+    let (g, p) = storage_key(info);
+    c.group == g && c.plural == p
+}
+
+/// Converts a request body to the storage shape.
+fn to_storage(info: &ResourceType, obj: Value) -> Value {
+    if is_new_event(info) {
+        super::events::to_core(&obj)
+    } else {
+        obj
     }
 }
 
@@ -138,7 +116,7 @@ type Key = (String, String);
 type Objects = BTreeMap<Key, Value>;
 
 struct Inner {
-    types: Vec<ResourceInfo>,
+    types: Vec<ResourceType>,
     objects: BTreeMap<(String, String), Objects>,
     rv: u64,
     history: VecDeque<Arc<Change>>,
@@ -211,23 +189,12 @@ pub fn now_rfc3339() -> String {
 }
 
 fn new_uid() -> String {
-    let b: [u8; 16] = rand::rng().random();
-    let h = hex::encode(b);
-    // RFC 4122 version 4 layout, like the UUIDs kube-apiserver assigns.
-    let variant = ["8", "9", "a", "b"][usize::from(b[8] & 3)];
-    format!(
-        "{}-{}-4{}-{variant}{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[13..16],
-        &h[17..20],
-        &h[20..32]
-    )
+    server_defaults::uuid_v4(rand::rng().random())
 }
 
 /// Kinds whose registry strategy maintains `metadata.generation` (workloads and anything
 /// with a spec the controllers observe); custom resources always get one.
-fn tracks_generation(info: &ResourceInfo) -> bool {
+fn tracks_generation(info: &ResourceType) -> bool {
     info.custom
         || matches!(
             info.group.as_str(),
@@ -248,7 +215,7 @@ fn is_dns1123_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns1123_label)
 }
 
-fn validate_name(info: &ResourceInfo, name: &str) -> Result<(), ApiError> {
+fn validate_name(info: &ResourceType, name: &str) -> Result<(), ApiError> {
     let (ok, msg) = match info.kind.as_str() {
         "Namespace" => (
             is_dns1123_label(name),
@@ -278,7 +245,7 @@ fn validate_name(info: &ResourceInfo, name: &str) -> Result<(), ApiError> {
 
 /// A few of kube-apiserver's validations that users hit most (selector/template mismatch,
 /// containers without image); not the full validation suite.
-fn validate_object(info: &ResourceInfo, name: &str, obj: &Value) -> Result<(), ApiError> {
+fn validate_object(info: &ResourceType, name: &str, obj: &Value) -> Result<(), ApiError> {
     let invalid = |field: &str, detail: &str| {
         Err(ApiError::invalid(
             &info.group,
@@ -416,78 +383,11 @@ fn set_meta(obj: &mut Value, field: &str, v: Value) {
     obj["metadata"][field] = v;
 }
 
-fn builtin_types() -> Vec<ResourceInfo> {
-    BUILTIN
-        .iter()
-        .map(|r| ResourceInfo {
-            group: r.group.into(),
-            version: r.version.into(),
-            kind: r.kind.into(),
-            plural: r.plural.into(),
-            singular: r.kind.to_lowercase(),
-            namespaced: r.namespaced,
-            short_names: r.short_names.iter().map(|s| s.to_string()).collect(),
-            categories: r.categories.iter().map(|s| s.to_string()).collect(),
-            subresources: r.subresources.iter().map(|s| s.to_string()).collect(),
-            custom: false,
-        })
-        .collect()
-}
-
-/// The resource types a CRD object makes servable (one per served version).
-fn crd_types(crd: &Value) -> Vec<ResourceInfo> {
-    let s = |p: &str| {
-        crd.pointer(p)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    let strs = |p: &str| -> Vec<String> {
-        crd.pointer(p)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let kind = s("/spec/names/kind");
-    let mut singular = s("/spec/names/singular");
-    if singular.is_empty() {
-        singular = kind.to_lowercase();
-    }
-    let versions = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    versions
-        .iter()
-        .filter(|v| v.get("served").and_then(Value::as_bool).unwrap_or(true))
-        .map(|v| {
-            let mut subs = Vec::new();
-            if v.pointer("/subresources/status").is_some() {
-                subs.push("status".to_string());
-            }
-            if v.pointer("/subresources/scale").is_some() {
-                subs.push("scale".to_string());
-            }
-            ResourceInfo {
-                group: s("/spec/group"),
-                version: v.get("name").and_then(Value::as_str).unwrap_or("").into(),
-                kind: kind.clone(),
-                plural: s("/spec/names/plural"),
-                singular: singular.clone(),
-                namespaced: s("/spec/scope") != "Cluster",
-                short_names: strs("/spec/names/shortNames"),
-                categories: strs("/spec/names/categories"),
-                subresources: subs,
-                custom: true,
-            }
-        })
-        .collect()
+/// The types a CustomResourceDefinition object makes servable (one per served version).
+fn crd_types(crd: &Value) -> Vec<ResourceType> {
+    CustomResourceTypes::read(crd)
+        .map(|t| t.served().cloned().collect())
+        .unwrap_or_default()
 }
 
 fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
@@ -515,7 +415,7 @@ impl Store {
         let (tx, _) = broadcast::channel(8192);
         let store = Store {
             inner: Arc::new(Mutex::new(Inner {
-                types: builtin_types(),
+                types: BUILTIN.clone(),
                 objects: BTreeMap::new(),
                 rv: 0,
                 history: VecDeque::new(),
@@ -549,11 +449,11 @@ impl Store {
     }
 
     /// All servable types (built-in first, then CRD-defined).
-    pub fn types(&self) -> Vec<ResourceInfo> {
+    pub fn types(&self) -> Vec<ResourceType> {
         self.lock().types.clone()
     }
 
-    pub fn resolve(&self, group: &str, version: &str, plural: &str) -> Option<ResourceInfo> {
+    pub fn resolve(&self, group: &str, version: &str, plural: &str) -> Option<ResourceType> {
         self.lock()
             .types
             .iter()
@@ -562,7 +462,7 @@ impl Store {
     }
 
     /// Finds a type by group and kind, whatever the version (for owner references).
-    pub fn resolve_kind(&self, group: &str, kind: &str) -> Option<ResourceInfo> {
+    pub fn resolve_kind(&self, group: &str, kind: &str) -> Option<ResourceType> {
         self.lock()
             .types
             .iter()
@@ -590,8 +490,8 @@ impl Store {
 
     /// A stored object as served through `info` (its apiVersion, and the events.k8s.io shape
     /// for Events read through that group).
-    pub fn render(info: &ResourceInfo, obj: &Value) -> Value {
-        let mut obj = if info.is_new_event() {
+    pub fn render(info: &ResourceType, obj: &Value) -> Value {
+        let mut obj = if is_new_event(info) {
             super::events::from_core(obj)
         } else {
             obj.clone()
@@ -601,13 +501,13 @@ impl Store {
         obj
     }
 
-    fn output(info: &ResourceInfo, obj: Value) -> Value {
+    fn output(info: &ResourceType, obj: Value) -> Value {
         Self::render(info, &obj)
     }
 
     pub fn get(
         &self,
-        info: &ResourceInfo,
+        info: &ResourceType,
         ns: Option<&str>,
         name: &str,
     ) -> Result<Value, ApiError> {
@@ -615,11 +515,11 @@ impl Store {
         g.get(info, ns, name)
             .cloned()
             .map(|o| Self::output(info, o))
-            .ok_or_else(|| ApiError::not_found(info.gr(), name))
+            .ok_or_else(|| ApiError::not_found(gr(info), name))
     }
 
     /// Lists objects, honouring resourceVersion semantics, selectors and paging.
-    pub fn list(&self, info: &ResourceInfo, p: &ListParams) -> Result<Value, ApiError> {
+    pub fn list(&self, info: &ResourceType, p: &ListParams) -> Result<Value, ApiError> {
         let g = self.lock();
         let (snapshot_rv, start_after) = match &p.continue_token {
             Some(tok) if !tok.is_empty() => {
@@ -721,7 +621,7 @@ impl Store {
     /// current objects; a number replays history after it, or fails with 410 if compacted.
     pub fn watch(
         &self,
-        info: &ResourceInfo,
+        info: &ResourceType,
         namespace: Option<&str>,
         resource_version: Option<&str>,
     ) -> Result<WatchStart, ApiError> {
@@ -731,9 +631,9 @@ impl Store {
         let initial = match resource_version {
             None | Some("") | Some("0") => g
                 .objects
-                .get(&info.storage_key())
+                .get(&storage_key(info))
                 .map(|m| {
-                    let (group, plural) = info.storage_key();
+                    let (group, plural) = storage_key(info);
                     m.iter()
                         .filter(|((ns, _), _)| in_ns(ns))
                         .map(|((ns, _), o)| {
@@ -762,7 +662,7 @@ impl Store {
                 }
                 g.history
                     .iter()
-                    .filter(|c| c.rv > rv && info.sees(c))
+                    .filter(|c| c.rv > rv && sees(info, c))
                     .filter(|c| in_ns(&c.namespace))
                     .cloned()
                     .collect()
@@ -778,7 +678,7 @@ impl Store {
     /// POST: creates an object in `ns` (None for cluster-scoped types).
     pub fn create(
         &self,
-        info: &ResourceInfo,
+        info: &ResourceType,
         ns: Option<&str>,
         obj: Value,
         ctx: &WriteCtx,
@@ -789,7 +689,7 @@ impl Store {
             ));
         }
         check_type(info, &obj)?;
-        let mut obj = info.to_storage(obj);
+        let mut obj = to_storage(info, obj);
         if !obj.get("metadata").is_some_and(Value::is_object) {
             obj["metadata"] = json!({});
         }
@@ -857,11 +757,13 @@ impl Store {
             }
             _ => {}
         }
+        // The uid is set before the strategy runs (FillObjectMetaSystemFields), so a Job's
+        // generated selector names the Job's own uid.
+        set_meta(&mut obj, "uid", json!(new_uid()));
         let mut alloc = Allocations::of(&self.lock());
-        driftd_k8s::defaults::apply_with(&mut alloc, &info.api_version(), &info.kind, &mut obj);
+        server_defaults::on_create(&mut alloc, &info.api_version(), &info.kind, &mut obj);
         validate_object(info, &name, &obj)?;
         let now = now_rfc3339();
-        set_meta(&mut obj, "uid", json!(new_uid()));
         set_meta(&mut obj, "creationTimestamp", json!(now));
         if tracks_generation(info) {
             set_meta(&mut obj, "generation", json!(1));
@@ -883,10 +785,10 @@ impl Store {
         let mut g = self.lock();
         let key = (ns.clone().unwrap_or_default(), name.clone());
         if g.objects
-            .get(&info.storage_key())
+            .get(&storage_key(info))
             .is_some_and(|m| m.contains_key(&key))
         {
-            return Err(ApiError::already_exists(info.gr(), &name));
+            return Err(ApiError::already_exists(gr(info), &name));
         }
         if ctx.dry_run {
             return Ok(Self::output(info, obj));
@@ -900,7 +802,7 @@ impl Store {
 
     fn check_namespace(
         &self,
-        info: &ResourceInfo,
+        info: &ResourceType,
         ns: Option<&str>,
         obj: &mut Value,
     ) -> Result<Option<String>, ApiError> {
@@ -943,7 +845,7 @@ impl Store {
     /// PUT on the main resource or a subresource (`status`). `obj` is the full new object.
     pub fn update(
         &self,
-        info: &ResourceInfo,
+        info: &ResourceType,
         ns: Option<&str>,
         name: &str,
         obj: Value,
@@ -958,7 +860,7 @@ impl Store {
     /// managedFields; a write that changes nothing is a no-op (no new resourceVersion).
     pub fn write(
         &self,
-        info: &ResourceInfo,
+        info: &ResourceType,
         ns: Option<&str>,
         name: &str,
         subresource: Option<&str>,
@@ -971,7 +873,7 @@ impl Store {
         let old = g
             .get(info, ns, name)
             .cloned()
-            .ok_or_else(|| ApiError::not_found(info.gr(), name))?;
+            .ok_or_else(|| ApiError::not_found(gr(info), name))?;
         let old_out = Self::output(info, old.clone());
         let new = f(&old_out)?;
         if !new.is_object() {
@@ -980,7 +882,7 @@ impl Store {
             ));
         }
         check_type(info, &new)?;
-        let mut new = info.to_storage(new);
+        let mut new = to_storage(info, new);
         if !new.get("metadata").is_some_and(Value::is_object) {
             new["metadata"] = json!({});
         }
@@ -1005,7 +907,7 @@ impl Store {
         }
         match meta_str(&new, "resourceVersion") {
             Some(rv) if !rv.is_empty() && Some(rv) != meta_str(&old, "resourceVersion") => {
-                return Err(ApiError::conflict(info.gr(), name));
+                return Err(ApiError::conflict(gr(info), name));
             }
             _ => {}
         }
@@ -1069,13 +971,7 @@ impl Store {
             }
         }
         let mut alloc = Allocations::of(&g);
-        driftd_k8s::defaults::apply_update(
-            &mut alloc,
-            &info.api_version(),
-            &info.kind,
-            &old,
-            &mut new,
-        );
+        server_defaults::on_update(&mut alloc, &info.api_version(), &info.kind, &old, &mut new);
         validate_object(info, name, &new)?;
         if tracks_generation(info) && spec_part(&new) != spec_part(&old) {
             let gen = old
@@ -1125,7 +1021,7 @@ impl Store {
     /// propagation, its dependents (ownerReferences) and a namespace's contents.
     pub fn delete(
         &self,
-        info: &ResourceInfo,
+        info: &ResourceType,
         ns: Option<&str>,
         name: &str,
         precondition_rv: Option<&str>,
@@ -1144,7 +1040,7 @@ impl Store {
     /// strips the owner reference from dependents instead of deleting them.
     pub fn delete_with(
         &self,
-        info: &ResourceInfo,
+        info: &ResourceType,
         ns: Option<&str>,
         name: &str,
         opts: &DeleteOpts,
@@ -1169,22 +1065,22 @@ impl Store {
         let old = g
             .get(info, ns, name)
             .cloned()
-            .ok_or_else(|| ApiError::not_found(info.gr(), name))?;
+            .ok_or_else(|| ApiError::not_found(gr(info), name))?;
         if let Some(rv) = opts.precondition_rv.as_deref().filter(|rv| !rv.is_empty()) {
             if Some(rv) != meta_str(&old, "resourceVersion") {
-                return Err(ApiError::conflict(info.gr(), name));
+                return Err(ApiError::conflict(gr(info), name));
             }
         }
         if let Some(uid) = opts.precondition_uid.as_deref().filter(|u| !u.is_empty()) {
             if Some(uid) != meta_str(&old, "uid") {
                 return Err(ApiError {
-                    details: Some(info.gr().details(name)),
+                    details: Some(gr(info).details(name)),
                     ..ApiError::new(
                         409,
                         "Conflict",
                         format!(
                             "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                            info.gr().qualified(),
+                            gr(info).qualified(),
                             meta_str(&old, "uid").unwrap_or("")
                         ),
                     )
@@ -1238,7 +1134,7 @@ impl Store {
     /// does (when nobody else owns them). Returns the object and whether it was created.
     pub fn apply(
         &self,
-        info: &ResourceInfo,
+        info: &ResourceType,
         ns: Option<&str>,
         name: &str,
         mut config: Value,
@@ -1361,7 +1257,7 @@ impl Store {
     }
 
     /// A custom resource version's `additionalPrinterColumns`, from its CRD.
-    pub fn printer_columns(&self, info: &ResourceInfo) -> Option<Vec<Value>> {
+    pub fn printer_columns(&self, info: &ResourceType) -> Option<Vec<Value>> {
         if !info.custom {
             return None;
         }
@@ -1381,10 +1277,10 @@ impl Store {
     }
 
     /// Every stored object of a type (all namespaces), for the controller.
-    pub fn all(&self, info: &ResourceInfo) -> Vec<Value> {
+    pub fn all(&self, info: &ResourceType) -> Vec<Value> {
         let g = self.lock();
         g.objects
-            .get(&info.storage_key())
+            .get(&storage_key(info))
             .map(|m| m.values().map(|o| Self::output(info, o.clone())).collect())
             .unwrap_or_default()
     }
@@ -1449,7 +1345,7 @@ fn key_of_last(items: &[Value]) -> String {
         .unwrap_or_default()
 }
 
-fn check_type(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+fn check_type(info: &ResourceType, obj: &Value) -> Result<(), ApiError> {
     if let Some(av) = obj.get("apiVersion").and_then(Value::as_str) {
         let group = driftd_k8s::kinds::split_api_version(av).0;
         if group != info.group {
@@ -1472,7 +1368,7 @@ fn check_type(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
 
 /// The type checks kube-apiserver's decoder makes on the fields everything here relies on
 /// (object metadata maps of strings, integer replicas), answered the way its decoder fails.
-fn check_shapes(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+fn check_shapes(info: &ResourceType, obj: &Value) -> Result<(), ApiError> {
     let fail = |field: &str, want: &str, got: &Value| {
         let got = match got {
             Value::Null => "null",
@@ -1552,13 +1448,14 @@ impl Allocations {
     }
 }
 
-impl driftd_k8s::defaults::Allocator for Allocations {
+impl server_defaults::Allocator for Allocations {
     fn cluster_ip(&mut self) -> Option<String> {
         // 10.96.0.0/12, skipping .0 and the first address (kubernetes.default).
         let mut r = rand::rng();
         for _ in 0..10_000 {
-            let off: u32 = r.random_range(2..(1 << 20) - 1);
-            let ip = std::net::Ipv4Addr::from(u32::from_be_bytes([10, 96, 0, 0]) + off).to_string();
+            let off: u32 = r.random_range(2..server_defaults::SERVICE_CIDR_SIZE - 1);
+            let ip =
+                std::net::Ipv4Addr::from(server_defaults::SERVICE_CIDR_FIRST + off).to_string();
             if self.ips.insert(ip.clone()) {
                 return Some(ip);
             }
@@ -1568,7 +1465,8 @@ impl driftd_k8s::defaults::Allocator for Allocations {
     fn node_port(&mut self) -> Option<u16> {
         let mut r = rand::rng();
         for _ in 0..10_000 {
-            let p: u16 = r.random_range(30000..=32767);
+            let p: u16 =
+                r.random_range(server_defaults::NODE_PORT_MIN..=server_defaults::NODE_PORT_MAX);
             if self.ports.insert(u64::from(p)) {
                 return Some(p);
             }
@@ -1582,7 +1480,7 @@ impl driftd_k8s::defaults::Allocator for Allocations {
 
 /// Storage key of an object: (namespace, name), the namespace empty for cluster-scoped
 /// types whatever the request path said.
-fn object_key(info: &ResourceInfo, ns: Option<&str>, name: &str) -> (String, String) {
+fn object_key(info: &ResourceType, ns: Option<&str>, name: &str) -> (String, String) {
     let ns = if info.namespaced {
         ns.unwrap_or("")
     } else {
@@ -1592,9 +1490,9 @@ fn object_key(info: &ResourceInfo, ns: Option<&str>, name: &str) -> (String, Str
 }
 
 impl Inner {
-    fn get(&self, info: &ResourceInfo, ns: Option<&str>, name: &str) -> Option<&Value> {
+    fn get(&self, info: &ResourceType, ns: Option<&str>, name: &str) -> Option<&Value> {
         self.objects
-            .get(&info.storage_key())?
+            .get(&storage_key(info))?
             .get(&object_key(info, ns, name))
     }
 
@@ -1610,14 +1508,14 @@ impl Inner {
     fn commit(
         &mut self,
         tx: &broadcast::Sender<Notice>,
-        info: &ResourceInfo,
+        info: &ResourceType,
         key: Key,
         obj: Option<Value>,
         kind: &'static str,
     ) -> Value {
         self.rv += 1;
         let rv = self.rv;
-        let map = self.objects.entry(info.storage_key()).or_default();
+        let map = self.objects.entry(storage_key(info)).or_default();
         let prev = map.get(&key).cloned();
         let mut object = match obj {
             Some(o) => o,
@@ -1632,7 +1530,7 @@ impl Inner {
         if kind != "DELETED" {
             map.insert(key.clone(), object.clone());
         }
-        let (group, plural) = info.storage_key();
+        let (group, plural) = storage_key(info);
         let change = Arc::new(Change {
             rv,
             kind,
@@ -1649,14 +1547,14 @@ impl Inner {
     }
 
     /// The objects of a type as they were at `rv`, undoing later history.
-    fn snapshot(&self, info: &ResourceInfo, rv: u64) -> Objects {
+    fn snapshot(&self, info: &ResourceType, rv: u64) -> Objects {
         let mut objects = self
             .objects
-            .get(&info.storage_key())
+            .get(&storage_key(info))
             .cloned()
             .unwrap_or_default();
         for c in self.history.iter().rev().take_while(|c| c.rv > rv) {
-            if !info.sees(c) {
+            if !sees(info, c) {
                 continue;
             }
             let key = (
@@ -1679,7 +1577,7 @@ impl Inner {
     fn orphan(&mut self, tx: &broadcast::Sender<Notice>, uid: &str) {
         let mut changed = Vec::new();
         for t in &self.types {
-            let Some(map) = self.objects.get(&t.storage_key()) else {
+            let Some(map) = self.objects.get(&storage_key(t)) else {
                 continue;
             };
             for (key, obj) in map {
@@ -1710,13 +1608,13 @@ impl Inner {
                 }
             }
         }
-        changed.dedup_by(|a, b| a.0.storage_key() == b.0.storage_key() && a.1 == b.1);
+        changed.dedup_by(|a, b| storage_key(&a.0) == storage_key(&b.0) && a.1 == b.1);
         for (t, key, o) in changed {
             self.commit(tx, &t, key, Some(o), "MODIFIED");
         }
     }
 
-    fn cascade(&mut self, tx: &broadcast::Sender<Notice>, info: &ResourceInfo, deleted: &Value) {
+    fn cascade(&mut self, tx: &broadcast::Sender<Notice>, info: &ResourceType, deleted: &Value) {
         let uid = meta_str(deleted, "uid").unwrap_or("").to_string();
         let ns_deleted = info.kind == "Namespace" && !info.custom;
         let crd = (info.kind == "CustomResourceDefinition" && !info.custom).then(|| {
@@ -1736,7 +1634,7 @@ impl Inner {
         let name = meta_str(deleted, "name").unwrap_or("").to_string();
         let mut doomed = Vec::new();
         for t in &self.types {
-            let Some(map) = self.objects.get(&t.storage_key()) else {
+            let Some(map) = self.objects.get(&storage_key(t)) else {
                 continue;
             };
             for (key, obj) in map {
@@ -1756,11 +1654,11 @@ impl Inner {
                 }
             }
         }
-        doomed.dedup_by(|a, b| a.0.storage_key() == b.0.storage_key() && a.1 == b.1);
+        doomed.dedup_by(|a, b| storage_key(&a.0) == storage_key(&b.0) && a.1 == b.1);
         for (t, key) in doomed {
             let exists = self
                 .objects
-                .get(&t.storage_key())
+                .get(&storage_key(&t))
                 .is_some_and(|m| m.contains_key(&key));
             if exists {
                 let gone = self.commit(tx, &t, key, None, "DELETED");
@@ -1770,7 +1668,7 @@ impl Inner {
     }
 
     fn refresh_crds(&mut self) {
-        let mut types = builtin_types();
+        let mut types = BUILTIN.clone();
         let crds: Vec<Value> = self
             .objects
             .get(&(
@@ -1827,7 +1725,7 @@ pub fn scale_of(obj: &Value) -> Value {
 mod tests {
     use super::*;
 
-    fn deployments(store: &Store) -> ResourceInfo {
+    fn deployments(store: &Store) -> ResourceType {
         store.resolve("apps", "v1", "deployments").unwrap()
     }
 
@@ -1836,6 +1734,24 @@ mod tests {
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
                 "template": {"metadata": {"labels": {"app": "web"}},
                     "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}})
+    }
+
+    #[test]
+    fn a_created_jobs_generated_selector_names_its_own_uid() {
+        let store = Store::new(100);
+        let jobs = store.resolve("batch", "v1", "jobs").unwrap();
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}}});
+        let created = store
+            .create(&jobs, Some("default"), job, &WriteCtx::new("test"))
+            .unwrap();
+        let uid = &created["metadata"]["uid"];
+        assert_eq!(
+            created["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"],
+            *uid
+        );
+        assert_eq!(created["metadata"]["labels"]["controller-uid"], *uid);
     }
 
     #[test]

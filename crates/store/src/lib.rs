@@ -1,11 +1,14 @@
 //! The desired-state store: SQLite (WAL), schema versioned by `PRAGMA user_version`.
-//! Sources, immutable revisions, their objects, drift episodes, and the installation key.
+//! Sources, immutable revisions, their objects, intents (the write-ahead log of deploys and
+//! the per-source lock), drift episodes, and the installation key.
 //!
 //! Several processes share one database file (`driftd commit` while `driftd serve` runs), so
 //! every write is one `BEGIN IMMEDIATE` transaction and readers poll `data_version` to learn
 //! that someone else committed.
 
 mod episodes;
+mod history;
+mod intents;
 mod revisions;
 mod schema;
 
@@ -18,6 +21,11 @@ use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
+pub use history::{HistoryEntry, IntentEvent};
+pub use intents::{
+    holder_pod, BeginRequest, IntentAction, IntentInfo, IntentObject, IntentState, LockHeld,
+    OpenIntent, WrongState, MAX_TTL, MIN_TTL,
+};
 pub use revisions::{canonical_json, content_hash, validate_source_name};
 
 /// Store failures; each names what the user can do about it.
@@ -35,6 +43,14 @@ pub enum StoreError {
     /// The file's schema cannot be used by this binary (written by a newer driftd).
     #[error("{0}")]
     Schema(String),
+    #[error("no intent {0} in this database")]
+    IntentNotFound(i64),
+    /// `begin` on a source whose lock another intent holds.
+    #[error("{0}")]
+    Locked(Box<LockHeld>),
+    /// A transition the intent's state does not allow (committing an aborted intent).
+    #[error("{0}")]
+    WrongState(Box<WrongState>),
 }
 
 /// Metadata of one committed revision.
@@ -70,6 +86,9 @@ pub struct CommitRequest<'a> {
     pub message: &'a str,
     pub author: &'a str,
     pub objects: &'a [ManifestObject],
+    /// When it was committed; `None` is now. A revision imported from elsewhere (another
+    /// replica, the cluster) keeps its original time.
+    pub committed_at: Option<Timestamp>,
 }
 
 /// One object of the current desired state (newest revision of its source).
@@ -109,6 +128,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Handle on the SQLite database. Not `Sync`: keep one per task/thread.
 pub struct Store {
     conn: Connection,
+    clock: Box<dyn Fn() -> Timestamp + Send>,
 }
 
 impl Store {
@@ -157,15 +177,161 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(open_err)?;
         schema::migrate(&mut conn, display)?;
-        Ok(Store { conn })
+        Ok(Store {
+            conn,
+            clock: Box::new(Timestamp::now),
+        })
+    }
+
+    /// Replaces the clock every timestamp the store writes, and every expiry it derives,
+    /// comes from: tests and simulations move time without sleeping.
+    pub fn set_clock(&mut self, clock: impl Fn() -> Timestamp + Send + 'static) {
+        self.clock = Box::new(clock);
+    }
+
+    /// The store's current time.
+    pub fn now(&self) -> Timestamp {
+        (self.clock)()
     }
 
     /// Atomically records a new revision, or nothing if content equals the newest one.
     ///
     /// Rejected (and nothing written) when an object is owned by another source's newest
     /// revision: two sources fighting over one object would make drift meaningless.
+    /// A new revision supersedes the source's failed and interrupted intents.
     pub fn commit(&mut self, req: &CommitRequest) -> Result<CommitOutcome, StoreError> {
-        revisions::commit(&mut self.conn, req, Timestamp::now())
+        let now = self.now();
+        revisions::commit(&mut self.conn, req, now)
+    }
+
+    /// Records a pending intent (the objects a deploy is about to apply) and takes the
+    /// source's lock. Validated like [`Store::commit`]; refused with [`StoreError::Locked`]
+    /// while another intent holds the lock, even an expired one. Nothing is written when
+    /// refused.
+    pub fn begin_intent(&mut self, req: &BeginRequest) -> Result<IntentInfo, StoreError> {
+        let now = self.now();
+        intents::begin(&mut self.conn, req, now)
+    }
+
+    /// Heartbeat: moves `expires_at` to now + TTL (`ttl` replaces the intent's TTL). Renewing
+    /// an expired intent nobody released revives it (recorded in history).
+    pub fn renew_intent(
+        &mut self,
+        id: i64,
+        ttl: Option<Duration>,
+        actor: &str,
+    ) -> Result<IntentInfo, StoreError> {
+        let now = self.now();
+        intents::renew(&mut self.conn, id, ttl, actor, now)
+    }
+
+    /// Makes a pending (or expired) intent the source's newest committed revision, in one
+    /// transaction. Content equal to the newest revision creates no revision
+    /// ([`CommitOutcome::Unchanged`], which the intent then points at).
+    pub fn commit_intent(
+        &mut self,
+        id: i64,
+        actor: &str,
+    ) -> Result<(IntentInfo, CommitOutcome), StoreError> {
+        let now = self.now();
+        intents::commit(&mut self.conn, id, actor, now)
+    }
+
+    /// Drops a pending intent: the deploy did not happen.
+    pub fn abort_intent(
+        &mut self,
+        id: i64,
+        actor: &str,
+        reason: &str,
+    ) -> Result<IntentInfo, StoreError> {
+        self.finish_intent(id, IntentAction::Abort, actor, reason)
+    }
+
+    /// The deploy ran and failed: what it wanted may be partly applied.
+    pub fn fail_intent(
+        &mut self,
+        id: i64,
+        actor: &str,
+        reason: &str,
+    ) -> Result<IntentInfo, StoreError> {
+        self.finish_intent(id, IntentAction::Fail, actor, reason)
+    }
+
+    /// The deploy was stopped by a signal: what it wanted may be partly applied.
+    pub fn interrupt_intent(
+        &mut self,
+        id: i64,
+        actor: &str,
+        reason: &str,
+    ) -> Result<IntentInfo, StoreError> {
+        self.finish_intent(id, IntentAction::Interrupt, actor, reason)
+    }
+
+    /// Explicit release by a named actor, of a pending, expired, failed or interrupted
+    /// intent: frees the lock and stops the intent from explaining drift.
+    pub fn release_intent(
+        &mut self,
+        id: i64,
+        actor: &str,
+        reason: &str,
+    ) -> Result<IntentInfo, StoreError> {
+        self.finish_intent(id, IntentAction::Release, actor, reason)
+    }
+
+    /// Release decided by the daemon (holder pod gone for long enough): only for intents
+    /// holding a lock, and recorded as `auto-release` so people can tell it apart.
+    pub fn auto_release_intent(
+        &mut self,
+        id: i64,
+        actor: &str,
+        reason: &str,
+    ) -> Result<IntentInfo, StoreError> {
+        self.finish_intent(id, IntentAction::AutoRelease, actor, reason)
+    }
+
+    fn finish_intent(
+        &mut self,
+        id: i64,
+        action: IntentAction,
+        actor: &str,
+        reason: &str,
+    ) -> Result<IntentInfo, StoreError> {
+        let now = self.now();
+        intents::finish(&mut self.conn, id, action, actor, reason, now)
+    }
+
+    /// Records in history that `actor` saw the intent expired; once per expiry, so a
+    /// daemon can call it on every pass. `Ok(true)` when it recorded.
+    pub fn record_intent_expiry(&mut self, id: i64, actor: &str) -> Result<bool, StoreError> {
+        let now = self.now();
+        intents::record_expiry(&mut self.conn, id, actor, now)
+    }
+
+    /// One intent, with its derived state.
+    pub fn intent(&self, id: i64) -> Result<Option<IntentInfo>, StoreError> {
+        intents::get(&self.conn, id, self.now())
+    }
+
+    /// Intents newest first, of one source or all; only open ones (pending, expired, failed,
+    /// interrupted) unless `include_ended`.
+    pub fn intents(
+        &self,
+        source: Option<&str>,
+        include_ended: bool,
+    ) -> Result<Vec<IntentInfo>, StoreError> {
+        intents::list(&self.conn, source, include_ended, self.now())
+    }
+
+    /// Every open intent (pending, expired, failed, interrupted) with its objects, oldest
+    /// first, read as one snapshot: what live objects may equal instead of the committed
+    /// desired state, and the locks that may be stale.
+    pub fn open_intents(&self) -> Result<Vec<OpenIntent>, StoreError> {
+        intents::open_intents(&self.conn, self.now())
+    }
+
+    /// Revisions and intent transitions of one source, newest first.
+    pub fn timeline(&self, source: &str) -> Result<Vec<HistoryEntry>, StoreError> {
+        history::timeline(&self.conn, source)
     }
 
     /// Every source with its newest revision, by name.
@@ -246,6 +412,8 @@ fn ts_from_db(row: &rusqlite::Row, idx: usize) -> rusqlite::Result<Timestamp> {
     })
 }
 
+#[cfg(test)]
+mod intent_tests;
 #[cfg(test)]
 mod tests;
 

@@ -1,8 +1,8 @@
 //! Sources and their immutable revisions: commit, listings, and the current desired state.
 
 use super::{
-    ns_from_db, ns_to_db, ts_from_db, ts_to_db, CommitOutcome, CommitRequest, DesiredObject,
-    DesiredState, RevisionInfo, SourceSummary, StoreError,
+    intents, ns_from_db, ns_to_db, ts_from_db, ts_to_db, CommitOutcome, CommitRequest,
+    DesiredObject, DesiredState, RevisionInfo, SourceSummary, StoreError,
 };
 use driftd_core::manifest::ManifestObject;
 use driftd_k8s::ObjectKey;
@@ -98,7 +98,10 @@ fn revision_from_row(row: &rusqlite::Row) -> rusqlite::Result<RevisionInfo> {
     })
 }
 
-fn newest_revision(conn: &Connection, source: &str) -> rusqlite::Result<Option<RevisionInfo>> {
+pub(super) fn newest_revision(
+    conn: &Connection,
+    source: &str,
+) -> rusqlite::Result<Option<RevisionInfo>> {
     conn.query_row(
         &format!(
             "SELECT {REVISION_COLUMNS} FROM revisions r JOIN sources s ON s.id = r.source_id \
@@ -136,14 +139,42 @@ fn owned_by_others(
     rows.collect()
 }
 
-pub(super) fn commit(
-    conn: &mut Connection,
-    req: &CommitRequest,
-    now: Timestamp,
-) -> Result<CommitOutcome, StoreError> {
-    validate_source_name(req.source)?;
+/// One object as the store keeps it, for a revision or an intent: the body as JSON text and
+/// where it came from, so errors can point at the file.
+pub(super) struct StoredObject {
+    pub key: ObjectKey,
+    pub api_version: String,
+    pub body: String,
+    pub origin_file: String,
+    pub origin_document: i64,
+}
+
+impl StoredObject {
+    fn from_manifest(obj: &ManifestObject) -> StoredObject {
+        StoredObject {
+            key: obj.key.clone(),
+            api_version: obj.api_version.clone(),
+            body: obj.object.to_string(),
+            origin_file: obj.origin.file.clone(),
+            origin_document: obj.origin.document as i64,
+        }
+    }
+
+    fn origin(&self) -> String {
+        format!("{}: document {}", self.origin_file, self.origin_document)
+    }
+}
+
+/// Checks what can be checked without the database (source name, no object twice) and
+/// returns the content hash and the objects as stored: the same rules for a commit and for
+/// an intent.
+pub(super) fn validate_objects(
+    source: &str,
+    objects: &[ManifestObject],
+) -> Result<(String, Vec<StoredObject>), StoreError> {
+    validate_source_name(source)?;
     let mut seen: HashMap<&ObjectKey, &ManifestObject> = HashMap::new();
-    for obj in req.objects {
+    for obj in objects {
         if let Some(first) = seen.insert(&obj.key, obj) {
             return Err(StoreError::Rejected(format!(
                 "{} is given twice: {} and {}",
@@ -151,7 +182,132 @@ pub(super) fn commit(
             )));
         }
     }
-    let hash = content_hash(req.objects);
+    let stored = objects.iter().map(StoredObject::from_manifest).collect();
+    Ok((content_hash(objects), stored))
+}
+
+/// Refuses objects owned by another source's newest revision. Call inside the write
+/// transaction, so no other commit can take an object between this check and the insert.
+pub(super) fn check_owners(
+    conn: &Connection,
+    source: &str,
+    objects: &[StoredObject],
+) -> Result<(), StoreError> {
+    let owned = owned_by_others(conn, source)?;
+    for obj in objects {
+        if let Some((other, revision)) = owned.get(&obj.key) {
+            return Err(StoreError::Rejected(format!(
+                "{} ({}) is already owned by source {other:?} (revision {revision}); \
+                 an object can belong to one source only: remove it from one of them",
+                obj.key,
+                obj.origin()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Inserts `objects` into `table` (`revision_objects` or `intent_objects`, whose owner
+/// column is `owner_column`) under `owner`.
+pub(super) fn insert_objects(
+    conn: &Connection,
+    table: &str,
+    owner_column: &str,
+    owner: i64,
+    objects: &[StoredObject],
+) -> Result<(), StoreError> {
+    let mut insert = conn.prepare(&format!(
+        "INSERT INTO {table}
+         ({owner_column}, grp, kind, namespace, name, api_version, body, origin_file, origin_document)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+    ))?;
+    for obj in objects {
+        insert.execute(params![
+            owner,
+            obj.key.group,
+            obj.key.kind,
+            ns_to_db(&obj.key.namespace),
+            obj.key.name,
+            obj.api_version,
+            obj.body,
+            obj.origin_file,
+            obj.origin_document,
+        ])?;
+    }
+    Ok(())
+}
+
+/// What a new revision row says about itself.
+pub(super) struct NewRevision<'a> {
+    pub source: &'a str,
+    pub author: &'a str,
+    pub message: &'a str,
+    pub committed_at: Timestamp,
+    pub content_hash: &'a str,
+}
+
+/// Writes a revision and its objects, creating the source on its first revision. Call
+/// inside the write transaction, after the checks.
+pub(super) fn insert_revision(
+    conn: &Connection,
+    rev: &NewRevision,
+    objects: &[StoredObject],
+    now: Timestamp,
+) -> Result<RevisionInfo, StoreError> {
+    let source_id: i64 = match conn
+        .query_row(
+            "SELECT id FROM sources WHERE name = ?1",
+            [rev.source],
+            |r| r.get(0),
+        )
+        .optional()?
+    {
+        Some(id) => id,
+        None => {
+            conn.execute(
+                "INSERT INTO sources (name, created_at) VALUES (?1, ?2)",
+                params![rev.source, ts_to_db(now)],
+            )?;
+            conn.last_insert_rowid()
+        }
+    };
+    conn.execute(
+        "INSERT INTO revisions (source_id, author, message, committed_at, content_hash, object_count)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            source_id,
+            rev.author,
+            rev.message,
+            ts_to_db(rev.committed_at),
+            rev.content_hash,
+            objects.len() as i64
+        ],
+    )?;
+    let revision_id = conn.last_insert_rowid();
+    insert_objects(
+        conn,
+        "revision_objects",
+        "revision_id",
+        revision_id,
+        objects,
+    )?;
+    Ok(RevisionInfo {
+        id: revision_id,
+        source: rev.source.to_string(),
+        author: rev.author.to_string(),
+        message: rev.message.to_string(),
+        committed_at: rev.committed_at,
+        content_hash: rev.content_hash.to_string(),
+        object_count: objects.len(),
+    })
+}
+
+pub(super) fn commit(
+    conn: &mut Connection,
+    req: &CommitRequest,
+    now: Timestamp,
+) -> Result<CommitOutcome, StoreError> {
+    let (hash, objects) = validate_objects(req.source, req.objects)?;
 
     // Checks and writes happen under the write lock, so no other commit can take an
     // object between our ownership check and our insert. Dropping `tx` without commit
@@ -162,77 +318,24 @@ pub(super) fn commit(
             return Ok(CommitOutcome::Unchanged(newest));
         }
     }
-    let owned = owned_by_others(&tx, req.source)?;
-    for obj in req.objects {
-        if let Some((other, revision)) = owned.get(&obj.key) {
-            return Err(StoreError::Rejected(format!(
-                "{} ({}) is already owned by source {other:?} (revision {revision}); \
-                 an object can belong to one source only: remove it from one of them",
-                obj.key, obj.origin
-            )));
-        }
-    }
-
-    let source_id: i64 = match tx
-        .query_row(
-            "SELECT id FROM sources WHERE name = ?1",
-            [req.source],
-            |r| r.get(0),
-        )
-        .optional()?
-    {
-        Some(id) => id,
-        None => {
-            tx.execute(
-                "INSERT INTO sources (name, created_at) VALUES (?1, ?2)",
-                params![req.source, ts_to_db(now)],
-            )?;
-            tx.last_insert_rowid()
-        }
-    };
-    tx.execute(
-        "INSERT INTO revisions (source_id, author, message, committed_at, content_hash, object_count)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![
-            source_id,
-            req.author,
-            req.message,
-            ts_to_db(now),
-            hash,
-            req.objects.len() as i64
-        ],
+    check_owners(&tx, req.source, &objects)?;
+    let revision = insert_revision(
+        &tx,
+        &NewRevision {
+            source: req.source,
+            author: req.author,
+            message: req.message,
+            committed_at: req.committed_at.unwrap_or(now),
+            content_hash: &hash,
+        },
+        &objects,
+        now,
     )?;
-    let revision_id = tx.last_insert_rowid();
-    {
-        let mut insert = tx.prepare(
-            "INSERT INTO revision_objects
-             (revision_id, grp, kind, namespace, name, api_version, body, origin_file, origin_document)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )?;
-        for obj in req.objects {
-            insert.execute(params![
-                revision_id,
-                obj.key.group,
-                obj.key.kind,
-                ns_to_db(&obj.key.namespace),
-                obj.key.name,
-                obj.api_version,
-                obj.object.to_string(),
-                obj.origin.file,
-                obj.origin.document as i64,
-            ])?;
-        }
-    }
+    // A newer committed desired state is the team's decision: the source's failed and
+    // interrupted deploys are history from here on.
+    intents::supersede(&tx, req.source, revision.id, req.author, now)?;
     tx.commit()?;
-    Ok(CommitOutcome::Created(RevisionInfo {
-        id: revision_id,
-        source: req.source.to_string(),
-        author: req.author.to_string(),
-        message: req.message.to_string(),
-        committed_at: now,
-        content_hash: hash,
-        object_count: req.objects.len(),
-    }))
+    Ok(CommitOutcome::Created(revision))
 }
 
 pub(super) fn sources(conn: &Connection) -> Result<Vec<SourceSummary>, StoreError> {

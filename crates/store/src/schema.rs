@@ -60,6 +60,57 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     CREATE UNIQUE INDEX episodes_open ON episodes(grp, kind, namespace, name)
         WHERE resolved_at IS NULL;
     "#,
+    // 2: intents, the write-ahead log of deploys. Sources are referenced by name: an intent
+    // may be the first thing ever recorded for a source, and `sources` lists only sources
+    // that have revisions.
+    r#"
+    CREATE TABLE intents (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        source       TEXT NOT NULL,
+        holder       TEXT NOT NULL,
+        state        TEXT NOT NULL CHECK (state IN
+                     ('pending', 'committed', 'aborted', 'failed', 'interrupted', 'released',
+                      'superseded')),
+        author       TEXT NOT NULL,
+        message      TEXT NOT NULL,
+        created_at   TEXT NOT NULL,
+        ttl_seconds  INTEGER NOT NULL,
+        expires_at   TEXT NOT NULL,
+        ended_at     TEXT,
+        ended_by     TEXT,
+        end_reason   TEXT,
+        content_hash TEXT NOT NULL,
+        object_count INTEGER NOT NULL,
+        revision_id  INTEGER REFERENCES revisions(id)
+    );
+    CREATE INDEX intents_by_source ON intents(source, id);
+    -- The lock: at most one pending intent per source (expired ones included: expiry is
+    -- derived from expires_at, the row stays pending until someone releases it).
+    CREATE UNIQUE INDEX intents_lock ON intents(source) WHERE state = 'pending';
+    CREATE TABLE intent_objects (
+        intent_id       INTEGER NOT NULL REFERENCES intents(id),
+        grp             TEXT NOT NULL,
+        kind            TEXT NOT NULL,
+        namespace       TEXT NOT NULL,
+        name            TEXT NOT NULL,
+        api_version     TEXT NOT NULL,
+        body            TEXT NOT NULL,
+        origin_file     TEXT NOT NULL,
+        origin_document INTEGER NOT NULL,
+        PRIMARY KEY (intent_id, grp, kind, namespace, name)
+    ) WITHOUT ROWID;
+    -- Every transition of an intent (renewals excepted): the source's history shows them.
+    CREATE TABLE intent_events (
+        id        INTEGER PRIMARY KEY AUTOINCREMENT,
+        intent_id INTEGER NOT NULL REFERENCES intents(id),
+        source    TEXT NOT NULL,
+        at        TEXT NOT NULL,
+        action    TEXT NOT NULL,
+        actor     TEXT NOT NULL,
+        detail    TEXT NOT NULL
+    );
+    CREATE INDEX intent_events_by_source ON intent_events(source, id);
+    "#,
 ];
 
 /// The schema version this binary writes.

@@ -18,6 +18,7 @@ fn commit(store: &mut Store, source: &str, text: &str) -> Result<CommitOutcome, 
         message: "msg",
         author: "alice",
         objects: &objs,
+        committed_at: None,
     })
 }
 

@@ -105,14 +105,17 @@ impl<'a> Entry<'a> {
 
 /// How far `entry` owns along `segs`: `Some(depth)` if it owns the field itself (depth =
 /// `segs.len()`) or a whole ancestor leaf (an atomic list or map it wrote as one value).
+/// Items of a keyed list are tracked one by one (`k:` elements), so an empty node for the
+/// list owns the list field, not an item it does not name: a removed item has no owner.
 fn ownership_depth(entry: &Entry, segs: &[Seg]) -> Option<usize> {
     let mut node = entry.fields;
     for (depth, seg) in segs.iter().enumerate() {
         match entry.child(node, seg) {
             Some(next) => node = next,
             None => {
+                let keyed_item = matches!(seg, Seg::Item { key: Some(_), .. });
                 let leaf = node.as_object().is_some_and(|m| m.is_empty());
-                return (depth > 0 && leaf).then_some(depth);
+                return (depth > 0 && leaf && !keyed_item).then_some(depth);
             }
         }
     }
@@ -255,6 +258,36 @@ mod tests {
             assert!(owner(&es, &port("port=54", "name")).is_none());
             assert!(owner(&es, &port("name=53", "name")).is_none());
         }
+    }
+
+    #[test]
+    fn a_keyed_item_is_not_owned_through_its_lists_empty_node() {
+        // `kubectl edit` replaced port 8080 with 8081: the creator keeps the `ports` field
+        // (`{}`, all its items gone), the 8080 item belongs to nobody.
+        let live = json!({"metadata": {"managedFields": [
+            {"manager": "kubectl-client-side-apply", "operation": "Update",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:ports": {}, "f:args": {}}}},
+            {"manager": "kubectl-edit", "operation": "Update", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:spec": {"f:ports": {"k:{\"port\":8081}": {".": {}, "f:port": {}}}}}}
+        ]}});
+        let es = entries(&live);
+        let mut port = path(&["spec", "ports", "port=8080"]);
+        assert!(owner(&es, &port).is_none());
+        port.push(Seg::Field("name".into()));
+        assert!(owner(&es, &port).is_none());
+        let other = path(&["spec", "ports", "port=8081"]);
+        assert_eq!(owner(&es, &other).unwrap().manager, "kubectl-edit");
+        // An atomic list (no key) is still owned whole through its leaf.
+        let mut arg = path(&["spec", "args"]);
+        arg.push(Seg::Item {
+            desired: Some(0),
+            live: Some(0),
+            key: None,
+        });
+        assert_eq!(
+            owner(&es, &arg).unwrap().manager,
+            "kubectl-client-side-apply"
+        );
     }
 
     #[test]

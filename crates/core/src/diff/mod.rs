@@ -2,7 +2,7 @@
 //!
 //! It reports what a person or an unfinished deploy changed, never what kube-apiserver or a
 //! controller did by design. The committed state is the manifest plus kube-apiserver's
-//! deterministic defaults (`sim::defaults::apply_declared`, built-in kinds only): every
+//! deterministic defaults (`driftd_k8s::defaults::apply`, built-in kinds only): every
 //! field that defaulted object sets is compared, so a hand edit of a defaulted field
 //! (`suspend`, `type`, `imagePullPolicy`, an omitted `replicas`) is drift, while allocated
 //! values, server metadata, `status` and fields nobody committed are not. Equal values in
@@ -227,7 +227,8 @@ impl Differ {
         if driftd_k8s::kinds::builtin(api_version, kind).is_some() {
             // Committed state = manifest + kube-apiserver's deterministic defaults: a field
             // the manifest leaves to a default was committed with that value.
-            driftd_k8s::defaults::apply_declared(api_version, kind, &mut stored);
+            driftd_k8s::defaults::apply(api_version, kind, &mut stored);
+            normalize::drop_null_creation_timestamps(&mut stored);
         }
         // The previous revision stays as written: only fields it *set* are pruned.
         let previous = previous.map(|p| normalize::desired_as_stored(kind, p));

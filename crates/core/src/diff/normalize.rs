@@ -4,7 +4,7 @@
 
 use base64::Engine;
 use driftd_k8s::quantity;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// `null`, `{}` and `[]`: what a desired object may write for a field the server then leaves
 /// out. Mirrors kube-apiserver dropping empty optional fields (`omitempty`) when it stores.
@@ -162,38 +162,28 @@ pub fn secret_values_equal(desired: &Value, live: &Value) -> bool {
 /// conflicts, as the Secret REST strategy does (it never stores `stringData`).
 pub fn desired_as_stored(kind: &str, desired: &Value) -> Value {
     let mut out = desired.clone();
-    if kind != "Secret" {
-        return out;
-    }
-    let Some(obj) = out.as_object_mut() else {
-        return out;
-    };
-    let Some(string_data) = obj.remove("stringData") else {
-        return out;
-    };
-    let Value::Object(string_data) = string_data else {
-        return out;
-    };
-    if string_data.is_empty() {
-        return out;
-    }
-    let engine = base64::engine::general_purpose::STANDARD;
-    let data = obj
-        .entry("data")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !data.is_object() {
-        *data = Value::Object(Map::new());
-    }
-    if let Some(data) = data.as_object_mut() {
-        for (k, v) in string_data {
-            let text = match v {
-                Value::String(s) => s,
-                other => other.to_string(),
-            };
-            data.insert(k, Value::String(engine.encode(text.as_bytes())));
-        }
+    if kind == "Secret" {
+        driftd_k8s::secret::fold_string_data(&mut out);
     }
     out
+}
+
+/// Removes `creationTimestamp: null` from every ObjectMeta of a desired object: the encoder's
+/// zero time, which `kubectl create --dry-run=client -o yaml` writes into manifests, is not
+/// something anyone declares.
+pub fn drop_null_creation_timestamps(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+                if meta.get("creationTimestamp") == Some(&Value::Null) {
+                    meta.remove("creationTimestamp");
+                }
+            }
+            m.values_mut().for_each(drop_null_creation_timestamps);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_null_creation_timestamps),
+        _ => {}
+    }
 }
 
 #[cfg(test)]

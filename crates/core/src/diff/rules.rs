@@ -3,6 +3,7 @@
 //! exceptions do not outlive their purpose.
 
 use super::pointer::{unescape, Seg};
+use driftd_k8s::selector::Selector;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -107,113 +108,6 @@ impl Pattern {
     }
 }
 
-/// A label selector requirement, as `kubectl get -l` accepts them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Requirement {
-    Equals(String, String),
-    NotEquals(String, String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    NotExists(String),
-}
-
-fn split_top_level(s: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&s[start..]);
-    parts
-}
-
-fn parse_set(rest: &str) -> Result<Vec<String>, String> {
-    let inner = rest
-        .trim()
-        .strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| format!("expected `(a,b)` after set operator in {rest:?}"))?;
-    Ok(inner
-        .split(',')
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-        .collect())
-}
-
-fn parse_requirement(part: &str) -> Result<Requirement, String> {
-    let part = part.trim();
-    if part.is_empty() {
-        return Err("empty requirement".into());
-    }
-    let words: Vec<&str> = part.splitn(2, char::is_whitespace).collect();
-    if words.len() == 2 {
-        let rest = words[1].trim_start();
-        if let Some(r) = rest.strip_prefix("notin") {
-            return Ok(Requirement::NotIn(words[0].into(), parse_set(r)?));
-        }
-        if let Some(r) = rest.strip_prefix("in") {
-            return Ok(Requirement::In(words[0].into(), parse_set(r)?));
-        }
-    }
-    let check = |k: &str| -> Result<String, String> {
-        let k = k.trim();
-        if k.is_empty() || k.contains(char::is_whitespace) {
-            Err(format!("invalid label key in {part:?}"))
-        } else {
-            Ok(k.to_string())
-        }
-    };
-    if let Some((k, v)) = part.split_once("!=") {
-        return Ok(Requirement::NotEquals(check(k)?, v.trim().into()));
-    }
-    if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
-        return Ok(Requirement::Equals(check(k)?, v.trim().into()));
-    }
-    if let Some(k) = part.strip_prefix('!') {
-        return Ok(Requirement::NotExists(check(k)?));
-    }
-    Ok(Requirement::Exists(check(part)?))
-}
-
-/// A parsed label selector; all requirements must hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Selector(Vec<Requirement>);
-
-impl Selector {
-    /// Parses the syntax `kubectl get -l` accepts; an empty string selects everything.
-    pub fn parse(s: &str) -> Result<Selector, String> {
-        if s.trim().is_empty() {
-            return Ok(Selector(Vec::new()));
-        }
-        split_top_level(s)
-            .into_iter()
-            .map(parse_requirement)
-            .collect::<Result<_, _>>()
-            .map(Selector)
-    }
-
-    /// Whether an object with `labels` is selected (all requirements hold).
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.0.iter().all(|r| match r {
-            Requirement::Equals(k, v) => labels.get(k) == Some(v),
-            Requirement::NotEquals(k, v) => labels.get(k) != Some(v),
-            Requirement::In(k, vs) => labels.get(k).is_some_and(|v| vs.contains(v)),
-            Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|v| !vs.contains(v)),
-            Requirement::Exists(k) => labels.contains_key(k),
-            Requirement::NotExists(k) => !labels.contains_key(k),
-        })
-    }
-}
-
 /// What identifies an object to rule matching.
 #[derive(Debug, Clone, Default)]
 pub struct ObjectFacts<'a> {
@@ -286,7 +180,10 @@ impl CompiledRule {
                 .as_ref()
                 .is_none_or(|p| p.matches(obj.namespace.unwrap_or("")))
             && self.name.as_ref().is_none_or(|p| p.matches(obj.name))
-            && self.labels.as_ref().is_none_or(|s| s.matches(&obj.labels))
+            && self
+                .labels
+                .as_ref()
+                .is_none_or(|s| s.matches_map(&obj.labels))
     }
 
     /// Whether the difference at `segs`, last written by `manager`, is ignored by this rule.
@@ -367,7 +264,7 @@ fn compile(index: usize, rule: IgnoreRule) -> Result<CompiledRule, RuleError> {
     let labels = rule
         .labels
         .as_deref()
-        .map(Selector::parse)
+        .map(Selector::parse_labels)
         .transpose()
         .map_err(|m| err("labels", m))?;
     if rule.pointers.is_empty() && rule.managers.is_empty() {
@@ -441,7 +338,7 @@ mod tests {
             "",
         ];
         for s in yes {
-            assert!(Selector::parse(s).unwrap().matches(&l), "{s}");
+            assert!(Selector::parse_labels(s).unwrap().matches_map(&l), "{s}");
         }
         let no = [
             "app=api",
@@ -452,11 +349,11 @@ mod tests {
             "!canary",
         ];
         for s in no {
-            assert!(!Selector::parse(s).unwrap().matches(&l), "{s}");
+            assert!(!Selector::parse_labels(s).unwrap().matches_map(&l), "{s}");
         }
-        assert!(Selector::parse("app in web").is_err());
-        assert!(Selector::parse("=web").is_err());
-        assert!(Selector::parse("a,,b").is_err());
+        assert!(Selector::parse_labels("app in web").is_err());
+        assert!(Selector::parse_labels("=web").is_err());
+        assert!(Selector::parse_labels("a,,b").is_err());
     }
 
     #[test]

@@ -60,13 +60,13 @@ fn deployment() -> Value {
     })
 }
 
-/// `desired` as kube-apiserver returns it after create: `sim::defaults` (defaults,
-/// allocations, status) plus server metadata.
+/// `desired` as kube-apiserver returns it after create: the simulator's defaults (declared
+/// defaults, allocations, status) plus server metadata.
 fn served(desired: &Value) -> Value {
     let mut l = desired.clone();
     let api_version = l["apiVersion"].as_str().unwrap_or("").to_string();
     let kind = l["kind"].as_str().unwrap_or("").to_string();
-    driftd_k8s::defaults::apply(&api_version, &kind, &mut l);
+    driftd_sim::server_defaults::as_created(&api_version, &kind, &mut l);
     let m = l["metadata"].as_object_mut().unwrap();
     m.insert("uid".into(), json!("0b8d-11"));
     m.insert("resourceVersion".into(), json!("812"));
@@ -1016,8 +1016,8 @@ fn service_type_switched_by_hand_is_one_finding() {
     let mut node_port = desired.clone();
     node_port["spec"]["type"] = json!("NodePort");
     let mut live2 = node_port.clone();
-    driftd_k8s::defaults::apply_update(
-        &mut driftd_k8s::defaults::ClusterAllocator::default(),
+    driftd_sim::server_defaults::on_update(
+        &mut driftd_sim::server_defaults::IdentityAllocator::for_object(&live),
         "v1",
         "Service",
         &live,

@@ -7,23 +7,11 @@ use driftd_sim::{SimOptions, Simulator};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub const KUBECTL: &str = "/usr/bin/kubectl";
 
-/// Polls `check` until it returns `Some`, or panics with `what` after `timeout`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        if Instant::now() > deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+pub use driftd_sim::testing::wait_for;
 
 /// A simulator serving on loopback from its own thread and runtime, so tests on any runtime
 /// (or none) reach it only over HTTP, as kubectl and kube clients reach a cluster. Stopped on

@@ -1,4 +1,6 @@
-//! Label and field selectors as `k8s.io/apimachinery/pkg/labels` and `pkg/fields` parse them.
+//! Label and field selectors as `k8s.io/apimachinery/pkg/labels` and `pkg/fields` parse them:
+//! the simulator filters lists and watches with them, and ignore rules select objects with
+//! the same syntax `kubectl get -l` accepts.
 
 use serde_json::Value;
 
@@ -54,10 +56,14 @@ impl Selector {
     /// Parses a label selector (`a=b,c!=d,e in (f,g),h notin (i),j,!k`).
     pub fn parse_labels(s: &str) -> Result<Selector, String> {
         let mut reqs = Vec::new();
+        if s.trim().is_empty() {
+            return Ok(Selector { reqs });
+        }
         for part in split_top(s) {
             let part = part.trim();
             if part.is_empty() {
-                continue;
+                // labels.Parse: "found ',', expected: identifier"
+                return Err(format!("invalid label selector {s:?}: empty requirement"));
             }
             if let Some(key) = part.strip_prefix('!') {
                 reqs.push((key.trim().to_string(), Op::NotExists));
@@ -108,6 +114,11 @@ impl Selector {
                 .and_then(Value::as_str)
                 .map(str::to_string)
         })
+    }
+
+    /// Whether a label map satisfies every requirement.
+    pub fn matches_map(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
+        self.matches_with(|k| labels.get(k).cloned())
     }
 
     /// Whether `object` satisfies every field requirement; fields are dotted paths

@@ -1,0 +1,77 @@
+//! kube-apiserver's defaults for declared fields: its `SetDefaults_*` functions.
+//!
+//! A manifest that leaves a field to its default commits that default: `kubectl apply` of a
+//! Deployment without `replicas` stores `replicas: 1`, and a hand edit to 3 later is drift.
+//! [`apply`] gives a manifest every such default. It is deterministic and depends on the
+//! object alone: nothing is allocated (clusterIP, nodePort, uid), nothing derives from the
+//! object's identity (a Job's generated selector), no `status` is created, and write-time
+//! conversions (Secret `stringData`) are left alone. What a server adds beyond this table
+//! on create and update is the simulator's business (`driftd_sim::server_defaults`).
+//!
+//! The differ applies this table to the desired side; the simulator applies it first on
+//! every write. So a wrong default here would be on both sides of a simulator test: the
+//! `oracle` tests check the table against the cases of kube's own `defaults_test.go` files.
+//!
+//! Where a default sits inside `status` (a PVC's or Namespace's `phase`), it is applied when
+//! the object carries a `status`, never by creating one.
+//!
+//! Sources, all in kubernetes/kubernetes: `pkg/apis/core/v1/defaults.go`,
+//! `pkg/apis/apps/v1/defaults.go`, `pkg/apis/batch/v1/defaults.go`,
+//! `pkg/apis/autoscaling/v2/defaults.go`, `pkg/apis/rbac/v1/defaults.go`,
+//! `pkg/apis/networking/v1/defaults.go`,
+//! `staging/src/k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1/defaults.go`, and
+//! the generated `zz_generated.defaults.go` beside each (which nested types get defaulted).
+//!
+//! Admission plugins are out of scope (they are not defaulting): DefaultStorageClass,
+//! DefaultIngressClass, ServiceAccount (pod `serviceAccountName`, token volume), Priority and
+//! DefaultTolerationSeconds only touch Pods/PVCs/Ingresses when configured.
+
+mod apiextensions;
+mod apps;
+mod autoscaling;
+mod batch;
+mod core;
+pub mod fields;
+mod image;
+mod networking;
+mod rbac;
+
+#[cfg(test)]
+mod oracle;
+#[cfg(test)]
+mod tests;
+
+use serde_json::Value;
+
+use crate::kinds::split_api_version;
+
+/// Applies kube-apiserver's defaults for declared fields of `api_version`/`kind` to
+/// `object` in place. Kinds without defaults (and custom resources) are left untouched.
+pub fn apply(api_version: &str, kind: &str, object: &mut Value) {
+    if !object.is_object() {
+        return;
+    }
+    let (group, version) = split_api_version(api_version);
+    match (group, kind) {
+        ("", "Pod") => core::pod(object),
+        ("", "PodTemplate") => core::pod_template(&mut object["template"]),
+        ("", "ReplicationController") => core::replication_controller(object),
+        ("", "Service") => core::service(object),
+        ("", "Secret") => core::secret(object),
+        ("", "PersistentVolumeClaim") => core::pvc(object),
+        ("", "Namespace") => core::namespace(object),
+        ("apps", "Deployment") => apps::deployment(object),
+        ("apps", "ReplicaSet") => apps::replica_set(object),
+        ("apps", "StatefulSet") => apps::stateful_set(object),
+        ("apps", "DaemonSet") => apps::daemon_set(object),
+        ("batch", "Job") => batch::job(object),
+        ("batch", "CronJob") => batch::cron_job(object),
+        ("autoscaling", "HorizontalPodAutoscaler") => autoscaling::hpa(object, version),
+        ("networking.k8s.io", "NetworkPolicy") => networking::network_policy(object),
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+            rbac::role_binding(object)
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => apiextensions::crd(object),
+        _ => {}
+    }
+}

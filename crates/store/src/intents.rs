@@ -1,0 +1,745 @@
+//! Intents: the write-ahead log of deploys. An intent records the object set a deployer is
+//! about to apply *before* it applies it, so a deploy that dies halfway leaves a record of
+//! what the cluster may now hold. A pending intent is also the source's lock: while it
+//! stands, nobody else may begin one for that source, so an intent nobody renews any more is
+//! a stale lock that someone has to release on purpose.
+//!
+//! Every write is one `BEGIN IMMEDIATE` transaction, like `commit`, and a refused operation
+//! writes nothing. Expiry is derived, never written: a pending intent whose `expires_at` has
+//! passed *reads* as [`IntentState::Expired`].
+
+use super::revisions::{
+    check_owners, insert_objects, insert_revision, newest_revision, validate_objects, NewRevision,
+    StoredObject,
+};
+use super::{ns_from_db, ts_from_db, ts_to_db, CommitOutcome, StoreError};
+use driftd_core::manifest::ManifestObject;
+use driftd_k8s::ObjectKey;
+use jiff::{SignedDuration, Timestamp};
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use serde::Serialize;
+use serde_json::Value;
+use std::time::Duration;
+
+/// Shortest and longest accepted TTL. Below a second renewals cannot keep up; a lock that
+/// may stand for more than a week unattended is no lock anyone will notice.
+pub const MIN_TTL: Duration = Duration::from_secs(1);
+pub const MAX_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Where an intent stands. `Expired` is never stored: it is a pending intent read after its
+/// `expires_at` (its holder stopped renewing it), i.e. an abandoned lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IntentState {
+    Pending,
+    Expired,
+    Committed,
+    Aborted,
+    Failed,
+    Interrupted,
+    Released,
+    /// A later revision of the same source was committed: the failed or interrupted attempt
+    /// is history, the newer committed desired state is the team's decision.
+    Superseded,
+}
+
+impl IntentState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntentState::Pending => "pending",
+            IntentState::Expired => "expired",
+            IntentState::Committed => "committed",
+            IntentState::Aborted => "aborted",
+            IntentState::Failed => "failed",
+            IntentState::Interrupted => "interrupted",
+            IntentState::Released => "released",
+            IntentState::Superseded => "superseded",
+        }
+    }
+
+    /// The intent may stand for a change in the cluster that no committed revision knows
+    /// about: what the engine compares live objects against (class `uncommitted`).
+    pub fn is_open(self) -> bool {
+        matches!(
+            self,
+            IntentState::Pending
+                | IntentState::Expired
+                | IntentState::Failed
+                | IntentState::Interrupted
+        )
+    }
+
+    /// The intent holds its source's lock.
+    pub fn holds_lock(self) -> bool {
+        matches!(self, IntentState::Pending | IntentState::Expired)
+    }
+
+    fn from_db(text: &str) -> Option<IntentState> {
+        Some(match text {
+            "pending" => IntentState::Pending,
+            "committed" => IntentState::Committed,
+            "aborted" => IntentState::Aborted,
+            "failed" => IntentState::Failed,
+            "interrupted" => IntentState::Interrupted,
+            "released" => IntentState::Released,
+            "superseded" => IntentState::Superseded,
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for IntentState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A transition recorded in the source's history (renewals are not: they are heartbeats).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IntentAction {
+    Begin,
+    Commit,
+    Abort,
+    Fail,
+    Interrupt,
+    Release,
+    AutoRelease,
+    /// Someone (the daemon) noticed the intent had expired; recorded once per expiry.
+    ExpireDetected,
+    /// Renewed after it had expired: its holder came back before anyone released it.
+    Revive,
+    Supersede,
+}
+
+impl IntentAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntentAction::Begin => "begin",
+            IntentAction::Commit => "commit",
+            IntentAction::Abort => "abort",
+            IntentAction::Fail => "fail",
+            IntentAction::Interrupt => "interrupt",
+            IntentAction::Release => "release",
+            IntentAction::AutoRelease => "auto-release",
+            IntentAction::ExpireDetected => "expire-detected",
+            IntentAction::Revive => "revive",
+            IntentAction::Supersede => "supersede",
+        }
+    }
+
+    pub(super) fn from_db(text: &str) -> Option<IntentAction> {
+        [
+            IntentAction::Begin,
+            IntentAction::Commit,
+            IntentAction::Abort,
+            IntentAction::Fail,
+            IntentAction::Interrupt,
+            IntentAction::Release,
+            IntentAction::AutoRelease,
+            IntentAction::ExpireDetected,
+            IntentAction::Revive,
+            IntentAction::Supersede,
+        ]
+        .into_iter()
+        .find(|a| a.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for IntentAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One intent, with its state as of the store's clock.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IntentInfo {
+    pub id: i64,
+    pub source: String,
+    /// Who holds the lock: `pod:NAMESPACE/NAME` for a pod, else free text such as
+    /// `alice@laptop (pid 4242)`.
+    pub holder: String,
+    pub state: IntentState,
+    pub author: String,
+    pub message: String,
+    pub created_at: Timestamp,
+    pub ttl_seconds: i64,
+    /// Moved forward by every renewal.
+    pub expires_at: Timestamp,
+    pub ended_at: Option<Timestamp>,
+    pub ended_by: Option<String>,
+    pub end_reason: Option<String>,
+    pub content_hash: String,
+    pub object_count: usize,
+    /// The revision it was committed as (an existing one when the content was unchanged).
+    pub revision_id: Option<i64>,
+}
+
+impl IntentInfo {
+    /// The holder as a pod `(namespace, name)`, when it was given as `pod:NAMESPACE/NAME`:
+    /// the daemon can then tell that the holder is gone when the pod is.
+    pub fn holder_pod(&self) -> Option<(&str, &str)> {
+        holder_pod(&self.holder)
+    }
+
+    /// The command that releases this intent, for messages that tell people what to type.
+    pub fn release_command(&self) -> String {
+        format!("driftd intent release {}", self.id)
+    }
+}
+
+/// Parses a holder of the form `pod:NAMESPACE/NAME`.
+pub fn holder_pod(holder: &str) -> Option<(&str, &str)> {
+    let (ns, name) = holder.strip_prefix("pod:")?.split_once('/')?;
+    (!ns.is_empty() && !name.is_empty() && !name.contains('/')).then_some((ns, name))
+}
+
+/// One desired object of an intent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntentObject {
+    pub key: ObjectKey,
+    pub api_version: String,
+    pub object: Value,
+}
+
+/// An intent that may stand for an uncommitted change, with the objects it wanted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenIntent {
+    pub intent: IntentInfo,
+    pub objects: Vec<IntentObject>,
+}
+
+/// An intent to begin: the whole object set the deploy is about to apply.
+pub struct BeginRequest<'a> {
+    pub source: &'a str,
+    pub holder: &'a str,
+    pub author: &'a str,
+    pub message: &'a str,
+    pub ttl: Duration,
+    pub objects: &'a [ManifestObject],
+}
+
+/// `begin` was refused because the source is locked by another intent. Says whose lock it
+/// is, how old, and the exact command that releases it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockHeld {
+    pub intent: IntentInfo,
+    pub now: Timestamp,
+}
+
+impl std::fmt::Display for LockHeld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let i = &self.intent;
+        write!(
+            f,
+            "source {:?} is locked by intent {} ({}), held by {}, begun {} ago by {}",
+            i.source,
+            i.id,
+            i.state,
+            i.holder,
+            friendly(self.now.duration_since(i.created_at)),
+            i.author
+        )?;
+        if i.state == IntentState::Expired {
+            write!(
+                f,
+                "; it expired {} ago: its holder stopped renewing it",
+                friendly(self.now.duration_since(i.expires_at))
+            )?;
+        } else {
+            write!(
+                f,
+                "; it expires in {} unless renewed",
+                friendly(i.expires_at.duration_since(self.now))
+            )?;
+        }
+        write!(
+            f,
+            ". If that deploy is gone, release the lock with `{}`",
+            i.release_command()
+        )
+    }
+}
+
+/// A duration in whole seconds as people write it (`8m 30s`).
+pub(crate) fn friendly(d: SignedDuration) -> String {
+    format!("{:#}", SignedDuration::from_secs(d.as_secs().max(0)))
+}
+
+/// An operation on an intent that is in the wrong state for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WrongState {
+    pub intent: IntentInfo,
+    /// What was attempted, as a participle: "committed", "released".
+    pub attempted: &'static str,
+    pub allowed: &'static [IntentState],
+}
+
+impl std::fmt::Display for WrongState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let i = &self.intent;
+        write!(f, "intent {} of source {:?} is {}", i.id, i.source, i.state)?;
+        if let (Some(by), Some(at)) = (&i.ended_by, i.ended_at) {
+            write!(f, " (by {by} at {at}")?;
+            match i.end_reason.as_deref() {
+                Some(reason) if !reason.is_empty() => write!(f, ": {reason})")?,
+                _ => write!(f, ")")?,
+            }
+        }
+        let allowed: Vec<&str> = self.allowed.iter().map(|s| s.as_str()).collect();
+        let allowed = match allowed.split_last() {
+            Some((last, [])) => last.to_string(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        write!(f, "; only a {allowed} intent can be {}", self.attempted)
+    }
+}
+
+const LOCK_STATES: &[IntentState] = &[IntentState::Pending, IntentState::Expired];
+const RELEASABLE: &[IntentState] = &[
+    IntentState::Pending,
+    IntentState::Expired,
+    IntentState::Failed,
+    IntentState::Interrupted,
+];
+
+const COLUMNS: &str = "id, source, holder, state, author, message, created_at, ttl_seconds, \
+                       expires_at, ended_at, ended_by, end_reason, content_hash, object_count, \
+                       revision_id";
+
+pub(super) fn conversion_error(idx: usize, message: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, message.into())
+}
+
+fn intent_from_row(row: &rusqlite::Row, now: Timestamp) -> rusqlite::Result<IntentInfo> {
+    let stored: String = row.get(3)?;
+    let mut state = IntentState::from_db(&stored)
+        .ok_or_else(|| conversion_error(3, format!("unknown intent state {stored:?}")))?;
+    let expires_at = ts_from_db(row, 8)?;
+    if state == IntentState::Pending && expires_at <= now {
+        state = IntentState::Expired;
+    }
+    let ended_at = match row.get::<_, Option<String>>(9)? {
+        None => None,
+        Some(_) => Some(ts_from_db(row, 9)?),
+    };
+    Ok(IntentInfo {
+        id: row.get(0)?,
+        source: row.get(1)?,
+        holder: row.get(2)?,
+        state,
+        author: row.get(4)?,
+        message: row.get(5)?,
+        created_at: ts_from_db(row, 6)?,
+        ttl_seconds: row.get(7)?,
+        expires_at,
+        ended_at,
+        ended_by: row.get(10)?,
+        end_reason: row.get(11)?,
+        content_hash: row.get(12)?,
+        object_count: row.get::<_, i64>(13)? as usize,
+        revision_id: row.get(14)?,
+    })
+}
+
+pub(super) fn get(
+    conn: &Connection,
+    id: i64,
+    now: Timestamp,
+) -> Result<Option<IntentInfo>, StoreError> {
+    Ok(conn
+        .query_row(
+            &format!("SELECT {COLUMNS} FROM intents WHERE id = ?1"),
+            [id],
+            |row| intent_from_row(row, now),
+        )
+        .optional()?)
+}
+
+fn require(conn: &Connection, id: i64, now: Timestamp) -> Result<IntentInfo, StoreError> {
+    get(conn, id, now)?.ok_or(StoreError::IntentNotFound(id))
+}
+
+fn require_state(
+    intent: IntentInfo,
+    attempted: &'static str,
+    allowed: &'static [IntentState],
+) -> Result<IntentInfo, StoreError> {
+    if allowed.contains(&intent.state) {
+        Ok(intent)
+    } else {
+        Err(StoreError::WrongState(Box::new(WrongState {
+            intent,
+            attempted,
+            allowed,
+        })))
+    }
+}
+
+/// Intents newest first; only open ones unless `include_ended`.
+pub(super) fn list(
+    conn: &Connection,
+    source: Option<&str>,
+    include_ended: bool,
+    now: Timestamp,
+) -> Result<Vec<IntentInfo>, StoreError> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {COLUMNS} FROM intents
+         WHERE (?1 IS NULL OR source = ?1)
+           AND (?2 OR state IN ('pending', 'failed', 'interrupted'))
+         ORDER BY id DESC"
+    ))?;
+    let rows = stmt.query_map(params![source, include_ended], |row| {
+        intent_from_row(row, now)
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn intent_objects(conn: &Connection, id: i64) -> Result<Vec<StoredObject>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT grp, kind, namespace, name, api_version, body, origin_file, origin_document
+         FROM intent_objects WHERE intent_id = ?1 ORDER BY grp, kind, namespace, name",
+    )?;
+    let rows = stmt.query_map([id], |row| {
+        Ok(StoredObject {
+            key: ObjectKey {
+                group: row.get(0)?,
+                kind: row.get(1)?,
+                namespace: ns_from_db(row.get(2)?),
+                name: row.get(3)?,
+            },
+            api_version: row.get(4)?,
+            body: row.get(5)?,
+            origin_file: row.get(6)?,
+            origin_document: row.get(7)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub(super) fn open_intents(
+    conn: &Connection,
+    now: Timestamp,
+) -> Result<Vec<OpenIntent>, StoreError> {
+    // One read transaction: an intent and its objects from the same moment.
+    let tx = conn.unchecked_transaction()?;
+    let mut intents = list(&tx, None, false, now)?;
+    intents.reverse();
+    let mut out = Vec::with_capacity(intents.len());
+    for intent in intents {
+        let objects = intent_objects(&tx, intent.id)?
+            .into_iter()
+            .map(|o| {
+                let object = serde_json::from_str(&o.body).map_err(|e| {
+                    StoreError::Sqlite(conversion_error(5, format!("intent object body: {e}")))
+                })?;
+                Ok(IntentObject {
+                    key: o.key,
+                    api_version: o.api_version,
+                    object,
+                })
+            })
+            .collect::<Result<_, StoreError>>()?;
+        out.push(OpenIntent { intent, objects });
+    }
+    tx.finish()?;
+    Ok(out)
+}
+
+fn record(
+    conn: &Connection,
+    intent: &IntentInfo,
+    action: IntentAction,
+    actor: &str,
+    detail: &str,
+    at: Timestamp,
+) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO intent_events (intent_id, source, at, action, actor, detail)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            intent.id,
+            intent.source,
+            ts_to_db(at),
+            action.as_str(),
+            actor,
+            detail
+        ],
+    )?;
+    Ok(())
+}
+
+/// The intent holding `source`'s lock, if any.
+fn lock_of(
+    conn: &Connection,
+    source: &str,
+    now: Timestamp,
+) -> Result<Option<IntentInfo>, StoreError> {
+    Ok(conn
+        .query_row(
+            &format!("SELECT {COLUMNS} FROM intents WHERE source = ?1 AND state = 'pending'"),
+            [source],
+            |row| intent_from_row(row, now),
+        )
+        .optional()?)
+}
+
+fn validate_ttl(ttl: Duration) -> Result<i64, StoreError> {
+    if ttl < MIN_TTL || ttl > MAX_TTL {
+        return Err(StoreError::Rejected(format!(
+            "TTL {} is out of range: use 1s to 168h",
+            friendly(SignedDuration::try_from(ttl).unwrap_or(SignedDuration::MAX))
+        )));
+    }
+    Ok(ttl.as_secs() as i64)
+}
+
+fn plus(now: Timestamp, seconds: i64) -> Timestamp {
+    now.saturating_add(SignedDuration::from_secs(seconds))
+        .expect("a signed duration never needs calendar units")
+}
+
+pub(super) fn begin(
+    conn: &mut Connection,
+    req: &BeginRequest,
+    now: Timestamp,
+) -> Result<IntentInfo, StoreError> {
+    let (hash, objects) = validate_objects(req.source, req.objects)?;
+    if req.holder.trim().is_empty() {
+        return Err(StoreError::Rejected("the holder must not be empty".into()));
+    }
+    let ttl = validate_ttl(req.ttl)?;
+
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if let Some(intent) = lock_of(&tx, req.source, now)? {
+        return Err(StoreError::Locked(Box::new(LockHeld { intent, now })));
+    }
+    // Refused now rather than at commit time, after the deploy has run.
+    check_owners(&tx, req.source, &objects)?;
+    tx.execute(
+        "INSERT INTO intents (source, holder, state, author, message, created_at, ttl_seconds,
+                              expires_at, content_hash, object_count)
+         VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            req.source,
+            req.holder,
+            req.author,
+            req.message,
+            ts_to_db(now),
+            ttl,
+            ts_to_db(plus(now, ttl)),
+            hash,
+            objects.len() as i64
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    insert_objects(&tx, "intent_objects", "intent_id", id, &objects)?;
+    let intent = require(&tx, id, now)?;
+    let detail = format!(
+        "held by {}; {} object{}; ttl {}",
+        req.holder,
+        objects.len(),
+        if objects.len() == 1 { "" } else { "s" },
+        friendly(SignedDuration::from_secs(ttl))
+    );
+    record(&tx, &intent, IntentAction::Begin, req.author, &detail, now)?;
+    tx.commit()?;
+    Ok(intent)
+}
+
+pub(super) fn renew(
+    conn: &mut Connection,
+    id: i64,
+    ttl: Option<Duration>,
+    actor: &str,
+    now: Timestamp,
+) -> Result<IntentInfo, StoreError> {
+    let ttl = ttl.map(validate_ttl).transpose()?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let intent = require_state(require(&tx, id, now)?, "renewed", LOCK_STATES)?;
+    let ttl = ttl.unwrap_or(intent.ttl_seconds);
+    tx.execute(
+        "UPDATE intents SET ttl_seconds = ?2, expires_at = ?3 WHERE id = ?1",
+        params![id, ttl, ts_to_db(plus(now, ttl))],
+    )?;
+    if intent.state == IntentState::Expired {
+        let detail = format!("renewed after expiring at {}", intent.expires_at);
+        record(&tx, &intent, IntentAction::Revive, actor, &detail, now)?;
+    }
+    let renewed = require(&tx, id, now)?;
+    tx.commit()?;
+    Ok(renewed)
+}
+
+/// Ends an intent in `to`, recording `action` by `actor` with `reason`.
+#[allow(clippy::too_many_arguments)]
+fn end(
+    tx: &Transaction,
+    intent: &IntentInfo,
+    to: IntentState,
+    action: IntentAction,
+    actor: &str,
+    reason: &str,
+    revision: Option<i64>,
+    now: Timestamp,
+) -> Result<IntentInfo, StoreError> {
+    tx.execute(
+        "UPDATE intents SET state = ?2, ended_at = ?3, ended_by = ?4, end_reason = ?5,
+                            revision_id = ?6
+         WHERE id = ?1",
+        params![
+            intent.id,
+            to.as_str(),
+            ts_to_db(now),
+            actor,
+            reason,
+            revision
+        ],
+    )?;
+    record(tx, intent, action, actor, reason, now)?;
+    require(tx, intent.id, now)
+}
+
+/// abort, fail, interrupt, release and auto-release: a state change and a history entry.
+pub(super) fn finish(
+    conn: &mut Connection,
+    id: i64,
+    action: IntentAction,
+    actor: &str,
+    reason: &str,
+    now: Timestamp,
+) -> Result<IntentInfo, StoreError> {
+    let (to, attempted, allowed) = match action {
+        IntentAction::Abort => (IntentState::Aborted, "aborted", LOCK_STATES),
+        IntentAction::Fail => (IntentState::Failed, "marked failed", LOCK_STATES),
+        IntentAction::Interrupt => (IntentState::Interrupted, "marked interrupted", LOCK_STATES),
+        IntentAction::Release => (IntentState::Released, "released", RELEASABLE),
+        IntentAction::AutoRelease => (IntentState::Released, "released automatically", LOCK_STATES),
+        other => unreachable!("{other} is not a finishing action"),
+    };
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let intent = require_state(require(&tx, id, now)?, attempted, allowed)?;
+    let ended = end(&tx, &intent, to, action, actor, reason, None, now)?;
+    tx.commit()?;
+    Ok(ended)
+}
+
+pub(super) fn commit(
+    conn: &mut Connection,
+    id: i64,
+    actor: &str,
+    now: Timestamp,
+) -> Result<(IntentInfo, CommitOutcome), StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let intent = require_state(require(&tx, id, now)?, "committed", LOCK_STATES)?;
+    let outcome = match newest_revision(&tx, &intent.source)? {
+        Some(newest) if newest.content_hash == intent.content_hash => {
+            CommitOutcome::Unchanged(newest)
+        }
+        _ => {
+            let objects = intent_objects(&tx, id)?;
+            // Another source may have taken one of the objects since the intent began.
+            check_owners(&tx, &intent.source, &objects)?;
+            let revision = insert_revision(
+                &tx,
+                &NewRevision {
+                    source: &intent.source,
+                    author: &intent.author,
+                    message: &intent.message,
+                    committed_at: now,
+                    content_hash: &intent.content_hash,
+                },
+                &objects,
+                now,
+            )?;
+            CommitOutcome::Created(revision)
+        }
+    };
+    let (revision, reason) = match &outcome {
+        CommitOutcome::Created(r) => (r.id, format!("revision {}", r.id)),
+        CommitOutcome::Unchanged(r) => (
+            r.id,
+            format!("unchanged: source is already at revision {}", r.id),
+        ),
+    };
+    let committed = end(
+        &tx,
+        &intent,
+        IntentState::Committed,
+        IntentAction::Commit,
+        actor,
+        &reason,
+        Some(revision),
+        now,
+    )?;
+    supersede(&tx, &intent.source, revision, actor, now)?;
+    tx.commit()?;
+    Ok((committed, outcome))
+}
+
+/// Marks the source's failed and interrupted intents superseded by `revision`.
+pub(super) fn supersede(
+    conn: &Connection,
+    source: &str,
+    revision: i64,
+    actor: &str,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    let superseded: Vec<IntentInfo> = list(conn, Some(source), false, now)?
+        .into_iter()
+        .filter(|i| matches!(i.state, IntentState::Failed | IntentState::Interrupted))
+        .collect();
+    let reason = format!("superseded by revision {revision}");
+    for intent in superseded {
+        conn.execute(
+            "UPDATE intents SET state = 'superseded', ended_at = ?2, ended_by = ?3,
+                                end_reason = ?4
+             WHERE id = ?1",
+            params![intent.id, ts_to_db(now), actor, reason],
+        )?;
+        record(conn, &intent, IntentAction::Supersede, actor, &reason, now)?;
+    }
+    Ok(())
+}
+
+/// Records once that an intent was seen expired; `Ok(false)` if it is not expired or that
+/// expiry was already recorded.
+pub(super) fn record_expiry(
+    conn: &mut Connection,
+    id: i64,
+    actor: &str,
+    now: Timestamp,
+) -> Result<bool, StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let intent = require(&tx, id, now)?;
+    if intent.state != IntentState::Expired {
+        return Ok(false);
+    }
+    let last: Option<String> = tx
+        .query_row(
+            "SELECT action FROM intent_events WHERE intent_id = ?1 ORDER BY id DESC LIMIT 1",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if last.as_deref() == Some(IntentAction::ExpireDetected.as_str()) {
+        return Ok(false);
+    }
+    let detail = format!(
+        "not renewed since it expired at {} (ttl {})",
+        intent.expires_at,
+        friendly(SignedDuration::from_secs(intent.ttl_seconds))
+    );
+    record(
+        &tx,
+        &intent,
+        IntentAction::ExpireDetected,
+        actor,
+        &detail,
+        now,
+    )?;
+    tx.commit()?;
+    Ok(true)
+}
