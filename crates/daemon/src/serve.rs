@@ -86,6 +86,10 @@ pub async fn run(
         .map_err(listen_error)?;
     let addr = listener.local_addr().map_err(listen_error)?;
     tracing::info!(%addr, "HTTP server listening: /drift /metrics /healthz /readyz");
+    // Poll `shutdown` once before telling anyone we listen: the signal handlers it installs
+    // on first poll are then in place, so a SIGTERM right after is a clean shutdown.
+    let mut shutdown = Box::pin(shutdown);
+    let shutdown_requested = futures::FutureExt::now_or_never(shutdown.as_mut()).is_some();
     on_listening(addr);
 
     let (events, event_task) = match config.events.enabled {
@@ -145,7 +149,9 @@ pub async fn run(
         }
     };
     tokio::spawn(async move {
-        shutdown.await;
+        if !shutdown_requested {
+            shutdown.await;
+        }
         tracing::info!("shutting down");
         let _ = stop_tx.send(true);
     });
