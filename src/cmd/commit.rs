@@ -47,16 +47,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let custom_scopes = match &store {
+    let committed_crds: Vec<serde_json::Value> = match &store {
         Some(store) => store
             .desired_state()?
             .objects
-            .iter()
+            .into_iter()
             .filter(|o| o.key.group == "apiextensions.k8s.io")
-            .filter_map(|o| manifest::crd_scope(&o.key.kind, &o.object))
+            .filter(|o| o.key.kind == "CustomResourceDefinition")
+            .map(|o| o.object)
             .collect(),
-        None => Default::default(),
+        None => Vec::new(),
     };
+    let custom_scopes = committed_crds
+        .iter()
+        .filter_map(|o| manifest::crd_scope("CustomResourceDefinition", o))
+        .collect();
     let options = LoadOptions {
         default_namespace: args.namespace.clone(),
         custom_scopes,
@@ -71,6 +76,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+    }
+    // Fields a CRD (committed earlier or in this commit) prunes are never live: say so.
+    let mut facts = driftd_core::diff::ClusterFacts::default();
+    facts.add_crds(
+        committed_crds
+            .iter()
+            .chain(objects.iter().map(|o| &o.object)),
+    );
+    for pruned in driftd_core::diff::pruned_fields(objects.iter().map(|o| &o.object), &facts) {
+        eprintln!("warning: {pruned}");
     }
     let author = args
         .author

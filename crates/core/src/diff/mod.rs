@@ -18,11 +18,13 @@ mod lists;
 pub mod managed;
 pub mod normalize;
 pub mod pointer;
+pub mod pruned;
 pub mod rules;
 pub mod secret;
 mod walk;
 
 pub use managed::ManagerMatch;
+pub use pruned::{pruned_fields, PrunedFields};
 pub use rules::{ExpiredRule, IgnoreRule, RuleError, RuleSet};
 
 use driftd_k8s::crd::CrdSchemas;
