@@ -609,3 +609,27 @@ fn corpus_is_well_formed() {
         assert!(kinds.contains(kind), "no corpus case covers {kind}");
     }
 }
+
+/// `driftd commit` of a case whose manifest sets fields its CRD prunes names them on stderr
+/// (a warning: the commit succeeds).
+#[test]
+fn commit_warns_about_fields_the_crd_prunes() {
+    let case = corpus_dir().join("servicemonitor-pruned-fields-in-sync");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_driftd"))
+        .args(["commit", "--source", "monitoring", "--db"])
+        .arg(tmp.path().join("driftd.db"))
+        .arg("-f")
+        .arg(case.join("crd.yaml"))
+        .arg(case.join("desired.yaml"))
+        .output()
+        .expect("driftd runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: ServiceMonitor.monitoring.coreos.com monitoring/kube-state-metrics"
+        ) && stderr.contains("spec.endpoints[0].scrapeInterval, spec.targetLabel"),
+        "{stderr}"
+    );
+}
