@@ -39,12 +39,24 @@ fn key_path(path: &str, k: &str) -> String {
     }
 }
 
-/// The schema of a key that is not a property, when `additionalProperties` is set: its
-/// schema, or `None` (prune everything below) for a bare boolean.
-fn additional(s: &Structural) -> Option<Option<&Structural>> {
-    s.additional_properties
-        .as_ref()
-        .map(|a| a.schema.as_deref())
+/// The schema of key `k`: its property; else, when `additionalProperties` is set, its
+/// schema or `None` (prune everything below) for a bare boolean; else not allowed (`None`).
+fn child_of<'s>(s: &'s Structural, k: &str) -> Option<Option<&'s Structural>> {
+    match s.properties.get(k) {
+        Some(p) => Some(Some(p)),
+        None => s
+            .additional_properties
+            .as_ref()
+            .map(|a| a.schema.as_deref()),
+    }
+}
+
+/// The keys of `m` pruning looks at: all but an embedded resource's type and object meta.
+fn pruned_keys(m: &Map<String, Value>, s: &Structural) -> Vec<String> {
+    m.keys()
+        .filter(|k| !(s.embedded_resource && META_FIELDS.contains(&k.as_str())))
+        .cloned()
+        .collect()
 }
 
 fn walk(x: &mut Value, s: Option<&Structural>, path: &mut String, out: &mut Vec<String>) {
@@ -59,16 +71,8 @@ fn walk(x: &mut Value, s: Option<&Structural>, path: &mut String, out: &mut Vec<
                 return;
             };
             let at_root = path.is_empty();
-            let keys: Vec<String> = m.keys().cloned().collect();
-            for k in keys {
-                if s.embedded_resource && META_FIELDS.contains(&k.as_str()) {
-                    continue;
-                }
-                let child = match s.properties.get(&k) {
-                    Some(p) => Some(Some(p)),
-                    None => additional(s),
-                };
-                match child {
+            for k in pruned_keys(m, s) {
+                match child_of(s, &k) {
                     Some(child) => descend(m, &k, child, path, out, walk),
                     None => {
                         if !META_FIELDS.contains(&k.as_str()) || !at_root {
@@ -97,16 +101,8 @@ fn walk(x: &mut Value, s: Option<&Structural>, path: &mut String, out: &mut Vec<
 fn skip(x: &mut Value, s: &Structural, path: &mut String, out: &mut Vec<String>) {
     match x {
         Value::Object(m) => {
-            let keys: Vec<String> = m.keys().cloned().collect();
-            for k in keys {
-                if s.embedded_resource && META_FIELDS.contains(&k.as_str()) {
-                    continue;
-                }
-                let child = match s.properties.get(&k) {
-                    Some(p) => Some(Some(p)),
-                    None => additional(s),
-                };
-                if let Some(child) = child {
+            for k in pruned_keys(m, s) {
+                if let Some(child) = child_of(s, &k) {
                     descend(m, &k, child, path, out, walk);
                 }
             }
