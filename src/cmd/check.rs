@@ -4,11 +4,16 @@
 //! The `--format json` shape is a contract (golden tests and scripts read it):
 //! `{"objects":[{"apiVersion","kind","namespace","name","class","changes":[{"path","op",
 //! "desired","live","field","manager","changed_at"}]}]}` with only drifting objects, in
-//! desired input order. `desired`/`live` are `null` where the op has no such side.
+//! desired input order (custom resources also carry `"schema"`). `desired`/`live` are `null` where the op has no such side.
 //!
 //! Live objects that no desired object names are not reported: check answers "does the
 //! cluster match what we committed", not "what else is running". What was committed is the
 //! manifest plus kube-apiserver's deterministic defaults (see `driftd_core::diff`).
+//!
+//! Custom resources are compared by the structural schema of their CRD when a
+//! CustomResourceDefinition of their kind is among the `--live` inputs (the cluster's) or,
+//! failing that, the `--desired` ones; a drifting custom resource's JSON entry says
+//! `"schema": "crd"` or `"schema": "none"` (no CRD found: the plain rules applied).
 
 use anyhow::Context;
 use driftd_core::diff::{ClusterFacts, CompareInput, Comparison, Differ, DriftClass};
@@ -96,6 +101,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         live.iter().map(|o| (&o.key, o)).collect();
     let mut facts = cluster_facts(desired.iter().chain(live.iter()));
     facts.controller_managers = config.controller_managers.clone();
+    // The cluster's CRDs win over the desired ones (added last).
+    for bad in facts.add_crds(desired.iter().chain(live.iter()).map(|o| &o.object)) {
+        eprintln!("warning: a CustomResourceDefinition is compared without its schema: {bad}");
+    }
     // Hashes only need to be consistent within one run unless a key is given.
     let key: Vec<u8> = match &args.hash_key {
         Some(k) if !k.is_empty() => k.as_bytes().to_vec(),
@@ -181,6 +190,9 @@ fn json_report(drifting: &[Drifting]) -> Value {
             }
             if !d.comparison.ignored.is_empty() {
                 obj["ignored"] = serde_json::to_value(&d.comparison.ignored).unwrap_or_default();
+            }
+            if let Some(schema) = d.comparison.schema {
+                obj["schema"] = serde_json::to_value(schema).unwrap_or_default();
             }
             obj
         })

@@ -45,7 +45,11 @@ impl DesiredArgs {
     /// has proven valid) and returns it with the objects.
     pub fn load(&self) -> anyhow::Result<(Store, Vec<ManifestObject>)> {
         validate_source_name(&self.source)?;
-        let (store, options) = prepare(&self.db, &self.namespace, &self.keys)?;
+        let Prepared {
+            store,
+            options,
+            committed_crds,
+        } = prepare(&self.db, &self.namespace, &self.keys)?;
         let objects = manifest::load(&self.files, &options)?;
         if objects.is_empty() && !self.allow_empty {
             anyhow::bail!(
@@ -57,6 +61,7 @@ impl DesiredArgs {
                     .join(", ")
             );
         }
+        warn_pruned_fields(&committed_crds, &objects);
         let store = open_or_create(store, &self.db, &self.keys)?;
         Ok((store, objects))
     }
@@ -70,11 +75,7 @@ impl DesiredArgs {
 /// first (reading does not write to it) so custom resources can take their scope from CRDs
 /// committed earlier, by any source; a missing one is created by [`open_or_create`] only
 /// once the input has proven valid.
-pub fn prepare(
-    db: &Path,
-    namespace: &str,
-    keys: &KeyArgs,
-) -> anyhow::Result<(Option<Store>, LoadOptions)> {
+pub fn prepare(db: &Path, namespace: &str, keys: &KeyArgs) -> anyhow::Result<Prepared> {
     if namespace.trim().is_empty() {
         anyhow::bail!("--namespace must not be empty");
     }
@@ -83,21 +84,52 @@ pub fn prepare(
     } else {
         None
     };
-    let custom_scopes = match &store {
+    let committed_crds: Vec<serde_json::Value> = match &store {
         Some(store) => store
             .desired_state()?
             .objects
-            .iter()
+            .into_iter()
             .filter(|o| o.key.group == "apiextensions.k8s.io")
-            .filter_map(|o| manifest::crd_scope(&o.key.kind, &o.object))
+            .filter(|o| o.key.kind == "CustomResourceDefinition")
+            .map(|o| o.object)
             .collect(),
-        None => Default::default(),
+        None => Vec::new(),
     };
+    let custom_scopes = committed_crds
+        .iter()
+        .filter_map(|o| manifest::crd_scope("CustomResourceDefinition", o))
+        .collect();
     let options = LoadOptions {
         default_namespace: namespace.to_string(),
         custom_scopes,
     };
-    Ok((store, options))
+    Ok(Prepared {
+        store,
+        options,
+        committed_crds,
+    })
+}
+
+/// What [`prepare`] found: the database (if it exists), how to read input for it, and the
+/// CustomResourceDefinitions committed so far (for scopes and the prune warning).
+pub struct Prepared {
+    pub store: Option<Store>,
+    pub options: LoadOptions,
+    pub committed_crds: Vec<serde_json::Value>,
+}
+
+/// Warns (on stderr, without refusing) about fields a CRD committed earlier or in `objects`
+/// will prune: they can never exist live, so committing them records a wish nobody can see.
+pub fn warn_pruned_fields(committed_crds: &[serde_json::Value], objects: &[ManifestObject]) {
+    let mut facts = driftd_core::diff::ClusterFacts::default();
+    facts.add_crds(
+        committed_crds
+            .iter()
+            .chain(objects.iter().map(|o| &o.object)),
+    );
+    for pruned in driftd_core::diff::pruned_fields(objects.iter().map(|o| &o.object), &facts) {
+        eprintln!("warning: {pruned}");
+    }
 }
 
 /// The store [`prepare`] opened, or a new database now that the input is valid.

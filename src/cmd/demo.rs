@@ -6,7 +6,7 @@
 
 use anyhow::Context;
 use driftd_core::manifest::{self, LoadOptions, ManifestObject};
-use driftd_daemon::config::Config;
+use driftd_daemon::config::{Config, LeaderElectionConfig};
 use driftd_sim::Simulator;
 use driftd_store::{CommitOutcome, CommitRequest, Store};
 use kube::api::{DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
@@ -147,6 +147,11 @@ pub async fn run_demo(
         database: database.clone(),
         listen: options.listen,
         settle_seconds: 2.0,
+        // One replica, and the simulated cluster has no `driftd` namespace for a Lease.
+        leader_election: LeaderElectionConfig {
+            enabled: false,
+            ..LeaderElectionConfig::default()
+        },
         ..Config::default()
     };
     let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();

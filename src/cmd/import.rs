@@ -2,7 +2,9 @@
 //! revision, so a Pulumi stack's desired state is watched without hand-written manifests.
 //! The objects go through the same validation and store path as `driftd commit`.
 
-use super::commit::{author_or_user, count, describe_outcome, open_or_create, prepare};
+use super::commit::{
+    author_or_user, count, describe_outcome, open_or_create, prepare, warn_pruned_fields, Prepared,
+};
 use super::store::KeyArgs;
 use anyhow::Context;
 use driftd_core::manifest::STDIN_NAME;
@@ -73,7 +75,11 @@ fn import_pulumi(args: PulumiArgs) -> anyhow::Result<ExitCode> {
     };
     let export = pulumi::parse_stack_export(&text, &name)?;
 
-    let (store, options) = prepare(&args.db, &args.namespace, &args.keys)?;
+    let Prepared {
+        store,
+        options,
+        committed_crds,
+    } = prepare(&args.db, &args.namespace, &args.keys)?;
     let objects = pulumi::manifest_objects(&export, &name, &options)?;
     if objects.is_empty() && !args.allow_empty {
         anyhow::bail!(
@@ -81,6 +87,7 @@ fn import_pulumi(args: PulumiArgs) -> anyhow::Result<ExitCode> {
         );
     }
     report(&export);
+    warn_pruned_fields(&committed_crds, &objects);
 
     let stack = match (&export.project, &export.stack) {
         (Some(project), Some(stack)) => format!("{project}/{stack}"),

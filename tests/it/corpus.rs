@@ -17,6 +17,7 @@
 //!   README per case, and every expected change complete and resolving where it points.
 
 mod managed_fields;
+mod real_pods;
 mod secrets;
 
 use std::collections::BTreeSet;
@@ -24,6 +25,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use driftd_core::manifest::{self, LoadOptions};
+use driftd_k8s::admission::{self, AdmissionFacts};
+use driftd_k8s::crd::CrdSchemas;
 use driftd_k8s::{merge_keys, ObjectKey};
 use driftd_sim::server_defaults;
 use serde_json::Value;
@@ -34,6 +37,9 @@ struct Case {
     desired_text: String,
     live: Value,
     expected: Value,
+    /// `crd.yaml`: the CustomResourceDefinition of the case's custom resource as the
+    /// cluster has it, passed to `driftd check` as a further `--live` input.
+    crd: Option<PathBuf>,
 }
 
 fn corpus_dir() -> PathBuf {
@@ -57,6 +63,7 @@ fn load_cases() -> Vec<Case> {
                 serde_json::from_str(&read(f)).unwrap_or_else(|e| panic!("{name}/{f}: {e}"))
             };
             Case {
+                crd: Some(dir.join("crd.yaml")).filter(|p| p.exists()),
                 desired_text: read("desired.yaml"),
                 live: parse("live.json"),
                 expected: parse("expected.json"),
@@ -104,14 +111,16 @@ fn secret_values(case: &Case) -> Vec<Vec<u8>> {
     secrets::plain_values(objects.chain(live_items(&case.live)))
 }
 
-/// `driftd check` of `desired` against `live`, hashing Secret values under the runner's key.
-fn check(desired: &Path, live: &Path, format: &str) -> Output {
+/// `driftd check` of `desired` against `live` (and the case's CRD, live too), hashing
+/// Secret values under the runner's key.
+fn check(case: &Case, desired: &Path, live: &Path, format: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_driftd"))
         .arg("check")
         .arg("--desired")
         .arg(desired)
         .arg("--live")
         .arg(live)
+        .args(&case.crd)
         .args(["--format", format, "--hash-key", secrets::HASH_KEY])
         .env_remove("DRIFTD_CHECK_HASH_KEY")
         .output()
@@ -138,8 +147,8 @@ fn corpus_cases_match_the_differ() {
 
 fn run_case(case: &Case) -> Result<(), String> {
     let desired = case.dir.join("desired.yaml");
-    let output = check(&desired, &case.dir.join("live.json"), "json");
-    let table = check(&desired, &case.dir.join("live.json"), "table");
+    let output = check(case, &desired, &case.dir.join("live.json"), "json");
+    let table = check(case, &desired, &case.dir.join("live.json"), "table");
     let plain = secret_values(case);
     for out in [&output, &table] {
         let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
@@ -269,7 +278,7 @@ fn patch_restores_sync(case: &Case, object: &Value, plain: &[Vec<u8>]) -> Result
     let dir = tempfile::tempdir().unwrap();
     let patched = dir.path().join("patched.json");
     std::fs::write(&patched, serde_json::to_string(&live).unwrap()).unwrap();
-    let again = check(&case.dir.join("desired.yaml"), &patched, "json");
+    let again = check(case, &case.dir.join("desired.yaml"), &patched, "json");
     if again.status.code() != Some(0) {
         return Err(format!(
             "still drifting after the restoring patch: {}{}",
@@ -391,6 +400,48 @@ fn check_leaves(
     }
 }
 
+/// The CRDs of the case's `crd.yaml`.
+fn case_crds(case: &Case) -> Vec<CrdSchemas> {
+    let Some(path) = &case.crd else {
+        return Vec::new();
+    };
+    let text = std::fs::read_to_string(path).unwrap();
+    manifest::parse_text(&text, "crd.yaml", &LoadOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", case.name))
+        .iter()
+        .map(|o| CrdSchemas::from_crd(&o.object).unwrap_or_else(|e| panic!("{}: {e}", case.name)))
+        .collect()
+}
+
+/// What kube-apiserver stores for the desired object `d` of a case whose live object is
+/// `live`: a custom resource pruned and defaulted by its CRD in `crd.yaml`; a built-in
+/// object defaulted (the simulator's `server_defaults`) and, for a Pod, admitted by the
+/// default admission chain with the token volume name the live Pod got.
+fn as_stored(case: &Case, d: &manifest::ManifestObject, live: &Value) -> Value {
+    let mut stored = with_allocations(&d.object, live);
+    let crds = case_crds(case);
+    if let Some(crd) = crds
+        .iter()
+        .find(|c| c.group == d.key.group && c.kind == d.key.kind)
+    {
+        crd.as_served(&mut stored)
+            .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        return stored;
+    }
+    server_defaults::as_created(&d.api_version, &d.key.kind, &mut stored);
+    if d.key.kind == "Pod" {
+        let token = live["spec"]["volumes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v["name"].as_str())
+            .find(|n| n.starts_with(admission::TOKEN_VOLUME_PREFIX))
+            .unwrap_or("kube-api-access-none");
+        admission::admit("Pod", &mut stored, &AdmissionFacts::default(), token);
+    }
+    stored
+}
+
 #[test]
 fn in_sync_live_objects_agree_with_server_defaults() {
     let mut failures = Vec::new();
@@ -412,8 +463,7 @@ fn in_sync_live_objects_agree_with_server_defaults() {
                 failures.push(format!("{}: {} not found live", case.name, d.key));
                 continue;
             };
-            let mut defaulted = with_allocations(&d.object, live);
-            server_defaults::as_created(&d.api_version, &d.key.kind, &mut defaulted);
+            let defaulted = as_stored(&case, &d, live);
             let mut problems = Vec::new();
             check_leaves(
                 &d.key.kind,
@@ -512,8 +562,7 @@ fn corpus_is_well_formed() {
                 continue;
             };
             let live = lives[0];
-            let mut defaulted = with_allocations(&d.object, live);
-            server_defaults::as_created(&d.api_version, &d.key.kind, &mut defaulted);
+            let defaulted = as_stored(case, d, live);
             for (path, op) in &changes {
                 let ok = match op.as_str() {
                     "remove" => resolves(live, path),
@@ -559,4 +608,28 @@ fn corpus_is_well_formed() {
     ] {
         assert!(kinds.contains(kind), "no corpus case covers {kind}");
     }
+}
+
+/// `driftd commit` of a case whose manifest sets fields its CRD prunes names them on stderr
+/// (a warning: the commit succeeds).
+#[test]
+fn commit_warns_about_fields_the_crd_prunes() {
+    let case = corpus_dir().join("servicemonitor-pruned-fields-in-sync");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_driftd"))
+        .args(["commit", "--source", "monitoring", "--db"])
+        .arg(tmp.path().join("driftd.db"))
+        .arg("-f")
+        .arg(case.join("crd.yaml"))
+        .arg(case.join("desired.yaml"))
+        .output()
+        .expect("driftd runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: ServiceMonitor.monitoring.coreos.com monitoring/kube-state-metrics"
+        ) && stderr.contains("spec.endpoints[0].scrapeInterval, spec.targetLabel"),
+        "{stderr}"
+    );
 }

@@ -83,26 +83,7 @@ fn steady_open_watches(sim: &Sim) -> usize {
 
 /// Calls a simulator admin endpoint (`/_sim/PATH`).
 fn sim_admin(sim: &Sim, method: &str, path: &str, body: Value) -> Value {
-    let url = format!("{}/_sim/{path}", sim.url);
-    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let response = reqwest::Client::new()
-            .request(method, &url)
-            .json(&body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{url}: {e}"));
-        assert!(
-            response.status().is_success(),
-            "{url}: {}",
-            response.status()
-        );
-        response.json().await.unwrap()
-    })
+    sim.admin(method, path, body)
 }
 
 fn open_watches(sim: &Sim) -> u64 {

@@ -235,6 +235,8 @@ fn start_logged_daemon(config: &Path, kubeconfig: &Path, dir: &Path) -> (Daemon,
         .arg(config)
         .env("KUBECONFIG", kubeconfig)
         .env("RUST_LOG", "debug")
+        // Its leader Lease in a namespace the simulator has (as `Daemon::start` does).
+        .env("DRIFTD_NAMESPACE", "default")
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&stdout).unwrap())
         .stderr(std::fs::File::create(&stderr).unwrap())

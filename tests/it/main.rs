@@ -18,6 +18,7 @@ mod e2e_prometheus;
 mod e2e_rules;
 mod e2e_secrets;
 mod e2e_serve;
+mod ha;
 mod intent_cli;
 mod pulumi;
 mod serve_config;

@@ -184,6 +184,30 @@ impl Sim {
         child.wait_with_output().unwrap()
     }
 
+    /// Calls a simulator admin endpoint (`/_sim/PATH`, e.g. `faults`); panics unless 2xx.
+    pub fn admin(&self, method: &str, path: &str, body: Value) -> Value {
+        let url = format!("{}/_sim/{path}", self.url);
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let response = reqwest::Client::new()
+                .request(method, &url)
+                .json(&body)
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert!(
+                response.status().is_success(),
+                "{url}: {}",
+                response.status()
+            );
+            response.json().await.unwrap()
+        })
+    }
+
     /// `kubectl -n NAMESPACE patch RESOURCE --type merge -p BODY`: a hand edit.
     pub fn merge_patch(&self, namespace: &str, resource: &[&str], body: &Value) {
         let body = body.to_string();
@@ -236,10 +260,13 @@ pub struct Daemon {
 impl Daemon {
     pub fn start(config: &Path, kubeconfig: &Path, extra_env: &[(&str, &str)]) -> Daemon {
         let mut cmd = Command::new(DRIFTD);
+        // driftd's leader Lease lives in its namespace (`driftd` by default, which the
+        // kustomize install creates); `default` exists in every cluster.
         cmd.args(["serve", "--config"])
             .arg(config)
             .env("KUBECONFIG", kubeconfig)
-            .env("RUST_LOG", "info,driftd=debug");
+            .env("RUST_LOG", "info,driftd=debug")
+            .env("DRIFTD_NAMESPACE", "default");
         for (k, v) in extra_env {
             cmd.env(k, v);
         }

@@ -33,8 +33,12 @@ pub struct Config {
     pub settle_seconds: f64,
     /// How often the daemon checks the database for new commits.
     pub desired_poll_millis: u64,
+    /// driftd's own namespace: where its leader Lease lives. One setting for `serve` and the
+    /// CLI (`DRIFTD_NAMESPACE`).
+    pub namespace: String,
     pub metrics: MetricsConfig,
     pub events: EventsConfig,
+    pub leader_election: LeaderElectionConfig,
     pub unmanaged: UnmanagedConfig,
     pub secrets: SecretsConfig,
     /// `[[ignore]]` rules: differences a team decided are not drift.
@@ -170,6 +174,83 @@ pub struct EventsConfig {
     pub reporting_controller: String,
 }
 
+/// `[leader_election]`: which replica publishes Events (and, later, does the other
+/// leader-only work). Every replica watches and serves `/drift` and `/metrics` either way.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LeaderElectionConfig {
+    /// Off: this replica always acts as leader (one replica only).
+    pub enabled: bool,
+    /// Name of the `coordination.k8s.io/v1` Lease in `namespace`.
+    pub lease_name: String,
+    /// How long followers wait without seeing the Lease renewed before they take it over.
+    /// Whole seconds: the Lease's `leaseDurationSeconds` holds it.
+    pub lease_duration_seconds: u32,
+    /// A leader that has not renewed for this long stops acting as leader (before any
+    /// follower may take over, since it is shorter than the lease duration).
+    pub renew_deadline_seconds: f64,
+    /// How often the leader renews and followers try to acquire.
+    pub retry_period_seconds: f64,
+}
+
+impl LeaderElectionConfig {
+    pub fn lease_duration(&self) -> Duration {
+        Duration::from_secs(u64::from(self.lease_duration_seconds))
+    }
+
+    pub fn renew_deadline(&self) -> Duration {
+        Duration::from_secs_f64(self.renew_deadline_seconds)
+    }
+
+    pub fn retry_period(&self) -> Duration {
+        Duration::from_secs_f64(self.retry_period_seconds)
+    }
+
+    /// client-go's rules (`NewLeaderElector`): the leader must give up before anyone may
+    /// take over, and must get more than one try before it gives up.
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        if self.lease_name.is_empty() {
+            return Err(("leader_election.lease_name", "must not be empty".into()));
+        }
+        if self.lease_duration_seconds == 0 || self.lease_duration_seconds > 3600 {
+            return Err((
+                "leader_election.lease_duration_seconds",
+                "must be between 1 and 3600".into(),
+            ));
+        }
+        if !self.retry_period_seconds.is_finite() || self.retry_period_seconds <= 0.0 {
+            return Err((
+                "leader_election.retry_period_seconds",
+                "must be greater than 0".into(),
+            ));
+        }
+        if !self.renew_deadline_seconds.is_finite()
+            || self.renew_deadline_seconds >= f64::from(self.lease_duration_seconds)
+        {
+            return Err((
+                "leader_election.renew_deadline_seconds",
+                format!(
+                    "must be less than lease_duration_seconds ({})",
+                    self.lease_duration_seconds
+                ),
+            ));
+        }
+        if self.renew_deadline_seconds <= RETRY_JITTER * self.retry_period_seconds {
+            return Err((
+                "leader_election.renew_deadline_seconds",
+                format!(
+                    "must be greater than {RETRY_JITTER} x retry_period_seconds ({})",
+                    self.retry_period_seconds
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// client-go's `JitterFactor`, kept as the margin between renew deadline and retry period.
+const RETRY_JITTER: f64 = 1.2;
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -177,8 +258,10 @@ impl Default for Config {
             listen: "0.0.0.0:9477".parse().expect("valid default address"),
             settle_seconds: 5.0,
             desired_poll_millis: 500,
+            namespace: "driftd".into(),
             metrics: MetricsConfig::default(),
             events: EventsConfig::default(),
+            leader_election: LeaderElectionConfig::default(),
             unmanaged: UnmanagedConfig::default(),
             secrets: SecretsConfig::default(),
             ignore: Vec::new(),
@@ -204,6 +287,19 @@ impl Default for EventsConfig {
     }
 }
 
+impl Default for LeaderElectionConfig {
+    /// client-go's defaults (15 s / 10 s / 2 s), as kube-controller-manager uses them.
+    fn default() -> Self {
+        LeaderElectionConfig {
+            enabled: true,
+            lease_name: "driftd".into(),
+            lease_duration_seconds: 15,
+            renew_deadline_seconds: 10.0,
+            retry_period_seconds: 2.0,
+        }
+    }
+}
+
 /// Scalar keys that `DRIFTD_*` variables may set: `DRIFTD_SETTLE_SECONDS`,
 /// `DRIFTD_METRICS_MAX_OBJECT_SERIES`, ... (dots become underscores, upper case).
 const ENV_KEYS: &[&str] = &[
@@ -214,6 +310,12 @@ const ENV_KEYS: &[&str] = &[
     "metrics.max_object_series",
     "events.enabled",
     "events.reporting_controller",
+    "namespace",
+    "leader_election.enabled",
+    "leader_election.lease_name",
+    "leader_election.lease_duration_seconds",
+    "leader_election.renew_deadline_seconds",
+    "leader_election.retry_period_seconds",
     "secrets.encryption_key_file",
     "secrets.previous_encryption_key_files",
     "secrets.hash_key_file",
@@ -315,6 +417,12 @@ impl Config {
         if self.events.reporting_controller.is_empty() {
             return Err(bad("events.reporting_controller", "must not be empty"));
         }
+        if self.namespace.is_empty() {
+            return Err(bad("namespace", "must not be empty"));
+        }
+        if let Err((key, reason)) = self.leader_election.check() {
+            return Err(bad(key, &reason));
+        }
         Ok(())
     }
 
@@ -413,6 +521,39 @@ mod tests {
         assert_eq!(c.secrets.hash_key_file, Some(PathBuf::from("/keys/hash")));
         let err = c.secrets.load_keys().unwrap_err().to_string();
         assert!(err.contains("/keys/hash"), "{err}");
+    }
+
+    #[test]
+    fn leader_election_keys_load_and_follow_client_go_rules() {
+        let f = file("[leader_election]\nlease_duration_seconds = 3\nrenew_deadline_seconds = 2\nretry_period_seconds = 0.5\n");
+        let c = Config::load_with_env(Some(f.path()), |k| match k {
+            "DRIFTD_NAMESPACE" => Some("ops".into()),
+            "DRIFTD_LEADER_ELECTION_ENABLED" => Some("false".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(c.namespace, "ops");
+        assert!(!c.leader_election.enabled);
+        assert_eq!(c.leader_election.lease_duration(), Duration::from_secs(3));
+        assert_eq!(c.leader_election.retry_period(), Duration::from_millis(500));
+
+        // The leader must give up before a follower may take over ...
+        let f = file("[leader_election]\nlease_duration_seconds = 10\n");
+        let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+        assert_eq!(err.key, "leader_election.renew_deadline_seconds");
+        assert!(
+            err.reason.contains("less than lease_duration_seconds"),
+            "{err}"
+        );
+        // ... and gets more than one try first.
+        let f = file("[leader_election]\nretry_period_seconds = 9\n");
+        let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+        assert_eq!(err.key, "leader_election.renew_deadline_seconds");
+        assert!(err.reason.contains("retry_period_seconds"), "{err}");
+        // The Lease holds whole seconds.
+        let f = file("[leader_election]\nlease_duration_seconds = 2.5\n");
+        let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+        assert_eq!(err.key, "leader_election.lease_duration_seconds");
     }
 
     #[test]

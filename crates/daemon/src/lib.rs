@@ -3,11 +3,13 @@
 //! Dependencies point one way: `watch` (watcher messages and control; the kube-runtime
 //! [`watch::Supervisor`]) <- `drift` (the engine and the drift index it writes) <- `export`
 //! (`/drift`, `/metrics` rendered from the index, Events) <- `serve` (wiring). `config` is
-//! the daemon's configuration, read by all.
+//! the daemon's configuration, read by all. `leader` (the Lease election and the
+//! [`leader::Leadership`] handle) is consulted by `export` for leader-only work.
 
 pub mod config;
 pub mod drift;
 pub mod export;
+pub mod leader;
 pub mod serve;
 pub mod watch;
 

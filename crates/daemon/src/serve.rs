@@ -1,20 +1,29 @@
 //! `driftd serve` wiring, in the manner of kube-rs's controller-rs `main`: open the store,
-//! start the Event publisher, the watchers, the drift engine and the HTTP server, and stop
-//! them together.
+//! start the leader election, the Event publisher, the watchers, the drift engine and the
+//! HTTP server, and stop them together.
+//!
+//! Shutdown order, so that the Lease is never left behind and never given up early: the
+//! engine stops (no new Events), the Event queue drains while this replica still leads, then
+//! the elector releases the Lease.
 
 use crate::config::Config;
-use crate::drift::{DriftIndex, Engine, EngineError, SystemClock};
+use crate::drift::{Clock, DriftIndex, Engine, EngineError, SystemClock};
 use crate::export::http::{self, Handles};
 use crate::export::publisher::Publisher;
 use crate::export::{events, metrics::Metrics};
+use crate::leader::{self, Elector, KubeLease, Leadership};
 use crate::watch::Supervisor;
 use driftd_store::{Store, StoreError};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 /// Capacity of the watchers' queue to the engine; a full queue makes watchers wait.
 const INBOX: usize = 1024;
+
+/// How long shutdown waits for queued Events before giving up on them.
+const EVENT_DRAIN: Duration = Duration::from_secs(5);
 
 /// Why the daemon could not start, or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -46,7 +55,26 @@ pub async fn run(
     let index = Arc::new(RwLock::new(DriftIndex::new(
         config.metrics.max_object_series,
     )));
-    let metrics = Arc::new(Metrics::new(index.clone()));
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let identity = leader::identity();
+    let election = &config.leader_election;
+    let leadership = if election.enabled {
+        Leadership::elected(clock.clone())
+    } else {
+        tracing::info!("leader election off: this replica acts as leader");
+        Leadership::always()
+    };
+    let elector = election.enabled.then(|| {
+        Elector::new(
+            KubeLease::new(client.clone(), &config.namespace, &election.lease_name),
+            identity.clone(),
+            format!("{}/{}", config.namespace, election.lease_name),
+            election.into(),
+            clock.clone(),
+            leadership.clone(),
+        )
+    });
+    let metrics = Arc::new(Metrics::new(index.clone(), leadership.clone()));
     report_insecure_database(&store, &metrics);
     let listen_error = |source| ServeError::Listen {
         addr: config.listen,
@@ -57,23 +85,33 @@ pub async fn run(
         .map_err(listen_error)?;
     let addr = listener.local_addr().map_err(listen_error)?;
     tracing::info!(%addr, "HTTP server listening: /drift /metrics /healthz /readyz");
+    // Poll `shutdown` once before telling anyone we listen: the signal handlers it installs
+    // on first poll are then in place, so a SIGTERM right after is a clean shutdown.
+    let mut shutdown = Box::pin(shutdown);
+    let shutdown_requested = futures::FutureExt::now_or_never(shutdown.as_mut()).is_some();
     on_listening(addr);
 
-    let events = config.events.enabled.then(|| {
-        events::spawn(
-            client.clone(),
-            &config.events.reporting_controller,
-            metrics.clone(),
-        )
-    });
+    let (events, event_task) = match config.events.enabled {
+        true => {
+            let (sink, task) = events::spawn(
+                client.clone(),
+                &config.events.reporting_controller,
+                &identity,
+                metrics.clone(),
+                leadership.clone(),
+            );
+            (Some(sink), Some(task))
+        }
+        false => (None, None),
+    };
     let (sender, inbox) = tokio::sync::mpsc::channel(INBOX);
     let engine = Engine::new(
         store,
         &config,
         index.clone(),
         Supervisor::new(client, sender),
-        Publisher::new(metrics.clone(), events),
-        Arc::new(SystemClock),
+        Publisher::new(metrics.clone(), events, leadership),
+        clock,
     )?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -83,15 +121,40 @@ pub async fn run(
         let _ = server_stop.wait_for(|s| *s).await;
     });
     let mut engine_stop = stop_rx;
-    let engine = engine.run(inbox, async move {
-        let _ = engine_stop.wait_for(|s| *s).await;
-    });
+    let (drained_tx, drained) = tokio::sync::oneshot::channel::<()>();
+    let engine = async move {
+        // The engine (and with it the last Event sink) is dropped when `run` returns.
+        let result = engine
+            .run(inbox, async move {
+                let _ = engine_stop.wait_for(|s| *s).await;
+            })
+            .await;
+        if let Some(mut task) = event_task {
+            if tokio::time::timeout(EVENT_DRAIN, &mut task).await.is_err() {
+                tracing::warn!("queued Events not published within {EVENT_DRAIN:?}; dropped");
+                task.abort();
+            }
+        }
+        let _ = drained_tx.send(());
+        result
+    };
+    let election = async move {
+        if let Some(elector) = elector {
+            elector
+                .run(async move {
+                    let _ = drained.await;
+                })
+                .await;
+        }
+    };
     tokio::spawn(async move {
-        shutdown.await;
+        if !shutdown_requested {
+            shutdown.await;
+        }
         tracing::info!("shutting down");
         let _ = stop_tx.send(true);
     });
-    let (engine_result, server_result) = tokio::join!(engine, server);
+    let (engine_result, server_result, ()) = tokio::join!(engine, server, election);
     engine_result?;
     server_result.map_err(ServeError::Http)?;
     Ok(())

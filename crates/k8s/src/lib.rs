@@ -2,6 +2,9 @@
 //! resource types, object identity, quantities, strategic-merge keys and kube-apiserver's
 //! defaults for declared fields.
 
+pub mod admission;
+pub mod api_types;
+pub mod crd;
 pub mod defaults;
 pub mod kinds;
 pub mod merge_keys;

@@ -35,13 +35,48 @@ const WRITTEN_AFTER_THE_FIELD_MANAGER: &[(&str, &[&str])] = &[
     // plugin/pkg/admission/storage/storageobjectinuseprotection (pvc-protection finalizer).
     ("PersistentVolumeClaim", &["f:spec", "f:storageClassName"]),
     ("PersistentVolumeClaim", &["f:metadata", "f:finalizers"]),
+    // Pod admission (plugin/pkg/admission/serviceaccount, priority): the service account,
+    // its token volume and the mounts of it, the priority; the scheduler's binding
+    // (pods/binding) sets nodeName.
+    ("Pod", &["f:spec", "f:serviceAccountName"]),
+    ("Pod", &["f:spec", "f:serviceAccount"]),
+    ("Pod", &["f:spec", "f:priority"]),
+    ("Pod", &["f:spec", "f:preemptionPolicy"]),
+    ("Pod", &["f:spec", "f:nodeName"]),
+    (
+        "Pod",
+        &["f:spec", "f:volumes", "k:{\"name\":\"kube-api-access-*"],
+    ),
+    (
+        "Pod",
+        &["f:spec", "f:containers", "*", "f:volumeMounts", TOKEN_MOUNT],
+    ),
+    (
+        "Pod",
+        &[
+            "f:spec",
+            "f:initContainers",
+            "*",
+            "f:volumeMounts",
+            TOKEN_MOUNT,
+        ],
+    ),
 ];
+
+/// The ServiceAccount plugin's mount of the token volume, as a FieldsV1 key.
+const TOKEN_MOUNT: &str = "k:{\"mountPath\":\"/var/run/secrets/kubernetes.io/serviceaccount\"}";
+
+/// Whether FieldsV1 element `e` matches pattern element `p`: equal, `*` for any element, or
+/// a pattern ending in `*` for elements with that prefix.
+fn element_matches(p: &str, e: &str) -> bool {
+    p == "*" || p == e || p.strip_suffix('*').is_some_and(|pre| e.starts_with(pre))
+}
 
 fn exempt(kind: &str, path: &[String]) -> bool {
     WRITTEN_AFTER_THE_FIELD_MANAGER.iter().any(|(k, prefix)| {
         *k == kind
             && path.len() >= prefix.len()
-            && prefix.iter().zip(path).all(|(p, e)| *p == "*" || p == e)
+            && prefix.iter().zip(path).all(|(p, e)| element_matches(p, e))
     })
 }
 

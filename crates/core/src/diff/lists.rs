@@ -1,22 +1,43 @@
-//! Lists: keyed lists (strategic-merge `patchMergeKey`) are matched item by item by key;
-//! atomic lists of built-in kinds compare whole and exactly, those of custom resources
-//! position by position.
+//! Lists: keyed lists (strategic-merge `patchMergeKey`, a CRD's `x-kubernetes-list-type:
+//! map`) are matched item by item by key; sets by value; atomic lists of built-in kinds and
+//! of custom resources with a schema compare whole and exactly, those of custom resources
+//! without one position by position. Items the default admission chain appends to a Pod's
+//! lists are not drift (`driftd_k8s::admission`).
 
 use super::pointer::{field_names, Seg};
 use super::walk::Walker;
 use super::ChangeOp;
+use driftd_k8s::admission::appended_by_admission;
+use driftd_k8s::crd::ListType;
 use driftd_k8s::merge_keys::merge_key;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-/// The merge key value of an item as text (`containerPort: 8080` -> "8080"); borrowed for
-/// the usual string keys, so indexing a long list does not copy every key.
-fn key_text<'v>(item: &'v Value, key: &str) -> Option<Cow<'v, str>> {
-    match item.get(key)? {
-        Value::String(s) => Some(Cow::Borrowed(s)),
-        Value::Null => None,
-        other => Some(Cow::Owned(other.to_string())),
+/// The key of an item as text (`containerPort: 8080` -> "8080"; several key fields joined
+/// by `,`); borrowed for the usual single string key, so indexing a long list does not copy
+/// every key. `None` when the item has none of the key fields.
+fn key_text<'v>(item: &'v Value, keys: &[&str]) -> Option<Cow<'v, str>> {
+    let one = |key: &str| -> Option<Cow<'v, str>> {
+        match item.get(key)? {
+            Value::String(s) => Some(Cow::Borrowed(s)),
+            Value::Null => None,
+            other => Some(Cow::Owned(other.to_string())),
+        }
+    };
+    match keys {
+        [key] => one(key),
+        _ => {
+            let parts: Vec<Option<Cow<str>>> = keys.iter().map(|k| one(k)).collect();
+            if parts.iter().all(Option::is_none) {
+                return None;
+            }
+            let text: Vec<String> = parts
+                .into_iter()
+                .map(|p| p.map(Cow::into_owned).unwrap_or_default())
+                .collect();
+            Some(Cow::Owned(text.join(",")))
+        }
     }
 }
 
@@ -38,12 +59,29 @@ pub(crate) fn compare(
     p: Option<&[Value]>,
 ) {
     let names = field_names(segs);
+    if let Some(node) = w.schema_at(segs) {
+        // A custom resource compared by its CRD's schema.
+        return match node.list_type() {
+            ListType::Map(keys) => {
+                let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+                if d.iter().all(|i| key_text(i, &keys).is_some()) {
+                    keyed(w, segs, &keys, d, l, p)
+                } else {
+                    atomic(w, segs, d, l)
+                }
+            }
+            ListType::Set => set(w, segs, d, l, p, true),
+            ListType::Atomic => atomic(w, segs, d, l),
+        };
+    }
     if is_set_list(&names) && segs.len() == 2 {
-        return set(w, segs, d, l, p);
+        return set(w, segs, d, l, p, false);
     }
     let key = merge_key(w.kind, &names);
     match key {
-        Some(key) if d.iter().all(|i| key_text(i, key).is_some()) => keyed(w, segs, key, d, l, p),
+        Some(key) if d.iter().all(|i| key_text(i, &[key]).is_some()) => {
+            keyed(w, segs, &[key], d, l, p)
+        }
         _ => positional(w, segs, d, l, p),
     }
 }
@@ -55,12 +93,16 @@ pub(crate) fn is_set_list(names: &[&str]) -> bool {
     names == ["metadata", "finalizers"]
 }
 
+/// A set: each desired item must be live, in any order. Extra live items are drift when
+/// `extras_drift` (a CRD's `x-kubernetes-list-type: set`, whose items apply owns), else only
+/// when the previous revision had them (three-way prune; finalizers controllers add).
 pub(crate) fn set(
     w: &mut Walker,
     segs: &mut Vec<Seg>,
     d: &[Value],
     l: &[Value],
     p: Option<&[Value]>,
+    extras_drift: bool,
 ) {
     for (di, item) in d.iter().enumerate() {
         if !l.contains(item) {
@@ -73,9 +115,8 @@ pub(crate) fn set(
             segs.pop();
         }
     }
-    // Three-way prune: items the previous revision set and the new one dropped.
     for (li, item) in l.iter().enumerate() {
-        if !d.contains(item) && p.is_some_and(|p| p.contains(item)) {
+        if !d.contains(item) && (extras_drift || p.is_some_and(|p| p.contains(item))) {
             segs.push(Seg::Item {
                 desired: None,
                 live: Some(li),
@@ -90,12 +131,13 @@ pub(crate) fn set(
 fn keyed(
     w: &mut Walker,
     segs: &mut Vec<Seg>,
-    key: &str,
+    keys: &[&str],
     d: &[Value],
     l: &[Value],
     p: Option<&[Value]>,
 ) {
-    let live_keys: Vec<Option<Cow<str>>> = l.iter().map(|i| key_text(i, key)).collect();
+    let key_name = keys.join(",");
+    let live_keys: Vec<Option<Cow<str>>> = l.iter().map(|i| key_text(i, keys)).collect();
     // Key -> live positions in list order, built once so each desired item finds its match
     // without scanning the list (a key may repeat: 53/TCP and 53/UDP share `containerPort`).
     let mut live_at: HashMap<&str, Vec<usize>> = HashMap::with_capacity(l.len());
@@ -107,13 +149,13 @@ fn keyed(
     // Key -> the previous revision's first item with it.
     let mut prev_at: HashMap<Cow<str>, &Value> = HashMap::new();
     for item in p.unwrap_or_default() {
-        if let Some(pk) = key_text(item, key) {
+        if let Some(pk) = key_text(item, keys) {
             prev_at.entry(pk).or_insert(item);
         }
     }
     let mut matched = vec![false; l.len()];
     for (di, ditem) in d.iter().enumerate() {
-        let kv = key_text(ditem, key).unwrap_or_default().into_owned();
+        let kv = key_text(ditem, keys).unwrap_or_default().into_owned();
         // Ports are identified by number *and* protocol (server-side apply's list-map keys
         // for container and Service ports); prefer the item with the same protocol so DNS's
         // 53/TCP and 53/UDP pair up right whatever their order live. Otherwise the first
@@ -136,7 +178,7 @@ fn keyed(
                 segs.push(Seg::Item {
                     desired: Some(di),
                     live: Some(li),
-                    key: Some((key.to_string(), kv)),
+                    key: Some((key_name.clone(), kv)),
                 });
                 w.value(segs, ditem, Some(&l[li]), prev);
                 segs.pop();
@@ -145,15 +187,17 @@ fn keyed(
                 segs.push(Seg::Item {
                     desired: Some(di),
                     live: None,
-                    key: Some((key.to_string(), kv)),
+                    key: Some((key_name.clone(), kv)),
                 });
                 w.push(segs, ChangeOp::Add, Some(ditem), None);
                 segs.pop();
             }
         }
     }
+    let owned: Vec<String> = field_names(segs).into_iter().map(str::to_string).collect();
+    let names: Vec<&str> = owned.iter().map(String::as_str).collect();
     for (li, litem) in l.iter().enumerate() {
-        if matched[li] {
+        if matched[li] || appended_by_admission(w.kind, &names, w.ctx.desired, litem) {
             continue;
         }
         segs.push(Seg::Item {
@@ -161,38 +205,55 @@ fn keyed(
             live: Some(li),
             key: live_keys[li]
                 .as_ref()
-                .map(|v| (key.to_string(), v.to_string())),
+                .map(|v| (key_name.clone(), v.to_string())),
         });
         w.push(segs, ChangeOp::Remove, None, Some(litem));
         segs.pop();
     }
 }
 
-/// A list without a merge key. `kubectl apply` replaces it whole, so for a built-in kind it
-/// must equal the (defaulted) desired list exactly and any difference is one `replace` of
-/// the list; custom resources compare position by position, each item by the fields the
-/// manifest sets (no schema tells which lists are atomic there).
-fn positional(w: &mut Walker, segs: &mut Vec<Seg>, d: &[Value], l: &[Value], p: Option<&[Value]>) {
-    let admitted;
-    let compared = if w.kind == "Pod" && field_names(segs) == ["spec", "tolerations"] {
-        admitted = without_default_toleration_seconds(d, l);
-        admitted.as_slice()
-    } else {
-        l
+/// The live items of an atomic list without those an admission plugin appended to the
+/// desired Pod (DefaultTolerationSeconds' tolerations): admission, not a person.
+fn without_admitted<'l>(w: &Walker, segs: &[Seg], d: &[Value], l: &'l [Value]) -> Cow<'l, [Value]> {
+    let names = field_names(segs);
+    let admitted = |item: &Value| {
+        !d.contains(item) && appended_by_admission(w.kind, &names, w.ctx.desired, item)
     };
-    let differs =
-        d.len() != compared.len() || (w.builtin && !w.lists_exactly_equal(segs, d, compared));
-    if differs {
-        // An atomic list is replaced whole by apply; report it whole, as it is live.
+    if l.iter().any(admitted) {
+        Cow::Owned(l.iter().filter(|i| !admitted(i)).cloned().collect())
+    } else {
+        Cow::Borrowed(l)
+    }
+}
+
+/// One value, replaced whole by apply: it must equal the (defaulted) desired list exactly,
+/// and any difference is one `replace` of the whole list, as it is live.
+fn atomic(w: &mut Walker, segs: &mut Vec<Seg>, d: &[Value], l: &[Value]) {
+    let compared = without_admitted(w, segs, d, l);
+    if d.len() != compared.len() || !w.lists_exactly_equal(segs, d, &compared) {
         w.push(
             segs,
             ChangeOp::Replace,
             Some(&Value::Array(d.to_vec())),
             Some(&Value::Array(l.to_vec())),
         );
-        return;
     }
+}
+
+/// A list without a merge key. `kubectl apply` replaces it whole, so for a built-in kind it
+/// is atomic; custom resources without a schema compare position by position, each item by
+/// the fields the manifest sets (no schema tells which lists are atomic there).
+fn positional(w: &mut Walker, segs: &mut Vec<Seg>, d: &[Value], l: &[Value], p: Option<&[Value]>) {
     if w.builtin {
+        return atomic(w, segs, d, l);
+    }
+    if d.len() != l.len() {
+        w.push(
+            segs,
+            ChangeOp::Replace,
+            Some(&Value::Array(d.to_vec())),
+            Some(&Value::Array(l.to_vec())),
+        );
         return;
     }
     let p = p.filter(|p| p.len() == d.len());
@@ -211,24 +272,6 @@ fn positional(w: &mut Walker, segs: &mut Vec<Seg>, d: &[Value], l: &[Value], p: 
     }
 }
 
-/// A Pod's live tolerations without the two the DefaultTolerationSeconds admission plugin
-/// (enabled by default, `plugin/pkg/admission/defaulttolerationseconds`) appends when the
-/// manifest does not tolerate `not-ready`/`unreachable` itself: admission, not a person.
-fn without_default_toleration_seconds(d: &[Value], l: &[Value]) -> Vec<Value> {
-    let is_default = |t: &Value| {
-        matches!(
-            t.get("key").and_then(Value::as_str),
-            Some("node.kubernetes.io/not-ready" | "node.kubernetes.io/unreachable")
-        ) && t.get("operator").and_then(Value::as_str) == Some("Exists")
-            && t.get("effect").and_then(Value::as_str) == Some("NoExecute")
-            && t.get("tolerationSeconds").and_then(Value::as_i64) == Some(300)
-    };
-    l.iter()
-        .filter(|t| !is_default(t) || d.contains(t))
-        .cloned()
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,7 +282,14 @@ mod tests {
 
     /// The changes `compare` reports for Service `spec.ports`.
     fn port_changes(d: Value, l: Value, p: Option<Value>) -> Vec<PortChange> {
-        let mut w = Walker::new("Service", true);
+        let desired = Value::Null;
+        let mut w = Walker::new(super::super::walk::Context {
+            api_version: "v1",
+            kind: "Service",
+            builtin: true,
+            schema: None,
+            desired: &desired,
+        });
         let mut segs = vec![Seg::Field("spec".into()), Seg::Field("ports".into())];
         let (d, l) = (d.as_array().unwrap(), l.as_array().unwrap());
         let p = p.as_ref().and_then(Value::as_array).map(Vec::as_slice);

@@ -18,17 +18,21 @@ mod lists;
 pub mod managed;
 pub mod normalize;
 pub mod pointer;
+pub mod pruned;
 pub mod rules;
 pub mod secret;
 mod walk;
 
 pub use managed::ManagerMatch;
+pub use pruned::{pruned_fields, PrunedFields};
 pub use rules::{ExpiredRule, IgnoreRule, RuleError, RuleSet};
 
+use driftd_k8s::crd::CrdSchemas;
 use driftd_k8s::ObjectKey;
 use pointer::{field_names, pointer, Seg, Side};
-use std::collections::HashSet;
-use walk::{RawChange, Walker};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use walk::{Context, RawChange, Walker};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -75,6 +79,21 @@ pub struct Comparison {
     pub patch: json_patch::Patch,
     /// How many differences each ignore rule or annotation hid (only rules that hid some).
     pub ignored: Vec<IgnoredCount>,
+    /// For a custom resource only (absent for built-in kinds): whether it was compared by
+    /// its CRD's structural schema (`crd`: pruned, defaulted, lists by list type) or, the
+    /// CRD being unknown, by the plain rules (`none`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<SchemaUse>,
+}
+
+/// How a custom resource was compared (see [`Comparison::schema`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchemaUse {
+    /// By the structural schema of its CRD's version.
+    Crd,
+    /// Without a schema: its CRD (or that version) was not known.
+    None,
 }
 
 /// Differences one ignore rule (or the `driftd.io/ignore` annotation) hid from a comparison.
@@ -127,12 +146,48 @@ pub struct ClusterFacts {
     /// Managers whose fields in live `managedFields` are never drift. Default:
     /// `kube-controller-manager` through the `scale` subresource (HPA and other scalers).
     pub controller_managers: Vec<ManagerMatch>,
+    /// CRDs by (group, kind) ([`CrdSchemas::key`]): custom resources of these kinds are
+    /// compared by their version's structural schema. From the desired state, else the
+    /// cluster.
+    pub custom_schemas: HashMap<(String, String), Arc<CrdSchemas>>,
+}
+
+impl ClusterFacts {
+    /// Adds the schemas of every CustomResourceDefinition among `objects` (a later CRD of
+    /// the same kind wins); CRDs that do not read into structural schemas are returned with
+    /// why, and left out.
+    pub fn add_crds<'a>(
+        &mut self,
+        objects: impl IntoIterator<Item = &'a Value>,
+    ) -> Vec<driftd_k8s::crd::SchemaError> {
+        let mut errors = Vec::new();
+        for o in objects {
+            if o.get("kind").and_then(Value::as_str) != Some("CustomResourceDefinition") {
+                continue;
+            }
+            match CrdSchemas::from_crd(o) {
+                Ok(s) => {
+                    self.custom_schemas.insert(s.key(), Arc::new(s));
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        errors
+    }
+
+    /// The CRD of a custom resource's kind, if known.
+    pub fn crd_of(&self, api_version: &str, kind: &str) -> Option<&Arc<CrdSchemas>> {
+        let group = driftd_k8s::kinds::split_api_version(api_version).0;
+        self.custom_schemas
+            .get(&(group.to_string(), kind.to_string()))
+    }
 }
 
 impl Default for ClusterFacts {
     fn default() -> Self {
         ClusterFacts {
             hpa_targets: HashSet::new(),
+            custom_schemas: HashMap::new(),
             controller_managers: vec![ManagerMatch {
                 manager: "kube-controller-manager".into(),
                 subresource: Some("scale".into()),
@@ -152,13 +207,26 @@ pub struct CompareInput<'a> {
 }
 
 /// The desired side of a comparison as it is compared: Secret `stringData` folded into
-/// `data` and, for built-in kinds, kube-apiserver's deterministic defaults applied. Making
-/// it costs a deep copy of the object, so the daemon keeps one per desired object instead
-/// of paying that on every watch event.
+/// `data` and, for built-in kinds, kube-apiserver's deterministic defaults applied; for a
+/// custom resource whose CRD is known, pruned and defaulted by its schema as the server
+/// returns it. Making it costs a deep copy of the object, so the daemon keeps one per
+/// desired object instead of paying that on every watch event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PreparedDesired {
     stored: Value,
     previous: Option<Value>,
+    /// The CRD the object was prepared by (custom resources only).
+    crd: Option<Arc<CrdSchemas>>,
+    /// Fields of the manifest the CRD's schema prunes (`spec.foo`): never live, not drift.
+    pruned: Vec<String>,
+}
+
+impl PreparedDesired {
+    /// Paths of the manifest's fields its CRD's schema prunes on every write: they never
+    /// exist live (what `driftd commit` warns about).
+    pub fn pruned(&self) -> &[String] {
+        &self.pruned
+    }
 }
 
 /// Compares objects; holds the installation key for Secret hashes and the ignore rules.
@@ -212,11 +280,41 @@ impl Differ {
 
     /// Compares an object of source `source` (used by ignore rules' `source` match).
     pub fn compare_in(&self, source: Option<&str>, input: &CompareInput) -> Comparison {
-        let prepared = Self::prepare(input.desired, input.previous);
+        let prepared = Self::prepare_with(input.desired, input.previous, input.facts);
         self.compare_prepared(source, input, &prepared)
     }
 
-    /// The desired side in the form it is compared in (see [`PreparedDesired`]).
+    /// The desired side in the form it is compared in (see [`PreparedDesired`]), custom
+    /// resources by their CRD's schema when `facts` know it.
+    pub fn prepare_with(
+        desired: &Value,
+        previous: Option<&Value>,
+        facts: &ClusterFacts,
+    ) -> PreparedDesired {
+        let mut prepared = Self::prepare(desired, previous);
+        let kind = desired.get("kind").and_then(Value::as_str).unwrap_or("");
+        let api_version = desired
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if driftd_k8s::api_types::is_builtin(api_version, kind) {
+            return prepared;
+        }
+        if let Some(crd) = facts.crd_of(api_version, kind) {
+            let mut stored = prepared.stored.clone();
+            // A version the CRD does not define is compared without a schema.
+            if let Ok(served) = crd.as_served(&mut stored) {
+                prepared.stored = stored;
+                prepared.pruned = served.pruned;
+                prepared.crd = Some(crd.clone());
+            }
+        }
+        prepared
+    }
+
+    /// The desired side in the form it is compared in (see [`PreparedDesired`]), without
+    /// any CRD schema: custom resources by the plain rules ([`Differ::prepare_with`] uses
+    /// the CRDs `ClusterFacts` know).
     pub fn prepare(desired: &Value, previous: Option<&Value>) -> PreparedDesired {
         let kind = desired.get("kind").and_then(Value::as_str).unwrap_or("");
         let api_version = desired
@@ -232,7 +330,12 @@ impl Differ {
         }
         // The previous revision stays as written: only fields it *set* are pruned.
         let previous = previous.map(|p| normalize::desired_as_stored(kind, p));
-        PreparedDesired { stored, previous }
+        PreparedDesired {
+            stored,
+            previous,
+            crd: None,
+            pruned: Vec::new(),
+        }
     }
 
     /// As [`Differ::compare_in`], with the desired side prepared beforehand by
@@ -262,6 +365,19 @@ impl Differ {
             .and_then(Value::as_str)
             .unwrap_or("");
         let builtin = driftd_k8s::kinds::builtin(api_version, kind).is_some();
+        let version = driftd_k8s::kinds::split_api_version(api_version).1;
+        let schema = prepared
+            .crd
+            .as_ref()
+            .and_then(|crd| crd.version(version))
+            .and_then(|v| v.schema.as_ref());
+        let schema_use = (!driftd_k8s::api_types::is_builtin(api_version, kind)).then_some(
+            if prepared.crd.is_some() {
+                SchemaUse::Crd
+            } else {
+                SchemaUse::None
+            },
+        );
 
         // Desired Secret values kept as keyed hashes are compared with the live ones' hashes.
         let hashed_live = secret::comparable_live(
@@ -271,7 +387,13 @@ impl Differ {
             prepared.previous.as_ref(),
             live,
         );
-        let mut walker = Walker::new(kind, builtin);
+        let mut walker = Walker::new(Context {
+            api_version,
+            kind,
+            builtin,
+            schema,
+            desired: &prepared.stored,
+        });
         walker.value(
             &mut Vec::new(),
             &prepared.stored,
@@ -360,6 +482,7 @@ impl Differ {
             changes,
             patch,
             ignored,
+            schema: schema_use,
         }
     }
 }
@@ -371,6 +494,7 @@ impl Comparison {
             changes: Vec::new(),
             patch: json_patch::Patch(Vec::new()),
             ignored: Vec::new(),
+            schema: None,
         }
     }
 }
@@ -447,3 +571,6 @@ mod tests;
 
 #[cfg(test)]
 mod proptests;
+
+#[cfg(test)]
+mod schema_tests;

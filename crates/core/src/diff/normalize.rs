@@ -17,69 +17,13 @@ pub fn is_vacuous(v: &Value) -> bool {
     }
 }
 
-/// Non-pointer `omitempty` scalar fields of built-in types that manifests often spell out
-/// with their zero value. kube-apiserver's JSON encoder drops a zero `bool`/`int32`/`string`
-/// with `omitempty` (e.g. `VolumeMount.ReadOnly bool json:"readOnly,omitempty"`,
-/// `PodSpec.HostNetwork`), so `readOnly: false` never comes back. Pointer fields
-/// (`automountServiceAccountToken`, `privileged`, ...) keep an explicit `false` and are not
-/// listed: their absence live is a real change.
-const OMITEMPTY_SCALARS: &[&str] = &[
-    // bool
-    "readOnly",
-    "hostNetwork",
-    "hostPID",
-    "hostIPC",
-    "stdin",
-    "stdinOnce",
-    "tty",
-    "paused",
-    "publishNotReadyAddresses",
-    // int32
-    "minReadySeconds",
-    "hostPort",
-    // string
-    "serviceAccountName",
-    "serviceAccount",
-    "nodeName",
-    "hostname",
-    "subdomain",
-    "priorityClassName",
-    "subPath",
-    "subPathExpr",
-    "workingDir",
-    "hostIP",
-    "loadBalancerIP",
-    "externalName",
-];
-
-/// The same for fields whose names are too generic to match alone (a ConfigMap key may be
-/// called `value`): (list they are items of, field). `EnvVar.Value`, `Toleration` fields.
-const OMITEMPTY_ITEM_FIELDS: &[(&str, &str)] = &[
-    ("env", "value"),
-    ("tolerations", "key"),
-    ("tolerations", "operator"),
-    ("tolerations", "value"),
-    ("tolerations", "effect"),
-];
-
-/// Whether desired value `d` at `names` is a zero value kube-apiserver omits on output, so
-/// an absent live field is the same. Only for built-in kinds: custom resources are stored
-/// as written.
-pub fn is_omitted_zero(kind: &str, names: &[&str], d: &Value) -> bool {
-    let zero = match d {
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        _ => false,
-    };
-    let omitempty = match names {
-        [.., list, field] => {
-            OMITEMPTY_SCALARS.contains(field) || OMITEMPTY_ITEM_FIELDS.contains(&(*list, *field))
-        }
-        [field] => OMITEMPTY_SCALARS.contains(field),
-        [] => false,
-    };
-    zero && omitempty && driftd_k8s::kinds::BUILTIN.iter().any(|r| r.kind == kind)
+/// Whether desired value `d` at `names` (field names and map keys) is a zero value
+/// kube-apiserver's encoder leaves out (a non-pointer `omitempty` field of a built-in type:
+/// `readOnly: false`, `initialDelaySeconds: 0`, `args: []`), so an absent live field is the
+/// same. From the table generated from the Go API types ([`driftd_k8s::api_types`]); custom
+/// resources are stored as written.
+pub fn is_omitted_zero(api_version: &str, kind: &str, names: &[&str], d: &Value) -> bool {
+    driftd_k8s::api_types::omitted_when_zero(api_version, kind, names, d)
 }
 
 /// Whether the field at `names` (field names, list positions left out) in an object of

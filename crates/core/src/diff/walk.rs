@@ -10,6 +10,7 @@ use super::normalize::{
 };
 use super::pointer::{field_names, Seg};
 use super::ChangeOp;
+use driftd_k8s::crd::{MapType, Step, Structural};
 use serde_json::Value;
 
 /// A difference before attribution, redaction and ignore rules.
@@ -57,21 +58,55 @@ fn skipped(segs: &[Seg], key: &str) -> bool {
     }
 }
 
-pub(crate) struct Walker<'a> {
+/// What a walk compares by: the object's type, its schema and the desired object.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Context<'a> {
+    pub api_version: &'a str,
     pub kind: &'a str,
     /// A built-in kind: its atomic lists compare exactly (`kubectl apply` replaces them
-    /// whole). Custom resources keep per-position apply semantics (no schema is modelled).
+    /// whole). Custom resources without a schema keep per-position apply semantics.
     pub builtin: bool,
+    /// The structural schema of a custom resource's version, when its CRD is known: list
+    /// and map types come from it.
+    pub schema: Option<&'a Structural>,
+    /// The (prepared) desired object, whose admission plugins' conditions decide which
+    /// live list items they appended.
+    pub desired: &'a Value,
+}
+
+pub(crate) struct Walker<'a> {
+    pub kind: &'a str,
+    pub builtin: bool,
+    pub ctx: Context<'a>,
     pub changes: Vec<RawChange>,
 }
 
 impl<'a> Walker<'a> {
-    pub fn new(kind: &'a str, builtin: bool) -> Self {
+    pub fn new(ctx: Context<'a>) -> Self {
         Walker {
-            kind,
-            builtin,
+            kind: ctx.kind,
+            builtin: ctx.builtin,
+            ctx,
             changes: Vec::new(),
         }
+    }
+
+    /// The schema node at `segs`, for a custom resource compared by its CRD's schema;
+    /// `None` without a schema or where it says nothing (preserve-unknown-fields subtrees).
+    pub fn schema_at(&self, segs: &[Seg]) -> Option<&'a Structural> {
+        let steps: Vec<Step> = segs
+            .iter()
+            .map(|s| match s {
+                Seg::Field(f) => Step::Field(f),
+                Seg::Item { .. } => Step::Item,
+            })
+            .collect();
+        self.ctx.schema?.at(&steps)
+    }
+
+    /// Whether `v` at `segs` is a zero value the encoder leaves out for this kind.
+    fn omitted_zero(&self, segs: &[Seg], v: &Value) -> bool {
+        is_omitted_zero(self.ctx.api_version, self.kind, &field_names(segs), v)
     }
 
     pub fn push(
@@ -97,12 +132,20 @@ impl<'a> Walker<'a> {
             return;
         }
         let Some(l) = l else {
-            if !is_vacuous(d) && !is_omitted_zero(self.kind, &field_names(segs), d) {
+            if !is_vacuous(d) && !self.omitted_zero(segs, d) {
                 self.push(segs, ChangeOp::Add, Some(d), None);
             }
             return;
         };
         match (d, l) {
+            (Value::Object(_), Value::Object(_))
+                if self.schema_at(segs).map(Structural::map_type) == Some(MapType::Atomic) =>
+            {
+                // `x-kubernetes-map-type: atomic`: one value, replaced whole by apply.
+                if !self.exactly_equal(segs, d, l) {
+                    self.push(segs, ChangeOp::Replace, Some(d), Some(l));
+                }
+            }
             (Value::Object(dm), Value::Object(lm)) => {
                 for (k, dv) in dm {
                     if skipped(segs, k) {
@@ -171,7 +214,7 @@ impl<'a> Walker<'a> {
                     let eq = match (present(dm.get(k)), present(lm.get(k))) {
                         (None, None) => true,
                         (Some(v), None) | (None, Some(v)) => {
-                            is_vacuous(&v) || is_omitted_zero(self.kind, &field_names(segs), &v)
+                            is_vacuous(&v) || self.omitted_zero(segs, &v)
                         }
                         (Some(dv), Some(lv)) => self.exactly_equal(segs, &dv, &lv),
                     };
@@ -233,10 +276,10 @@ impl<'a> Walker<'a> {
         }
         if let (Value::Array(pa), Value::Array(la)) = (p, l) {
             if lists::is_set_list(&field_names(segs)) && segs.len() == 2 {
-                return lists::set(self, segs, &[], la, Some(pa));
+                return lists::set(self, segs, &[], la, Some(pa), false);
             }
         }
-        let mut probe = Walker::new(self.kind, self.builtin);
+        let mut probe = Walker::new(self.ctx);
         let mut probe_segs = segs.clone();
         probe.value(&mut probe_segs, p, Some(l), None);
         if probe.changes.is_empty() {

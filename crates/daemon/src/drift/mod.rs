@@ -18,6 +18,8 @@ mod lists;
 mod outputs;
 mod settle;
 
+#[cfg(test)]
+pub(crate) use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
 pub use engine::{Engine, EngineError};
 pub use index::{DriftIndex, SharedIndex};

@@ -2,14 +2,20 @@
 //! objects: `DriftDetected` when drift starts or its changed paths change, `DriftResolved`
 //! when it ends. The engine never waits on the API: requests go through a bounded queue to
 //! one publishing task, and a full queue drops (and counts) rather than stalls drift.
+//!
+//! Publishing Events is leader-only work: the task sends nothing while this replica is not
+//! the acting leader (a request queued before leadership was lost is dropped and counted;
+//! one already sent completes).
 
 use super::metrics::Metrics;
+use crate::leader::Leadership;
 use driftd_core::report::DriftEntry;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 /// Events carry at most this many bytes of note (the API's limit is 1 kB).
 const NOTE_LIMIT: usize = 1000;
@@ -115,18 +121,32 @@ impl EventSink {
     }
 }
 
-/// Starts the publishing task.
-pub fn spawn(client: kube::Client, controller: &str, metrics: Arc<Metrics>) -> EventSink {
+/// Starts the publishing task, reporting as `controller` / `instance` (the replica's
+/// identity, as in the leader Lease). The task ends once every [`EventSink`] is dropped and
+/// the queue is drained.
+pub fn spawn(
+    client: kube::Client,
+    controller: &str,
+    instance: &str,
+    metrics: Arc<Metrics>,
+    leadership: Leadership,
+) -> (EventSink, JoinHandle<()>) {
     let (sender, mut receiver) = mpsc::channel::<EventRequest>(256);
     let reporter = Reporter {
         controller: controller.to_string(),
-        instance: std::env::var("POD_NAME")
-            .ok()
-            .or_else(|| hostname::get().ok().and_then(|h| h.into_string().ok())),
+        instance: Some(instance.to_string()),
     };
     let recorder = Recorder::new(client, reporter);
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         while let Some(request) = receiver.recv().await {
+            if !leadership.is_leader() {
+                metrics.events_dropped.inc();
+                tracing::debug!(
+                    reason = request.reason,
+                    "no longer the leader: Event dropped"
+                );
+                continue;
+            }
             let event = Event {
                 type_: request.type_,
                 reason: request.reason.to_string(),
@@ -140,5 +160,5 @@ pub fn spawn(client: kube::Client, controller: &str, metrics: Arc<Metrics>) -> E
             }
         }
     });
-    EventSink { sender }
+    (EventSink { sender }, task)
 }

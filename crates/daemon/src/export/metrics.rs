@@ -9,6 +9,7 @@
 //! `metrics.max_object_series`; the watch counters one per watched kind.
 
 use crate::drift::{DriftIndex, SharedIndex};
+use crate::leader::Leadership;
 use driftd_core::report::DriftClass;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
@@ -38,8 +39,9 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Metrics whose drift families are rendered from `index`.
-    pub fn new(index: SharedIndex) -> Metrics {
+    /// Metrics whose drift families are rendered from `index`, and `driftd_leader` from
+    /// `leadership`.
+    pub fn new(index: SharedIndex, leadership: Leadership) -> Metrics {
         let registry = Registry::new();
         let watch_events = IntCounterVec::new(
             Opts::new(
@@ -69,7 +71,7 @@ impl Metrics {
         .unwrap();
         let events_dropped = IntCounter::new(
             "driftd_kube_events_dropped_total",
-            "Kubernetes Events not published (queue full or API error).",
+            "Kubernetes Events not published (queue full, API error, or leadership lost first).",
         )
         .unwrap();
         let build_info = Gauge::with_opts(
@@ -78,12 +80,21 @@ impl Metrics {
         )
         .unwrap();
         build_info.set(1.0);
+        let leader = LeaderGauge {
+            leadership,
+            gauge: IntGauge::new(
+                "driftd_leader",
+                "1 while this replica holds the leader Lease and acts as leader (always 1 with leader election off).",
+            )
+            .unwrap(),
+        };
         for collector in [
             Box::new(watch_events.clone()) as Box<dyn Collector>,
             Box::new(watch_errors.clone()),
             Box::new(diff_duration.clone()),
             Box::new(events_dropped.clone()),
             Box::new(build_info),
+            Box::new(leader),
             Box::new(IndexFamilies::new(index)),
         ] {
             registry
@@ -114,6 +125,24 @@ impl Metrics {
             .encode(&self.registry.gather(), &mut buf)
             .expect("encoding to a Vec cannot fail");
         String::from_utf8(buf).expect("exposition format is UTF-8")
+    }
+}
+
+/// `driftd_leader`, read from the leadership at scrape time (it lapses by time, not only
+/// when the elector notices).
+struct LeaderGauge {
+    leadership: Leadership,
+    gauge: IntGauge,
+}
+
+impl Collector for LeaderGauge {
+    fn desc(&self) -> Vec<&Desc> {
+        self.gauge.desc()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        self.gauge.set(i64::from(self.leadership.is_leader()));
+        self.gauge.collect()
     }
 }
 

@@ -1,8 +1,11 @@
 //! The engine's [`Outputs`] for real: Prometheus counters and the Kubernetes Event queue.
+//! Every replica counts; only the acting leader announces (a follower's settled drift is
+//! still in its episodes and its `/drift`, just not an Event).
 
 use super::events::{EventRequest, EventSink};
 use super::metrics::Metrics;
 use crate::drift::{Announcement, Outputs};
+use crate::leader::Leadership;
 use crate::watch::WatchError;
 use driftd_core::report::DriftEntry;
 use driftd_k8s::TypeKey;
@@ -10,15 +13,24 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Counts into [`Metrics`] and queues Events (if enabled).
+/// Counts into [`Metrics`] and queues Events (if enabled) while leading.
 pub struct Publisher {
     metrics: Arc<Metrics>,
     events: Option<EventSink>,
+    leadership: Leadership,
 }
 
 impl Publisher {
-    pub fn new(metrics: Arc<Metrics>, events: Option<EventSink>) -> Publisher {
-        Publisher { metrics, events }
+    pub fn new(
+        metrics: Arc<Metrics>,
+        events: Option<EventSink>,
+        leadership: Leadership,
+    ) -> Publisher {
+        Publisher {
+            metrics,
+            events,
+            leadership,
+        }
     }
 }
 
@@ -45,6 +57,10 @@ impl Outputs for Publisher {
         let Some(sink) = &self.events else {
             return;
         };
+        if !self.leadership.is_leader() {
+            tracing::debug!(kind = %entry.kind, name = %entry.name, ?announcement, "not the leader: the leader publishes the Event");
+            return;
+        }
         let request = match announcement {
             Announcement::Detected => EventRequest::detected(entry, live),
             Announcement::Resolved => EventRequest::resolved(entry, live),

@@ -213,14 +213,23 @@ pub fn live_form(kind: &str, defaulted: &Value, salt: u64) -> (Value, Perms) {
             // DefaultTolerationSeconds admission appends these two. The ServiceAccount
             // admission plugin's token volume and mounts are left out: the differ reports
             // them as drift when the manifest has volumes (a known gap).
-            let tolerations = spec["tolerations"].as_array().cloned().unwrap_or_default();
-            let mut tolerations = tolerations;
+            // Each unless the pod already tolerates that NoExecute taint: a toleration with
+            // its key or no key, and NoExecute or no effect
+            // (plugin/pkg/admission/defaulttolerationseconds/admission.go).
+            let mut tolerations = spec["tolerations"].as_array().cloned().unwrap_or_default();
             for key in [
                 "node.kubernetes.io/not-ready",
                 "node.kubernetes.io/unreachable",
             ] {
-                tolerations.push(json!({"key": key, "operator": "Exists",
-                    "effect": "NoExecute", "tolerationSeconds": 300}));
+                let tolerated = tolerations.iter().any(|t| {
+                    let k = t["key"].as_str().unwrap_or("");
+                    let e = t["effect"].as_str().unwrap_or("");
+                    (k == key || k.is_empty()) && (e == "NoExecute" || e.is_empty())
+                });
+                if !tolerated {
+                    tolerations.push(json!({"key": key, "operator": "Exists",
+                        "effect": "NoExecute", "tolerationSeconds": 300}));
+                }
             }
             spec["tolerations"] = Value::Array(tolerations);
             resources_printed(&mut spec["containers"]);

@@ -1,4 +1,5 @@
 use super::*;
+use crate::leader::Leadership;
 use driftd_core::report::DriftEntry;
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
@@ -14,7 +15,7 @@ fn entry(source: &str, namespace: &str, name: &str, class: DriftClass) -> (Objec
 
 fn setup(cap: usize) -> (SharedIndex, Metrics) {
     let index = Arc::new(RwLock::new(DriftIndex::new(cap)));
-    let metrics = Metrics::new(index.clone());
+    let metrics = Metrics::new(index.clone(), Leadership::always());
     (index, metrics)
 }
 
@@ -168,4 +169,14 @@ fn scalars_are_always_there() {
     let text = m.render();
     assert_eq!(sample(&text, "driftd_ready"), Some(1.0));
     assert_eq!(sample(&text, "driftd_ignore_rules_expired"), Some(2.0));
+}
+
+#[test]
+fn leader_gauge_says_whether_this_replica_acts_as_leader() {
+    let index = Arc::new(RwLock::new(DriftIndex::new(10)));
+    let clock = Arc::new(crate::drift::SystemClock);
+    let follower = Metrics::new(index.clone(), Leadership::elected(clock)).render();
+    assert_eq!(sample(&follower, "driftd_leader"), Some(0.0), "{follower}");
+    let single = Metrics::new(index, Leadership::always()).render();
+    assert_eq!(sample(&single, "driftd_leader"), Some(1.0), "{single}");
 }

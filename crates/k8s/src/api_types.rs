@@ -1,0 +1,250 @@
+//! What the built-in API types print: which fields kube-apiserver's JSON encoder leaves out
+//! when they hold their zero value, and which kinds are built in at all.
+//!
+//! kube-apiserver encodes with Go's encoding/json: a non-pointer `bool`, number, string,
+//! slice or map field tagged `omitempty` is not printed when it is `false`, `0`, `""` or
+//! empty, and an `omitzero` field is not printed when zero. So a manifest that spells such a
+//! zero value (`initialDelaySeconds: 0`, `hostNetwork: false`, `args: []`) is in sync with a
+//! live object without the field, while a pointer field set to zero (`replicas: 0`) is
+//! printed and compared. Structs are printed even with `omitempty` (`{}`).
+//!
+//! The table (`api_types.tsv`) is generated from the Go API types by
+//! `testdata/extract_omitempty_fields.py` (its header names the source commits): one row per
+//! kind (group, version, kind, root type) and one per field of every struct reachable from a
+//! kind (json name, zero shape if omitted when zero, map levels, child struct). Paths are
+//! walked through it by field name, map keys as steps of their own, list positions left out.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use serde_json::Value;
+
+/// The JSON shape of a zero value a field is left out with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Zero {
+    Bool,
+    Number,
+    String,
+    List,
+    Map,
+    /// `omitzero`: whatever the type's zero value is.
+    Any,
+}
+
+impl Zero {
+    fn parse(s: &str) -> Option<Zero> {
+        Some(match s {
+            "bool" => Zero::Bool,
+            "number" => Zero::Number,
+            "string" => Zero::String,
+            "list" => Zero::List,
+            "map" => Zero::Map,
+            "any" => Zero::Any,
+            _ => return None,
+        })
+    }
+
+    fn holds(self, v: &Value) -> bool {
+        let zero_number = |v: &Value| v.as_f64() == Some(0.0);
+        match (self, v) {
+            (Zero::Bool, Value::Bool(b)) => !b,
+            (Zero::Number, Value::Number(_)) => zero_number(v),
+            (Zero::String, Value::String(s)) => s.is_empty(),
+            (Zero::List, Value::Array(a)) => a.is_empty(),
+            (Zero::Map, Value::Object(m)) => m.is_empty(),
+            (Zero::Any, Value::Null) => true,
+            (Zero::Any, Value::Bool(b)) => !b,
+            (Zero::Any, Value::Number(_)) => zero_number(v),
+            (Zero::Any, Value::String(s)) => s.is_empty(),
+            (Zero::Any, Value::Array(a)) => a.is_empty(),
+            (Zero::Any, Value::Object(m)) => m.is_empty(),
+            _ => false,
+        }
+    }
+}
+
+/// One field of a struct type.
+#[derive(Debug)]
+struct Field {
+    zero: Option<Zero>,
+    /// Map levels between the field and its child (map keys are path steps).
+    maps: usize,
+    child: Option<&'static str>,
+}
+
+struct Table {
+    kinds: HashMap<(&'static str, &'static str, &'static str), &'static str>,
+    types: HashMap<&'static str, HashMap<&'static str, Field>>,
+}
+
+static TABLE: LazyLock<Table> = LazyLock::new(|| {
+    let mut table = Table {
+        kinds: HashMap::new(),
+        types: HashMap::new(),
+    };
+    for line in include_str!("api_types.tsv").lines() {
+        let cols: Vec<&'static str> = line.split('\t').collect();
+        match cols.as_slice() {
+            ["K", group, version, kind, root] => {
+                table.kinds.insert((group, version, kind), root);
+            }
+            ["F", ty, json, zero, maps, child] => {
+                let field = Field {
+                    zero: Zero::parse(zero),
+                    maps: maps.parse().expect("map levels are a number"),
+                    child: (*child != "-").then_some(*child),
+                };
+                table.types.entry(ty).or_default().insert(json, field);
+            }
+            _ => assert!(line.starts_with('#'), "bad api_types.tsv line: {line}"),
+        }
+    }
+    table
+});
+
+const OBJECT_META: &str = "apimachinery/pkg/apis/meta/v1.ObjectMeta";
+
+/// Whether `api_version`/`kind` is a kind of the built-in API (any group/version k8s.io/api
+/// publishes, and CustomResourceDefinition); everything else is a custom resource or an
+/// aggregated API.
+pub fn is_builtin(api_version: &str, kind: &str) -> bool {
+    let (group, version) = crate::kinds::split_api_version(api_version);
+    TABLE.kinds.contains_key(&(group, version, kind))
+}
+
+/// Whether the value `v` at `path` (field names and map keys; list positions left out) of an
+/// object of `api_version`/`kind` is a zero value kube-apiserver never prints there. `false`
+/// for paths the table does not know (custom resources, map values, unknown fields).
+pub fn omitted_when_zero(api_version: &str, kind: &str, path: &[&str], v: &Value) -> bool {
+    let (group, version) = crate::kinds::split_api_version(api_version);
+    let Some(root) = TABLE.kinds.get(&(group, version, kind)) else {
+        return false;
+    };
+    field_at(root, path)
+        .and_then(|f| f.zero)
+        .is_some_and(|zero| zero.holds(v))
+}
+
+/// The field `path` ends at, walked from struct type `ty`; `None` if the path ends at a map
+/// value or leaves the known types.
+fn field_at(ty: &str, path: &[&str]) -> Option<&'static Field> {
+    let (first, rest) = path.split_first()?;
+    let field = TABLE.types.get(ty)?.get(*first)?;
+    if rest.is_empty() {
+        return Some(field);
+    }
+    // Map keys are steps of their own; the path may end inside the map.
+    let rest = rest.get(field.maps..)?;
+    if rest.is_empty() {
+        return None;
+    }
+    field_at(field.child?, rest)
+}
+
+/// The JSON names of ObjectMeta's fields: what `metadata` keeps when kube-apiserver decodes
+/// it into the Go type (a custom resource's root or embedded `metadata` loses anything else).
+pub fn object_meta_fields() -> impl Iterator<Item = &'static str> {
+    TABLE.types[OBJECT_META].keys().copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn omitted(api_version: &str, kind: &str, path: &str, v: Value) -> bool {
+        let path: Vec<&str> = path.split('.').collect();
+        omitted_when_zero(api_version, kind, &path, &v)
+    }
+
+    #[test]
+    fn non_pointer_omitempty_zero_values_are_not_printed() {
+        let c = "spec.template.spec.containers";
+        // Probe.InitialDelaySeconds int32 `json:"initialDelaySeconds,omitempty"`
+        let probe = format!("{c}.livenessProbe.initialDelaySeconds");
+        assert!(omitted("apps/v1", "Deployment", &probe, json!(0)));
+        assert!(!omitted("apps/v1", "Deployment", &probe, json!(5)));
+        // PodSpec.HostNetwork bool, Container.Args []string, EnvVar.Value string.
+        assert!(omitted("v1", "Pod", "spec.hostNetwork", json!(false)));
+        assert!(omitted(
+            "batch/v1",
+            "CronJob",
+            "spec.jobTemplate.spec.template.spec.containers.args",
+            json!([])
+        ));
+        assert!(omitted(
+            "apps/v1",
+            "StatefulSet",
+            &format!("{c}.env.value"),
+            json!("")
+        ));
+        // Pointers are printed when set: DeploymentSpec.Replicas *int32,
+        // PodSpec.AutomountServiceAccountToken *bool.
+        assert!(!omitted("apps/v1", "Deployment", "spec.replicas", json!(0)));
+        assert!(!omitted(
+            "v1",
+            "Pod",
+            "spec.automountServiceAccountToken",
+            json!(false)
+        ));
+        // A struct with omitempty is printed: PodSpec.Affinity is a pointer, Service
+        // status.loadBalancer a struct.
+        assert!(!omitted("v1", "Service", "status.loadBalancer", json!({})));
+        // Keys of a map are values, not fields: labels {"a": ""} keeps its entry.
+        assert!(!omitted("v1", "ConfigMap", "metadata.labels.a", json!("")));
+        assert!(!omitted("v1", "ConfigMap", "data.key", json!("")));
+        // The wrong shape for the field is not its zero value.
+        assert!(!omitted("v1", "Pod", "spec.hostNetwork", json!(0)));
+        // Custom resources and unknown fields are not in the table.
+        assert!(!omitted("example.com/v1", "Widget", "spec.size", json!(0)));
+        assert!(!omitted("v1", "Pod", "spec.noSuchField", json!(0)));
+    }
+
+    #[test]
+    fn map_values_lead_into_their_struct() {
+        // ResourceList map values are Quantity structs (no fields); a NetworkPolicy's
+        // podSelector.matchLabels is a map of strings.
+        assert!(!omitted(
+            "networking.k8s.io/v1",
+            "NetworkPolicy",
+            "spec.podSelector.matchLabels.app",
+            json!("")
+        ));
+        assert!(omitted(
+            "networking.k8s.io/v1",
+            "NetworkPolicy",
+            "spec.podSelector.matchLabels",
+            json!({})
+        ));
+        // ConfigMap.Data map[string]string with omitempty: an empty map is not printed.
+        assert!(omitted("v1", "ConfigMap", "data", json!({})));
+    }
+
+    #[test]
+    fn every_group_of_the_api_is_built_in() {
+        for (api_version, kind) in [
+            ("v1", "Pod"),
+            ("apps/v1", "Deployment"),
+            ("policy/v1", "PodDisruptionBudget"),
+            ("networking.k8s.io/v1", "NetworkPolicy"),
+            ("storage.k8s.io/v1", "StorageClass"),
+            ("autoscaling/v1", "HorizontalPodAutoscaler"),
+            ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        ] {
+            assert!(is_builtin(api_version, kind), "{api_version} {kind}");
+        }
+        assert!(!is_builtin("monitoring.coreos.com/v1", "ServiceMonitor"));
+        assert!(!is_builtin("v1", "PodList"), "lists are not kinds");
+        let meta: Vec<&str> = object_meta_fields().collect();
+        for f in [
+            "name",
+            "namespace",
+            "labels",
+            "annotations",
+            "ownerReferences",
+        ] {
+            assert!(meta.contains(&f), "{f}");
+        }
+        assert!(!meta.contains(&"unspecified"));
+    }
+}
