@@ -28,7 +28,7 @@ const EVENT_DRAIN: Duration = Duration::from_secs(5);
 /// Why the daemon could not start, or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    /// A store error names the database file itself.
+    /// A store or key-file error; each names its file.
     #[error(transparent)]
     Database(StoreError),
     #[error("cannot listen on {addr} (key `listen`): {source}")]
