@@ -30,6 +30,8 @@ enum Command {
     Run(cmd::run::Args),
     /// Commit desired state kept by another tool (a Pulumi stack export).
     Import(cmd::import::Args),
+    /// Maintain the database: reseal and rehash stored Secret values after a key change.
+    Store(cmd::store::Args),
     /// Run the drift daemon.
     Serve(cmd::serve::Args),
     /// Print the current drift from a running daemon.
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Intent(a) => cmd::intent::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Import(a) => cmd::import::run(a),
+        Command::Store(a) => cmd::store::run(a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Drift(a) => cmd::drift::run(a),
         Command::Check(a) => cmd::check::run(a),

@@ -4,6 +4,7 @@
 //! creates or touches the database. `intent begin` and `run` read their objects the same way
 //! ([`DesiredArgs`]).
 
+use super::store::{self, KeyArgs};
 use anyhow::Context;
 use driftd_core::manifest::{self, LoadOptions, ManifestObject};
 use driftd_store::{validate_source_name, CommitOutcome, CommitRequest, Store};
@@ -35,6 +36,8 @@ pub struct DesiredArgs {
     /// Allow no objects at all (the source then desires nothing).
     #[arg(long)]
     pub allow_empty: bool,
+    #[command(flatten)]
+    pub keys: KeyArgs,
 }
 
 impl DesiredArgs {
@@ -46,7 +49,7 @@ impl DesiredArgs {
             store,
             options,
             committed_crds,
-        } = prepare(&self.db, &self.namespace)?;
+        } = prepare(&self.db, &self.namespace, &self.keys)?;
         let objects = manifest::load(&self.files, &options)?;
         if objects.is_empty() && !self.allow_empty {
             anyhow::bail!(
@@ -59,7 +62,7 @@ impl DesiredArgs {
             );
         }
         warn_pruned_fields(&committed_crds, &objects);
-        let store = open_or_create(store, &self.db)?;
+        let store = open_or_create(store, &self.db, &self.keys)?;
         Ok((store, objects))
     }
 
@@ -72,12 +75,12 @@ impl DesiredArgs {
 /// first (reading does not write to it) so custom resources can take their scope from CRDs
 /// committed earlier, by any source; a missing one is created by [`open_or_create`] only
 /// once the input has proven valid.
-pub fn prepare(db: &Path, namespace: &str) -> anyhow::Result<Prepared> {
+pub fn prepare(db: &Path, namespace: &str, keys: &KeyArgs) -> anyhow::Result<Prepared> {
     if namespace.trim().is_empty() {
         anyhow::bail!("--namespace must not be empty");
     }
     let store = if db.exists() {
-        Some(Store::open(db)?)
+        Some(store::open(db, keys.load()?)?)
     } else {
         None
     };
@@ -130,10 +133,10 @@ pub fn warn_pruned_fields(committed_crds: &[serde_json::Value], objects: &[Manif
 }
 
 /// The store [`prepare`] opened, or a new database now that the input is valid.
-pub fn open_or_create(store: Option<Store>, db: &Path) -> anyhow::Result<Store> {
+pub fn open_or_create(store: Option<Store>, db: &Path, keys: &KeyArgs) -> anyhow::Result<Store> {
     Ok(match store {
         Some(store) => store,
-        None => Store::open(db)?,
+        None => store::open(db, keys.load()?)?,
     })
 }
 

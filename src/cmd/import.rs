@@ -5,6 +5,7 @@
 use super::commit::{
     author_or_user, count, describe_outcome, open_or_create, prepare, warn_pruned_fields, Prepared,
 };
+use super::store::KeyArgs;
 use anyhow::Context;
 use driftd_core::manifest::STDIN_NAME;
 use driftd_core::pulumi::{self, LeftOutWhy};
@@ -48,6 +49,8 @@ pub struct PulumiArgs {
     pub allow_empty: bool,
     /// The export (`pulumi stack export --file FILE`); `-` reads stdin.
     pub file: PathBuf,
+    #[command(flatten)]
+    pub keys: KeyArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -76,7 +79,7 @@ fn import_pulumi(args: PulumiArgs) -> anyhow::Result<ExitCode> {
         store,
         options,
         committed_crds,
-    } = prepare(&args.db, &args.namespace)?;
+    } = prepare(&args.db, &args.namespace, &args.keys)?;
     let objects = pulumi::manifest_objects(&export, &name, &options)?;
     if objects.is_empty() && !args.allow_empty {
         anyhow::bail!(
@@ -94,7 +97,7 @@ fn import_pulumi(args: PulumiArgs) -> anyhow::Result<ExitCode> {
         .message
         .clone()
         .unwrap_or_else(|| format!("pulumi stack export of {stack}"));
-    let mut store = open_or_create(store, &args.db)?;
+    let mut store = open_or_create(store, &args.db, &args.keys)?;
     let outcome = store
         .commit(&CommitRequest {
             source: &args.source,

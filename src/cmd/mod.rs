@@ -14,6 +14,7 @@ pub mod serve;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod sources;
+pub mod store;
 
 /// Output format of the commands that print for people or for scripts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

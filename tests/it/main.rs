@@ -23,4 +23,5 @@ mod intent_cli;
 mod pulumi;
 mod serve_config;
 mod sim_cli;
+mod store_at_rest;
 mod store_concurrency;

@@ -40,6 +40,7 @@ pub struct Config {
     pub events: EventsConfig,
     pub leader_election: LeaderElectionConfig,
     pub unmanaged: UnmanagedConfig,
+    pub secrets: SecretsConfig,
     /// `[[ignore]]` rules: differences a team decided are not drift.
     pub ignore: Vec<driftd_core::diff::IgnoreRule>,
     /// `[[controller_managers]]`: field managers whose fields in live `managedFields` are
@@ -105,6 +106,53 @@ fn parse_kind(text: &str) -> Result<TypeKey, KindError> {
         return Err(KindError::Malformed(text.to_string()));
     }
     Ok(TypeKey { api_version, kind })
+}
+
+/// `[secrets]`: key files for Secret values at rest. Keys never live in the database; the
+/// CLI commands that write Secrets read the same settings.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecretsConfig {
+    /// Seals committed Secret values, so remediation can restore them; without it only their
+    /// keyed hashes are stored.
+    pub encryption_key_file: Option<PathBuf>,
+    /// Earlier encryption keys: values sealed under them still open until `driftd store
+    /// rekey` reseals them. The environment gives them comma-separated.
+    #[serde(deserialize_with = "paths")]
+    pub previous_encryption_key_files: Vec<PathBuf>,
+    /// Keys the hashes of Secret values, so the database alone cannot test guesses against
+    /// them; unset, a random key kept in the database does.
+    pub hash_key_file: Option<PathBuf>,
+}
+
+impl SecretsConfig {
+    /// Reads the key files; errors name the file, never its content.
+    pub fn load_keys(&self) -> Result<driftd_store::SecretKeys, driftd_store::StoreError> {
+        driftd_store::SecretKeys::from_files(
+            self.hash_key_file.as_deref(),
+            self.encryption_key_file.as_deref(),
+            &self.previous_encryption_key_files,
+        )
+    }
+}
+
+/// A list of paths, or one string of comma-separated paths (as an environment variable).
+fn paths<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Paths {
+        List(Vec<PathBuf>),
+        Joined(String),
+    }
+    Ok(match Paths::deserialize(d)? {
+        Paths::List(list) => list,
+        Paths::Joined(text) => text
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .collect(),
+    })
 }
 
 /// `[metrics]`
@@ -215,6 +263,7 @@ impl Default for Config {
             events: EventsConfig::default(),
             leader_election: LeaderElectionConfig::default(),
             unmanaged: UnmanagedConfig::default(),
+            secrets: SecretsConfig::default(),
             ignore: Vec::new(),
             controller_managers: driftd_core::diff::ClusterFacts::default().controller_managers,
         }
@@ -267,6 +316,9 @@ const ENV_KEYS: &[&str] = &[
     "leader_election.lease_duration_seconds",
     "leader_election.renew_deadline_seconds",
     "leader_election.retry_period_seconds",
+    "secrets.encryption_key_file",
+    "secrets.previous_encryption_key_files",
+    "secrets.hash_key_file",
 ];
 
 /// Environment variable that sets `key`. `database` is `DRIFTD_DB`, the name `driftd commit`,
@@ -438,6 +490,37 @@ mod tests {
         assert_eq!(c.metrics.max_object_series, 5);
         assert_eq!(c.settle_seconds, 0.5);
         assert_eq!(c.listen, Config::default().listen);
+    }
+
+    #[test]
+    fn key_files_come_from_the_file_or_the_environment() {
+        let f = file(
+            "[secrets]\nencryption_key_file = \"/keys/new\"\n\
+             previous_encryption_key_files = [\"/keys/old\"]\n",
+        );
+        let c = Config::load_with_env(Some(f.path()), |_| None).unwrap();
+        assert_eq!(
+            c.secrets.encryption_key_file,
+            Some(PathBuf::from("/keys/new"))
+        );
+        assert_eq!(
+            c.secrets.previous_encryption_key_files,
+            [PathBuf::from("/keys/old")]
+        );
+        assert_eq!(c.secrets.hash_key_file, None);
+        let c = Config::load_with_env(Some(f.path()), |k| match k {
+            "DRIFTD_SECRETS_PREVIOUS_ENCRYPTION_KEY_FILES" => Some("/keys/a, /keys/b".into()),
+            "DRIFTD_SECRETS_HASH_KEY_FILE" => Some("/keys/hash".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(
+            c.secrets.previous_encryption_key_files,
+            [PathBuf::from("/keys/a"), PathBuf::from("/keys/b")]
+        );
+        assert_eq!(c.secrets.hash_key_file, Some(PathBuf::from("/keys/hash")));
+        let err = c.secrets.load_keys().unwrap_err().to_string();
+        assert!(err.contains("/keys/hash"), "{err}");
     }
 
     #[test]

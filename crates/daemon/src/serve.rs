@@ -16,7 +16,6 @@ use crate::watch::Supervisor;
 use driftd_store::{Store, StoreError};
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -29,8 +28,9 @@ const EVENT_DRAIN: Duration = Duration::from_secs(5);
 /// Why the daemon could not start, or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("opening database {}: {source}", path.display())]
-    Database { path: PathBuf, source: StoreError },
+    /// A store or key-file error; each names its file.
+    #[error(transparent)]
+    Database(StoreError),
     #[error("cannot listen on {addr} (key `listen`): {source}")]
     Listen {
         addr: SocketAddr,
@@ -50,10 +50,8 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
     on_listening: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
-    let store = Store::open(&config.database).map_err(|source| ServeError::Database {
-        path: config.database.clone(),
-        source,
-    })?;
+    let keys = config.secrets.load_keys().map_err(ServeError::Database)?;
+    let store = Store::open_with_keys(&config.database, keys).map_err(ServeError::Database)?;
     let index = Arc::new(RwLock::new(DriftIndex::new(
         config.metrics.max_object_series,
     )));
@@ -77,6 +75,7 @@ pub async fn run(
         )
     });
     let metrics = Arc::new(Metrics::new(index.clone(), leadership.clone()));
+    report_insecure_database(&store, &metrics);
     let listen_error = |source| ServeError::Listen {
         addr: config.listen,
         source,
@@ -159,6 +158,22 @@ pub async fn run(
     engine_result?;
     server_result.map_err(ServeError::Http)?;
     Ok(())
+}
+
+/// Warns about database files others can read, and exports
+/// `driftd_database_insecure_permissions` (1 when any is, else 0) for alerting.
+fn report_insecure_database(store: &Store, metrics: &Metrics) {
+    let insecure = store.insecure_files();
+    if let Some(warning) = driftd_store::insecure_warning(&insecure) {
+        tracing::warn!("{warning}");
+    }
+    let gauge = prometheus::IntGauge::new(
+        "driftd_database_insecure_permissions",
+        "1 when the database file (or its WAL/SHM) is accessible to group or others.",
+    )
+    .expect("valid metric");
+    gauge.set(i64::from(!insecure.is_empty()));
+    metrics.register(Box::new(gauge));
 }
 
 /// Completes on SIGINT or SIGTERM.

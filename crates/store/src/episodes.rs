@@ -1,7 +1,7 @@
 //! Drift episodes: when an object started drifting, what about it, and when it stopped.
 //! Kept in the database so "drifting since" survives daemon restarts.
 
-use super::{ns_from_db, ns_to_db, ts_from_db, ts_to_db, Episode, StoreError};
+use super::{key_from_db, ns_to_db, ts_from_db, ts_to_db, Episode, StoreError};
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
@@ -19,12 +19,7 @@ fn episode_from_row(row: &rusqlite::Row) -> rusqlite::Result<Episode> {
         Some(_) => Some(ts_from_db(row, 8)?),
     };
     Ok(Episode {
-        key: ObjectKey {
-            group: row.get(0)?,
-            kind: row.get(1)?,
-            namespace: ns_from_db(row.get(2)?),
-            name: row.get(3)?,
-        },
+        key: key_from_db(row, 0)?,
         source: row.get(4)?,
         class: row.get(5)?,
         first_seen: ts_from_db(row, 6)?,

@@ -620,5 +620,5 @@ fn an_older_database_gains_the_intent_tables() {
         .conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(v, 2);
+    assert_eq!(v, schema::current_version());
 }

@@ -9,10 +9,11 @@
 //! passed *reads* as [`IntentState::Expired`].
 
 use super::revisions::{
-    check_owners, insert_objects, insert_revision, newest_revision, validate_objects, NewRevision,
-    StoredObject,
+    check_owners, fill_sealed, insert_objects, insert_revision, newest_revision, validate_objects,
+    NewRevision, Sealing, StoredObject,
 };
-use super::{ns_from_db, ts_from_db, ts_to_db, CommitOutcome, StoreError};
+use super::secrets::record_hash_key;
+use super::{key_from_db, ts_from_db, ts_to_db, CommitOutcome, StoreError};
 use driftd_core::manifest::ManifestObject;
 use driftd_k8s::ObjectKey;
 use jiff::{SignedDuration, Timestamp};
@@ -399,21 +400,18 @@ pub(super) fn list(
 
 fn intent_objects(conn: &Connection, id: i64) -> Result<Vec<StoredObject>, StoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT grp, kind, namespace, name, api_version, body, origin_file, origin_document
+        "SELECT grp, kind, namespace, name, api_version, body, origin_file, origin_document,
+                sealed
          FROM intent_objects WHERE intent_id = ?1 ORDER BY grp, kind, namespace, name",
     )?;
     let rows = stmt.query_map([id], |row| {
         Ok(StoredObject {
-            key: ObjectKey {
-                group: row.get(0)?,
-                kind: row.get(1)?,
-                namespace: ns_from_db(row.get(2)?),
-                name: row.get(3)?,
-            },
+            key: key_from_db(row, 0)?,
             api_version: row.get(4)?,
             body: row.get(5)?,
             origin_file: row.get(6)?,
             origin_document: row.get(7)?,
+            sealed: row.get(8)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -504,9 +502,10 @@ fn plus(now: Timestamp, seconds: i64) -> Timestamp {
 pub(super) fn begin(
     conn: &mut Connection,
     req: &BeginRequest,
+    sealing: &Sealing,
     now: Timestamp,
 ) -> Result<IntentInfo, StoreError> {
-    let (hash, objects) = validate_objects(req.source, req.objects)?;
+    let (hash, objects) = validate_objects(req.source, req.objects, sealing)?;
     if req.holder.trim().is_empty() {
         return Err(StoreError::Rejected("the holder must not be empty".into()));
     }
@@ -518,6 +517,7 @@ pub(super) fn begin(
     }
     // Refused now rather than at commit time, after the deploy has run.
     check_owners(&tx, req.source, &objects)?;
+    record_hash_key(&tx, &sealing.hash)?;
     tx.execute(
         "INSERT INTO intents (source, holder, state, author, message, created_at, ttl_seconds,
                               expires_at, content_hash, object_count)
@@ -636,6 +636,8 @@ pub(super) fn commit(
     let intent = require_state(require(&tx, id, now)?, "committed", LOCK_STATES)?;
     let outcome = match newest_revision(&tx, &intent.source)? {
         Some(newest) if newest.content_hash == intent.content_hash => {
+            let objects = intent_objects(&tx, id)?;
+            fill_sealed(&tx, newest.id, &objects)?;
             CommitOutcome::Unchanged(newest)
         }
         _ => {

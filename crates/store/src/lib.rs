@@ -2,15 +2,23 @@
 //! Sources, immutable revisions, their objects, intents (the write-ahead log of deploys and
 //! the per-source lock), drift episodes, and the installation key.
 //!
+//! Secret values are never stored in clear (see [`secrets`]): keyed hashes always, the values
+//! sealed only under a configured encryption key. The file is created 0600, deleted content
+//! is overwritten (`secure_delete`), and [`Store::insecure_files`] tells when someone made it
+//! readable to others.
+//!
 //! Several processes share one database file (`driftd commit` while `driftd serve` runs), so
 //! every write is one `BEGIN IMMEDIATE` transaction and readers poll `data_version` to learn
 //! that someone else committed.
 
 mod episodes;
+mod files;
 mod history;
 mod intents;
 mod revisions;
+mod rewrite;
 mod schema;
+pub mod secrets;
 
 use driftd_core::manifest::ManifestObject;
 use driftd_k8s::ObjectKey;
@@ -18,26 +26,27 @@ use jiff::Timestamp;
 use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use files::{insecure_files, insecure_warning, InsecureFile};
 pub use history::{HistoryEntry, IntentEvent};
 pub use intents::{
     holder_pod, BeginRequest, IntentAction, IntentInfo, IntentObject, IntentState, LockHeld,
     OpenIntent, WrongState, MAX_TTL, MIN_TTL,
 };
-pub use revisions::{canonical_json, content_hash, validate_source_name};
+pub use revisions::{canonical_json, validate_source_name};
+pub use rewrite::RekeyReport;
+pub use secrets::{Key, SecretKeys};
 
-/// Store failures; each names what the user can do about it.
+/// Store failures; each names what the user can do about it. Each says SQLite's message
+/// once: none exposes the SQLite error as its `source`, so a printed chain does not repeat it.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("database {path}: {source}")]
-    Open {
-        path: String,
-        source: rusqlite::Error,
-    },
-    #[error("database: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    #[error("database {path}: {message}")]
+    Open { path: String, message: String },
+    #[error("database: {}", sqlite_message(.0))]
+    Sqlite(rusqlite::Error),
     #[error("{0}")]
     Rejected(String),
     /// The file's schema cannot be used by this binary (written by a newer driftd).
@@ -51,6 +60,55 @@ pub enum StoreError {
     /// A transition the intent's state does not allow (committing an aborted intent).
     #[error("{0}")]
     WrongState(Box<WrongState>),
+    /// A key file that cannot be read or holds no key. Never shows the file's content.
+    #[error("key file {path}: {reason}")]
+    KeyFile { path: String, reason: String },
+    /// The stored Secret hashes were made with another hash key than the configured one.
+    #[error(
+        "database {database}: its Secret values are hashed with {stored}, but this driftd is \
+         configured with {configured}; hashes under one key cannot be compared with values \
+         hashed under another. Configure the same hash key again (secrets.hash_key_file, \
+         DRIFTD_SECRETS_HASH_KEY_FILE), or rehash the stored values with `driftd store rekey` \
+         (it needs their encrypted copies)"
+    )]
+    HashKeyMismatch {
+        database: String,
+        stored: String,
+        configured: String,
+    },
+    /// Stored Secret values that are needed and not available (never kept, or no key).
+    #[error("{0}")]
+    SecretValues(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sqlite(e)
+    }
+}
+
+/// SQLite's own words for an error, without rusqlite's `Error code N:` prefix.
+fn sqlite_message(e: &rusqlite::Error) -> String {
+    match e {
+        rusqlite::Error::SqliteFailure(_, Some(message)) => message.clone(),
+        rusqlite::Error::SqliteFailure(code, None) => {
+            rusqlite::ffi::code_to_str(code.extended_code).to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// An error opening `path`: SQLite's message, without the path rusqlite adds to it.
+fn open_error(path: &str, e: rusqlite::Error) -> StoreError {
+    let message = sqlite_message(&e);
+    let message = message
+        .strip_suffix(path)
+        .and_then(|m| m.strip_suffix(": "))
+        .map_or(message.clone(), str::to_string);
+    StoreError::Open {
+        path: path.to_string(),
+        message,
+    }
 }
 
 /// Metadata of one committed revision.
@@ -129,35 +187,52 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Store {
     conn: Connection,
     clock: Box<dyn Fn() -> Timestamp + Send>,
+    keys: SecretKeys,
+    /// The file, for messages and permission checks; `None` in memory.
+    path: Option<PathBuf>,
 }
 
 impl Store {
-    /// Opens (creating and migrating if needed) the database at `path`.
+    /// Opens (creating and migrating if needed) the database at `path`, with no key files:
+    /// Secret values are hashed under the installation key and not kept.
     ///
     /// Opening an up-to-date database writes nothing to it.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Self::open_with_keys(path, SecretKeys::default())
+    }
+
+    /// Opens (creating it 0600, migrating if needed) the database at `path` with the
+    /// configured keys: they hash and seal the Secret values this handle writes, and those a
+    /// migration rewrites.
+    pub fn open_with_keys(path: &Path, keys: SecretKeys) -> Result<Store, StoreError> {
         let display = path.display().to_string();
-        let open_err = |source| StoreError::Open {
-            path: display.clone(),
-            source,
-        };
-        let conn = Connection::open(path).map_err(open_err)?;
-        Self::setup(conn, &display, true)
+        files::create_private(path);
+        let conn = Connection::open(path).map_err(|e| open_error(&display, e))?;
+        Self::setup(conn, Some(path.to_path_buf()), keys)
     }
 
     /// A private database in memory, for tests and one-shot tools.
     pub fn open_in_memory() -> Result<Store, StoreError> {
-        let conn = Connection::open_in_memory()?;
-        Self::setup(conn, ":memory:", false)
+        Self::open_in_memory_with_keys(SecretKeys::default())
     }
 
-    fn setup(mut conn: Connection, display: &str, wal: bool) -> Result<Store, StoreError> {
-        let open_err = |source| StoreError::Open {
-            path: display.to_string(),
-            source,
-        };
+    /// [`Store::open_in_memory`] with keys.
+    pub fn open_in_memory_with_keys(keys: SecretKeys) -> Result<Store, StoreError> {
+        let conn = Connection::open_in_memory()?;
+        Self::setup(conn, None, keys)
+    }
+
+    fn setup(
+        mut conn: Connection,
+        path: Option<PathBuf>,
+        keys: SecretKeys,
+    ) -> Result<Store, StoreError> {
+        let display = path
+            .as_ref()
+            .map_or_else(|| ":memory:".to_string(), |p| p.display().to_string());
+        let open_err = |e| open_error(&display, e);
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
-        if wal {
+        if path.is_some() {
             // The first statement is where SQLite notices a file that is not a database.
             let mode: String =
                 retry_busy(|| conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)))
@@ -176,11 +251,75 @@ impl Store {
         }
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(open_err)?;
-        schema::migrate(&mut conn, display)?;
+        // What is deleted or rewritten (a value replaced by its hash, a rotated ciphertext)
+        // is overwritten with zeros, not left in free pages of the file.
+        conn.pragma_update(None, "secure_delete", true)
+            .map_err(open_err)?;
+        let rewrote = schema::migrate(&mut conn, &display, &keys).map_err(|e| match e {
+            StoreError::Sqlite(e) => open_error(&display, e),
+            other => other,
+        })?;
+        if rewrote && path.is_some() {
+            // The pages that held values in clear are rewritten in the file itself now, and
+            // the WAL is emptied, rather than at some later checkpoint.
+            checkpoint(&conn)?;
+        }
         Ok(Store {
             conn,
             clock: Box::new(Timestamp::now),
+            keys,
+            path,
         })
+    }
+
+    /// The database's files (main, `-wal`, `-shm`) that its group or others can access:
+    /// they hold the desired state and Secret hashes, so the daemon and the CLI warn.
+    pub fn insecure_files(&self) -> Vec<InsecureFile> {
+        self.path.as_deref().map(insecure_files).unwrap_or_default()
+    }
+
+    fn display(&self) -> String {
+        self.path
+            .as_ref()
+            .map_or_else(|| ":memory:".to_string(), |p| p.display().to_string())
+    }
+
+    /// Seals every stored Secret value under the configured encryption key (opening those
+    /// sealed under a previous key) and, when the configured hash key is not the one the
+    /// stored hashes were made with, rehashes every value: in one transaction, then
+    /// checkpointed so the file no longer holds what was replaced.
+    pub fn rekey(&mut self) -> Result<RekeyReport, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let report = rewrite::rekey(&tx, &self.keys)?;
+        tx.commit()?;
+        if self.path.is_some() {
+            checkpoint(&self.conn)?;
+        }
+        Ok(report)
+    }
+
+    /// The newest committed state of one object of `source` with its Secret values in clear,
+    /// as restoring it needs them; `Ok(None)` if the source does not desire it. Refused, naming
+    /// the Secret and the missing key, when the values were never kept or cannot be opened.
+    pub fn desired_with_values(
+        &self,
+        source: &str,
+        key: &ObjectKey,
+    ) -> Result<Option<Value>, StoreError> {
+        let Some(stored) = revisions::newest_stored(&self.conn, source, key)? else {
+            return Ok(None);
+        };
+        let place = format!("revision {} of source {source}", stored.revision);
+        rewrite::with_values(
+            &self.keys,
+            key,
+            &place,
+            stored.body,
+            stored.sealed.as_deref(),
+        )
+        .map(Some)
     }
 
     /// Replaces the clock every timestamp the store writes, and every expiry it derives,
@@ -201,7 +340,8 @@ impl Store {
     /// A new revision supersedes the source's failed and interrupted intents.
     pub fn commit(&mut self, req: &CommitRequest) -> Result<CommitOutcome, StoreError> {
         let now = self.now();
-        revisions::commit(&mut self.conn, req, now)
+        let sealing = sealing(&self.conn, &self.keys, &self.display())?;
+        revisions::commit(&mut self.conn, req, &sealing, now)
     }
 
     /// Records a pending intent (the objects a deploy is about to apply) and takes the
@@ -210,7 +350,8 @@ impl Store {
     /// refused.
     pub fn begin_intent(&mut self, req: &BeginRequest) -> Result<IntentInfo, StoreError> {
         let now = self.now();
-        intents::begin(&mut self.conn, req, now)
+        let sealing = sealing(&self.conn, &self.keys, &self.display())?;
+        intents::begin(&mut self.conn, req, &sealing, now)
     }
 
     /// Heartbeat: moves `expires_at` to now + TTL (`ttl` replaces the intent's TTL). Renewing
@@ -356,13 +497,15 @@ impl Store {
             .query_row("PRAGMA data_version", [], |r| r.get(0))?)
     }
 
-    /// Random key created with the database; keys the HMAC that stands in for Secret values.
+    /// The key of the HMAC that stands in for Secret values, stored and reported: the hash
+    /// key file's when `secrets.hash_key_file` is configured, else the random key created
+    /// with the database. Refused when the stored hashes were made with another key.
     pub fn installation_key(&self) -> Result<Vec<u8>, StoreError> {
-        Ok(self.conn.query_row(
-            "SELECT value FROM meta WHERE key = 'installation_key'",
-            [],
-            |r| r.get(0),
-        )?)
+        Ok(
+            secrets::checked_hash_key(&self.conn, &self.keys, &self.display())?
+                .bytes
+                .to_vec(),
+        )
     }
 
     /// Episodes not yet resolved, oldest first.
@@ -391,6 +534,18 @@ impl Store {
     }
 }
 
+/// The keys a write stores Secret values with, the hash key checked against the database's.
+fn sealing<'a>(
+    conn: &Connection,
+    keys: &'a SecretKeys,
+    display: &str,
+) -> Result<revisions::Sealing<'a>, StoreError> {
+    Ok(revisions::Sealing {
+        hash: secrets::checked_hash_key(conn, keys, display)?,
+        encryption: keys.encryption.as_ref(),
+    })
+}
+
 /// Stored form of a namespace: `''` for cluster-scoped objects (see schema).
 fn ns_to_db(ns: &Option<String>) -> &str {
     ns.as_deref().unwrap_or("")
@@ -398,6 +553,16 @@ fn ns_to_db(ns: &Option<String>) -> &str {
 
 fn ns_from_db(ns: String) -> Option<String> {
     (!ns.is_empty()).then_some(ns)
+}
+
+/// The object key stored in columns `first..first + 4` (group, kind, namespace, name).
+fn key_from_db(row: &rusqlite::Row, first: usize) -> rusqlite::Result<ObjectKey> {
+    Ok(ObjectKey {
+        group: row.get(first)?,
+        kind: row.get(first + 1)?,
+        namespace: ns_from_db(row.get(first + 2)?),
+        name: row.get(first + 3)?,
+    })
 }
 
 fn ts_to_db(ts: Timestamp) -> String {
@@ -415,7 +580,15 @@ fn ts_from_db(row: &rusqlite::Row, idx: usize) -> rusqlite::Result<Timestamp> {
 #[cfg(test)]
 mod intent_tests;
 #[cfg(test)]
+mod secret_tests;
+#[cfg(test)]
 mod tests;
+
+/// Copies the WAL into the database file and empties it.
+fn checkpoint(conn: &Connection) -> Result<(), StoreError> {
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    Ok(())
+}
 
 /// Runs `op` again while SQLite reports the database busy or locked, up to [`BUSY_TIMEOUT`].
 fn retry_busy<T>(mut op: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {

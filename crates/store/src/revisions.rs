@@ -1,7 +1,8 @@
 //! Sources and their immutable revisions: commit, listings, and the current desired state.
 
+use super::secrets::{record_hash_key, stored_form, HashKey, Key};
 use super::{
-    intents, ns_from_db, ns_to_db, ts_from_db, ts_to_db, CommitOutcome, CommitRequest,
+    intents, key_from_db, ns_to_db, ts_from_db, ts_to_db, CommitOutcome, CommitRequest,
     DesiredObject, DesiredState, RevisionInfo, SourceSummary, StoreError,
 };
 use driftd_core::manifest::ManifestObject;
@@ -53,18 +54,22 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
-/// sha256 (hex) over the canonical JSON array of the objects sorted by key: independent of
-/// file names, file order and key order, so moving manifests around is not a new revision.
-pub fn content_hash(objects: &[ManifestObject]) -> String {
-    let mut sorted: Vec<&ManifestObject> = objects.iter().collect();
-    sorted.sort_by(|a, b| a.key.cmp(&b.key));
+/// sha256 (hex) over the canonical JSON array of the stored objects sorted by key:
+/// independent of file names, file order and key order, so moving manifests around is not a
+/// new revision. Over the stored form, where Secret values are keyed hashes, so the hash
+/// printed by `history` and `sources` cannot be brute-forced back to a short Secret value.
+pub(crate) fn content_hash<'a>(
+    objects: impl IntoIterator<Item = (&'a ObjectKey, &'a Value)>,
+) -> String {
+    let mut sorted: Vec<(&ObjectKey, &Value)> = objects.into_iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(b.0));
     let mut hasher = Sha256::new();
     hasher.update(b"[");
-    for (i, obj) in sorted.iter().enumerate() {
+    for (i, (_, object)) in sorted.iter().enumerate() {
         if i > 0 {
             hasher.update(b",");
         }
-        hasher.update(canonical_json(&obj.object).as_bytes());
+        hasher.update(canonical_json(object).as_bytes());
     }
     hasher.update(b"]");
     hex::encode(hasher.finalize())
@@ -126,43 +131,33 @@ fn owned_by_others(
          WHERE s.name != ?1",
     )?;
     let rows = stmt.query_map([except], |row| {
-        Ok((
-            ObjectKey {
-                group: row.get(0)?,
-                kind: row.get(1)?,
-                namespace: ns_from_db(row.get(2)?),
-                name: row.get(3)?,
-            },
-            (row.get(4)?, row.get(5)?),
-        ))
+        Ok((key_from_db(row, 0)?, (row.get(4)?, row.get(5)?)))
     })?;
     rows.collect()
 }
 
-/// One object as the store keeps it, for a revision or an intent: the body as JSON text and
-/// where it came from, so errors can point at the file.
+/// One object as the store keeps it, for a revision or an intent: the body as JSON text
+/// (Secret values replaced by keyed hashes), the values sealed when an encryption key is
+/// configured, and where it came from, so errors can point at the file.
 pub(super) struct StoredObject {
     pub key: ObjectKey,
     pub api_version: String,
     pub body: String,
+    pub sealed: Option<Vec<u8>>,
     pub origin_file: String,
     pub origin_document: i64,
 }
 
 impl StoredObject {
-    fn from_manifest(obj: &ManifestObject) -> StoredObject {
-        StoredObject {
-            key: obj.key.clone(),
-            api_version: obj.api_version.clone(),
-            body: obj.object.to_string(),
-            origin_file: obj.origin.file.clone(),
-            origin_document: obj.origin.document as i64,
-        }
-    }
-
     fn origin(&self) -> String {
         format!("{}: document {}", self.origin_file, self.origin_document)
     }
+}
+
+/// The keys a write stores Secret values with.
+pub(super) struct Sealing<'a> {
+    pub hash: HashKey,
+    pub encryption: Option<&'a Key>,
 }
 
 /// Checks what can be checked without the database (source name, no object twice) and
@@ -171,6 +166,7 @@ impl StoredObject {
 pub(super) fn validate_objects(
     source: &str,
     objects: &[ManifestObject],
+    sealing: &Sealing,
 ) -> Result<(String, Vec<StoredObject>), StoreError> {
     validate_source_name(source)?;
     let mut seen: HashMap<&ObjectKey, &ManifestObject> = HashMap::new();
@@ -182,8 +178,29 @@ pub(super) fn validate_objects(
             )));
         }
     }
-    let stored = objects.iter().map(StoredObject::from_manifest).collect();
-    Ok((content_hash(objects), stored))
+    let forms: Vec<(Value, Option<Vec<u8>>)> = objects
+        .iter()
+        .map(|o| stored_form(&sealing.hash, sealing.encryption, &o.key, &o.object))
+        .collect();
+    let hash = content_hash(
+        objects
+            .iter()
+            .zip(&forms)
+            .map(|(o, (body, _))| (&o.key, body)),
+    );
+    let stored = objects
+        .iter()
+        .zip(forms)
+        .map(|(obj, (body, sealed))| StoredObject {
+            key: obj.key.clone(),
+            api_version: obj.api_version.clone(),
+            body: body.to_string(),
+            sealed,
+            origin_file: obj.origin.file.clone(),
+            origin_document: obj.origin.document as i64,
+        })
+        .collect();
+    Ok((hash, stored))
 }
 
 /// Refuses objects owned by another source's newest revision. Call inside the write
@@ -218,8 +235,9 @@ pub(super) fn insert_objects(
 ) -> Result<(), StoreError> {
     let mut insert = conn.prepare(&format!(
         "INSERT INTO {table}
-         ({owner_column}, grp, kind, namespace, name, api_version, body, origin_file, origin_document)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+         ({owner_column}, grp, kind, namespace, name, api_version, body, sealed, origin_file,
+          origin_document)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
     ))?;
     for obj in objects {
         insert.execute(params![
@@ -230,9 +248,39 @@ pub(super) fn insert_objects(
             obj.key.name,
             obj.api_version,
             obj.body,
+            obj.sealed,
             obj.origin_file,
             obj.origin_document,
         ])?;
+    }
+    Ok(())
+}
+
+/// Stores the sealed values of `objects` where revision `revision` (same content, so the
+/// same hashes) has none: committing unchanged manifests again once an encryption key is
+/// configured keeps their values from then on, without a new revision.
+pub(super) fn fill_sealed(
+    conn: &Connection,
+    revision: i64,
+    objects: &[StoredObject],
+) -> Result<(), StoreError> {
+    let mut update = conn.prepare(
+        "UPDATE revision_objects SET sealed = ?1
+         WHERE revision_id = ?2 AND grp = ?3 AND kind = ?4 AND namespace = ?5 AND name = ?6
+           AND sealed IS NULL AND body = ?7",
+    )?;
+    for obj in objects {
+        if let Some(sealed) = &obj.sealed {
+            update.execute(params![
+                sealed,
+                revision,
+                obj.key.group,
+                obj.key.kind,
+                ns_to_db(&obj.key.namespace),
+                obj.key.name,
+                obj.body
+            ])?;
+        }
     }
     Ok(())
 }
@@ -305,9 +353,10 @@ pub(super) fn insert_revision(
 pub(super) fn commit(
     conn: &mut Connection,
     req: &CommitRequest,
+    sealing: &Sealing,
     now: Timestamp,
 ) -> Result<CommitOutcome, StoreError> {
-    let (hash, objects) = validate_objects(req.source, req.objects)?;
+    let (hash, objects) = validate_objects(req.source, req.objects, sealing)?;
 
     // Checks and writes happen under the write lock, so no other commit can take an
     // object between our ownership check and our insert. Dropping `tx` without commit
@@ -315,9 +364,14 @@ pub(super) fn commit(
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     if let Some(newest) = newest_revision(&tx, req.source)? {
         if newest.content_hash == hash {
+            if objects.iter().any(|o| o.sealed.is_some()) {
+                fill_sealed(&tx, newest.id, &objects)?;
+                tx.commit()?;
+            }
             return Ok(CommitOutcome::Unchanged(newest));
         }
     }
+    record_hash_key(&tx, &sealing.hash)?;
     check_owners(&tx, req.source, &objects)?;
     let revision = insert_revision(
         &tx,
@@ -387,18 +441,50 @@ fn revision_objects(
         let body: Value = serde_json::from_str(&body).map_err(|e| {
             rusqlite::Error::FromSqlConversionFailure(5, rusqlite::types::Type::Text, Box::new(e))
         })?;
-        Ok((
-            ObjectKey {
-                group: row.get(0)?,
-                kind: row.get(1)?,
-                namespace: ns_from_db(row.get(2)?),
-                name: row.get(3)?,
-            },
-            row.get(4)?,
-            body,
-        ))
+        Ok((key_from_db(row, 0)?, row.get(4)?, body))
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// One object of a revision as stored.
+pub(super) struct StoredBody {
+    pub revision: i64,
+    pub body: Value,
+    pub sealed: Option<Vec<u8>>,
+}
+
+/// `key` as the newest revision of `source` stores it.
+pub(super) fn newest_stored(
+    conn: &Connection,
+    source: &str,
+    key: &ObjectKey,
+) -> Result<Option<StoredBody>, StoreError> {
+    let row = conn
+        .query_row(
+            "SELECT o.revision_id, o.body, o.sealed FROM revision_objects o
+             WHERE o.revision_id = (SELECT MAX(r.id) FROM revisions r
+                                    JOIN sources s ON s.id = r.source_id WHERE s.name = ?1)
+               AND o.grp = ?2 AND o.kind = ?3 AND o.namespace = ?4 AND o.name = ?5",
+            params![
+                source,
+                key.group,
+                key.kind,
+                ns_to_db(&key.namespace),
+                key.name
+            ],
+            |r| Ok((r.get(0)?, r.get::<_, String>(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    row.map(|(revision, body, sealed)| {
+        let body = serde_json::from_str(&body)
+            .map_err(|e| StoreError::Schema(format!("stored {key} of revision {revision}: {e}")))?;
+        Ok(StoredBody {
+            revision,
+            body,
+            sealed,
+        })
+    })
+    .transpose()
 }
 
 pub(super) fn desired_state(conn: &Connection) -> Result<DesiredState, StoreError> {

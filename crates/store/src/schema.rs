@@ -3,7 +3,8 @@
 //! Never edit a released step; add a new one. A database whose version is higher than the
 //! number of steps here was written by a newer driftd and is refused rather than misread.
 
-use super::StoreError;
+use super::secrets::SecretKeys;
+use super::{rewrite, StoreError};
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Forward migrations, applied in order. Namespaces are stored as `''` for cluster-scoped
@@ -111,7 +112,36 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX intent_events_by_source ON intent_events(source, id);
     "#,
+    // 3: Secret values at rest. Bodies keep keyed hashes in place of the values; `sealed`
+    // holds the values encrypted when an encryption key is configured. The data step
+    // (`rewrite::hash_stored_values`) rewrites what older versions stored in clear.
+    r#"
+    ALTER TABLE revision_objects ADD COLUMN sealed BLOB;
+    ALTER TABLE intent_objects ADD COLUMN sealed BLOB;
+    "#,
 ];
+
+/// Steps that rewrite data with Rust code, run right after the SQL step of the same number,
+/// in the same transaction. They may use the keys of the process that migrates, and must
+/// work without any. Returns whether they rewrote stored data.
+fn data_step(version: usize, tx: &Connection, keys: &SecretKeys) -> Result<bool, StoreError> {
+    match version {
+        3 => {
+            ensure_installation_key(tx)?;
+            rewrite::hash_stored_values(tx, keys)
+        }
+        _ => Ok(false),
+    }
+}
+
+fn ensure_installation_key(conn: &Connection) -> rusqlite::Result<()> {
+    let key: [u8; 32] = rand::random();
+    conn.execute(
+        "INSERT OR IGNORE INTO meta (key, value) VALUES ('installation_key', ?1)",
+        [&key[..]],
+    )?;
+    Ok(())
+}
 
 /// The schema version this binary writes.
 pub(crate) fn current_version() -> i64 {
@@ -123,17 +153,23 @@ fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
 }
 
 /// Brings the schema up to date and creates the installation key, in one transaction.
+/// Returns whether stored data was rewritten (the caller then checkpoints, so the file no
+/// longer holds what was replaced).
 ///
 /// Does not write when the database is already current, so opening a database only to read
 /// it (or to be refused a commit) leaves the file untouched.
-pub(crate) fn migrate(conn: &mut Connection, path: &str) -> Result<(), StoreError> {
+pub(crate) fn migrate(
+    conn: &mut Connection,
+    path: &str,
+    keys: &SecretKeys,
+) -> Result<bool, StoreError> {
     let supported = current_version();
     let found = user_version(conn)?;
     if found > supported {
         return Err(too_new(path, found, supported));
     }
     if found == supported {
-        return Ok(());
+        return Ok(false);
     }
     // IMMEDIATE: take the write lock before reading the version again, so two processes
     // opening a fresh database at once do not both run step 1.
@@ -142,18 +178,16 @@ pub(crate) fn migrate(conn: &mut Connection, path: &str) -> Result<(), StoreErro
     if found > supported {
         return Err(too_new(path, found, supported));
     }
-    for step in &MIGRATIONS[found as usize..] {
+    let mut rewrote = false;
+    for (i, step) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         tx.execute_batch(step)?;
+        rewrote |= data_step(i + 1, &tx, keys)?;
     }
     // PRAGMA cannot take bound parameters; the value is our own integer.
     tx.execute_batch(&format!("PRAGMA user_version = {supported}"))?;
-    let key: [u8; 32] = rand::random();
-    tx.execute(
-        "INSERT OR IGNORE INTO meta (key, value) VALUES ('installation_key', ?1)",
-        [&key[..]],
-    )?;
+    ensure_installation_key(&tx)?;
     tx.commit()?;
-    Ok(())
+    Ok(rewrote)
 }
 
 fn too_new(path: &str, found: i64, supported: i64) -> StoreError {

@@ -379,6 +379,14 @@ impl Differ {
             },
         );
 
+        // Desired Secret values kept as keyed hashes are compared with the live ones' hashes.
+        let hashed_live = secret::comparable_live(
+            &self.secret_key,
+            kind,
+            &prepared.stored,
+            prepared.previous.as_ref(),
+            live,
+        );
         let mut walker = Walker::new(Context {
             api_version,
             kind,
@@ -389,7 +397,7 @@ impl Differ {
         walker.value(
             &mut Vec::new(),
             &prepared.stored,
-            Some(live),
+            Some(hashed_live.as_ref().unwrap_or(live)),
             prepared.previous.as_ref(),
         );
         let entries = managed::entries(live);

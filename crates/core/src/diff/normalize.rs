@@ -107,7 +107,7 @@ pub fn secret_values_equal(desired: &Value, live: &Value) -> bool {
 pub fn desired_as_stored(kind: &str, desired: &Value) -> Value {
     let mut out = desired.clone();
     if kind == "Secret" {
-        driftd_k8s::secret::fold_string_data(&mut out);
+        super::secret::fold_string_data(&mut out);
     }
     out
 }

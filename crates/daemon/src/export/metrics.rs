@@ -110,6 +110,14 @@ impl Metrics {
         }
     }
 
+    /// Adds a family owned elsewhere (set once at start, like the database permission
+    /// check), so `/metrics` exports it with the rest.
+    pub fn register(&self, collector: Box<dyn Collector>) {
+        self.registry
+            .register(collector)
+            .expect("metric names are unique");
+    }
+
     /// The text exposition format for `/metrics`.
     pub fn render(&self) -> String {
         let mut buf = Vec::new();

@@ -1,0 +1,98 @@
+//! Opening the database from the CLI (with the configured Secret keys, warning when its files
+//! are readable by others) and `driftd store rekey`.
+
+use driftd_daemon::config::Config;
+use driftd_store::{SecretKeys, Store};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Where the Secret keys come from, for the commands that store Secret values: the same
+/// `[secrets]` settings `driftd serve` reads.
+#[derive(Debug, Clone, clap::Args)]
+pub struct KeyArgs {
+    /// Configuration file whose `[secrets]` key files apply (the file `driftd serve` reads);
+    /// the `DRIFTD_SECRETS_*` variables override it, as for the daemon.
+    #[arg(long, env = "DRIFTD_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+impl KeyArgs {
+    /// The keys of the configuration DRIFTD_CONFIG names (and the DRIFTD_SECRETS_*
+    /// variables), for commands without a `--config` option.
+    pub fn from_env() -> KeyArgs {
+        KeyArgs {
+            config: std::env::var_os("DRIFTD_CONFIG").map(PathBuf::from),
+        }
+    }
+
+    /// Reads the configured key files (none configured: no keys).
+    pub fn load(&self) -> anyhow::Result<SecretKeys> {
+        Ok(Config::load(self.config.as_deref())?.secrets.load_keys()?)
+    }
+}
+
+/// Opens (creating it if needed) the database with `keys`, warning on stderr about files of
+/// it that others can read.
+pub fn open(db: &Path, keys: SecretKeys) -> anyhow::Result<Store> {
+    let store = Store::open_with_keys(db, keys)?;
+    if let Some(warning) = driftd_store::insecure_warning(&store.insecure_files()) {
+        eprintln!("warning: {warning}");
+    }
+    Ok(store)
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Reseal every stored Secret value under the current encryption key (after adding a new
+    /// `secrets.encryption_key_file` and listing the old one in
+    /// `secrets.previous_encryption_key_files`), and rehash them under the current hash key
+    /// if it changed; in one transaction. Afterwards the old key is no longer needed.
+    Rekey(RekeyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RekeyArgs {
+    /// SQLite database holding sources and revisions.
+    #[arg(long, env = "DRIFTD_DB", default_value = "driftd.db")]
+    pub db: PathBuf,
+    #[command(flatten)]
+    pub keys: KeyArgs,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Command::Rekey(a) => rekey(a),
+    }
+}
+
+fn rekey(args: RekeyArgs) -> anyhow::Result<ExitCode> {
+    let keys = args.keys.load()?;
+    let encryption = keys.encryption.as_ref().map(|k| k.id());
+    let mut store = open(super::sources::existing(&args.db)?, keys)?;
+    let report = store.rekey()?;
+    if let Some(id) = encryption {
+        println!(
+            "{} sealed under encryption key {id} ({} resealed, {} already were)",
+            super::commit::count(report.resealed + report.already_current, "Secret"),
+            report.resealed,
+            report.already_current
+        );
+    }
+    if report.rehashed {
+        println!("every stored Secret value is now hashed under the configured hash key");
+    }
+    if report.hashes_only > 0 {
+        println!(
+            "{} stored only as hashes (no value was kept when committed): commit their \
+             manifests again with an encryption key configured to keep the values",
+            super::commit::count(report.hashes_only, "Secret")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
