@@ -121,24 +121,14 @@ impl DesiredSet {
         self.objects.len()
     }
 
-    /// Every desired object, in key order.
-    pub fn keys(&self) -> Vec<ObjectKey> {
-        let mut keys: Vec<ObjectKey> = self.objects.keys().cloned().collect();
-        keys.sort();
-        keys
+    /// Every desired object with the kind whose watcher lists it.
+    pub fn typed_keys(&self) -> impl Iterator<Item = (&ObjectKey, &TypeKey)> {
+        self.objects.iter().map(|(key, d)| (key, &d.kind))
     }
 
     /// The kinds desired objects are of.
     pub fn kinds(&self) -> impl Iterator<Item = &TypeKey> {
         self.by_kind.keys()
-    }
-
-    /// The desired objects of `kind`.
-    pub fn keys_of(&self, kind: &TypeKey) -> Vec<ObjectKey> {
-        self.by_kind
-            .get(kind)
-            .map(|keys| keys.iter().cloned().collect())
-            .unwrap_or_default()
     }
 
     /// Whether an object a HorizontalPodAutoscaler may scale is desired.
@@ -179,11 +169,8 @@ mod tests {
         let names: Vec<&str> = change.added.iter().map(|(_, k)| k.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert!(set.sources().contains_key("shop"));
-        assert_eq!(
-            set.keys_of(&set.get(&change.added[0].1).unwrap().kind)
-                .len(),
-            2
-        );
+        let kind = &set.get(&change.added[0].1).unwrap().kind;
+        assert_eq!(set.typed_keys().filter(|(_, t)| *t == kind).count(), 2);
 
         commit(&mut store, "shop", &(cm("a", "2") + &cm("c", "1")));
         let change = set.load(&store).unwrap().unwrap();

@@ -1,15 +1,23 @@
 //! Kubernetes Events (events.k8s.io/v1, through kube-runtime's `Recorder`) on drifting
-//! objects: `DriftDetected` when drift starts or its changed paths change, `DriftResolved`
-//! when it ends. The engine never waits on the API: requests go through a bounded queue to
+//! objects: `DriftDetected` when drift starts or its changed paths change (`UncommittedApply`
+//! when the live object equals an open intent instead), `DriftResolved` when it ends; and on
+//! deploy locks: `StaleLock` when one becomes stale, `StaleLockReleased` when this replica
+//! released one. The engine never waits on the API: requests go through a bounded queue to
 //! one publishing task, and a full queue drops (and counts) rather than stalls drift.
+//!
+//! An Event needs an object it is about, in whose namespace it is created. A lock Event is
+//! about the holder Pod when the holder is (was) one, deleted or not (`kubectl get events
+//! --field-selector regarding.name=POD` finds it); otherwise about driftd's own leader
+//! Lease in driftd's namespace, the object that stands for driftd in the cluster.
 //!
 //! Publishing Events is leader-only work: the task sends nothing while this replica is not
 //! the acting leader (a request queued before leadership was lost is dropped and counted;
 //! one already sent completes).
 
 use super::metrics::Metrics;
+use crate::drift::{LockAnnouncement, PodRef};
 use crate::leader::Leadership;
-use driftd_core::report::DriftEntry;
+use driftd_core::report::{DriftClass, DriftEntry, StaleLock};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::Value;
@@ -31,26 +39,41 @@ pub struct EventRequest {
 
 impl EventRequest {
     /// `DriftDetected`: names the changed fields (never values: Secrets stay secret).
+    /// `UncommittedApply` for an object that equals an open intent.
     pub fn detected(entry: &DriftEntry, live: Option<&Value>) -> EventRequest {
+        if let (DriftClass::Uncommitted, Some(intent)) = (entry.class, &entry.intent) {
+            let what = match entry.changes.len() {
+                0 => format!(
+                    "{} {} exists as intent {} wanted it, but no revision of source {} has it",
+                    entry.kind, entry.name, intent.id, entry.source
+                ),
+                n => format!(
+                    "{n} field(s) differ from revision {} of source {} as intent {} wanted them: {}",
+                    entry.revision,
+                    entry.source,
+                    intent.id,
+                    field_list(entry)
+                ),
+            };
+            return EventRequest {
+                reference: reference(entry, live),
+                type_: EventType::Warning,
+                reason: "UncommittedApply",
+                note: truncate(format!(
+                    "{what}; intent {} is {}, held by {}. Keep it: `{}`; undo it: {}",
+                    intent.id, intent.state, intent.holder, intent.keep, intent.revert
+                )),
+            };
+        }
         let what = match entry.class {
             driftd_core::diff::DriftClass::Missing => {
                 format!("{} {} is missing from the cluster", entry.kind, entry.name)
             }
-            _ => {
-                let fields: Vec<String> = entry
-                    .changes
-                    .iter()
-                    .map(|c| match &c.manager {
-                        Some(m) => format!("{} (by {m})", c.field),
-                        None => c.field.clone(),
-                    })
-                    .collect();
-                format!(
-                    "{} field(s) differ: {}",
-                    entry.changes.len(),
-                    fields.join(", ")
-                )
-            }
+            _ => format!(
+                "{} field(s) differ: {}",
+                entry.changes.len(),
+                field_list(entry)
+            ),
         };
         EventRequest {
             reference: reference(entry, live),
@@ -73,6 +96,67 @@ impl EventRequest {
                 "live object matches revision {} of source {} again",
                 entry.revision, entry.source
             ),
+        }
+    }
+}
+
+/// The changed fields with who last wrote them (never values: Secrets stay secret).
+fn field_list(entry: &DriftEntry) -> String {
+    let fields: Vec<String> = entry
+        .changes
+        .iter()
+        .map(|c| match &c.manager {
+            Some(m) => format!("{} (by {m})", c.field),
+            None => c.field.clone(),
+        })
+        .collect();
+    fields.join(", ")
+}
+
+impl EventRequest {
+    /// `StaleLock` or `StaleLockReleased`, about the holder pod if there is one, else about
+    /// `home` (driftd's Lease).
+    pub fn lock(
+        what: &LockAnnouncement,
+        lock: &StaleLock,
+        pod: Option<&PodRef>,
+        home: &ObjectReference,
+    ) -> EventRequest {
+        let reference = match pod {
+            Some(pod) => ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                namespace: Some(pod.namespace.clone()),
+                name: Some(pod.name.clone()),
+                uid: pod.uid.clone(),
+                ..Default::default()
+            },
+            None => home.clone(),
+        };
+        let which = format!(
+            "{} lock {} of {} held by {}",
+            lock.kind, lock.id, lock.source, lock.holder
+        );
+        let (type_, reason, note) = match what {
+            LockAnnouncement::Stale => (
+                EventType::Warning,
+                "StaleLock",
+                format!(
+                    "{which} is stale: {}. Release it: `{}`",
+                    lock.reason, lock.release
+                ),
+            ),
+            LockAnnouncement::Released { actor } => (
+                EventType::Normal,
+                "StaleLockReleased",
+                format!("{which} released automatically by {actor}: {}", lock.reason),
+            ),
+        };
+        EventRequest {
+            reference,
+            type_,
+            reason,
+            note: truncate(note),
         }
     }
 }
