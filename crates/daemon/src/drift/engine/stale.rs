@@ -19,7 +19,10 @@ pub(super) struct LockState {
     scan_period: Duration,
     max_lock_age: Duration,
     auto_release_after: Option<Duration>,
-    /// Stale locks already announced, by kind and id.
+    /// Stale locks already logged, by kind and id.
+    seen: BTreeSet<(LockKind, String)>,
+    /// Stale locks announced while this replica led: a replica that becomes leader
+    /// announces those it had not (Events are the leader's to publish).
     announced: BTreeSet<(LockKind, String)>,
     /// Intents whose automatic release failed: left to people.
     release_failed: BTreeSet<i64>,
@@ -34,6 +37,7 @@ impl LockState {
             scan_period: config.pulumi.scan_period(),
             max_lock_age: config.pulumi.max_lock_age,
             auto_release_after: config.locks.auto_release_after,
+            seen: BTreeSet::new(),
             announced: BTreeSet::new(),
             release_failed: BTreeSet::new(),
         }
@@ -103,20 +107,21 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             .iter()
             .map(|j| (j.lock.kind, j.lock.id.clone()))
             .collect();
+        let leading = self.leadership.is_leader();
         for j in &judged {
-            if !self
-                .locks
-                .announced
-                .contains(&(j.lock.kind, j.lock.id.clone()))
-            {
+            let key = (j.lock.kind, j.lock.id.clone());
+            if !self.locks.seen.contains(&key) {
                 tracing::warn!(kind = %j.lock.kind, source = %j.lock.source, id = %j.lock.id,
                     holder = %j.lock.holder, reason = %j.lock.reason, release = %j.lock.release,
                     "stale lock");
+            }
+            if leading && self.locks.announced.insert(key) {
                 self.outputs
                     .announce_lock(LockAnnouncement::Stale, &j.lock, j.pod.as_ref());
             }
         }
-        self.locks.announced = current;
+        self.locks.announced.retain(|key| current.contains(key));
+        self.locks.seen = current;
         let ready = self.locks.holders.all_listed()
             && (self.locks.pulumi_dirs.is_empty() || self.locks.pulumi.is_some());
         judged.sort_by(|a, b| {

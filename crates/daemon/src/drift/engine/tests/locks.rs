@@ -172,6 +172,7 @@ fn auto_release_needs_the_pod_gone_the_lock_old_enough_and_the_lead() {
     h.age(Duration::from_secs(3600));
     assert_eq!(h.intent(id).state, IntentState::Expired);
     assert_eq!(h.locks().1.len(), 1);
+    assert!(h.announced().is_empty(), "Events are the leader's");
 
     // Leading, TTL passed long ago, pod alive: a TTL alone is never released.
     let (mut h, id) = pod_gone(&auto_release_config(), Leadership::always());
