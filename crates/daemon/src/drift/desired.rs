@@ -31,6 +31,9 @@ pub struct DesiredChange {
 pub struct DesiredSet {
     /// `PRAGMA data_version` at the last load: tells whether another connection committed.
     data_version: Option<i64>,
+    /// The newest revision id of every source at the last poll: revisions are immutable, so
+    /// while these stand the desired state does (intent renewals bump `data_version` too).
+    newest: Vec<(String, Option<i64>)>,
     loaded: bool,
     objects: HashMap<ObjectKey, Desired>,
     by_kind: BTreeMap<TypeKey, BTreeSet<ObjectKey>>,
@@ -45,8 +48,20 @@ impl DesiredSet {
         if self.data_version == Some(version) {
             return Ok(None);
         }
+        // Another write (an intent renewed, a drift episode) is not a commit: one cheap
+        // query tells.
+        let newest: Vec<(String, Option<i64>)> = store
+            .sources()?
+            .into_iter()
+            .map(|s| (s.name, s.latest.map(|r| r.id)))
+            .collect();
+        if self.loaded && newest == self.newest {
+            self.data_version = Some(version);
+            return Ok(None);
+        }
         let change = self.load(store)?;
         self.data_version = Some(version);
+        self.newest = newest;
         Ok(change)
     }
 

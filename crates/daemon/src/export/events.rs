@@ -246,3 +246,104 @@ pub fn spawn(
     });
     (EventSink { sender }, task)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use driftd_core::diff::{Change, ChangeOp};
+    use driftd_core::report::{IntentRef, LockKind};
+
+    fn lease() -> ObjectReference {
+        ObjectReference {
+            kind: Some("Lease".into()),
+            namespace: Some("driftd".into()),
+            name: Some("driftd".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn an_uncommitted_apply_names_the_intent_and_the_ways_out_never_values() {
+        let key = crate::test_support::configmap("shop", "db");
+        let mut entry = crate::test_support::entry(
+            "shop",
+            &key,
+            DriftClass::Uncommitted,
+            "2026-01-01T10:00:00Z".parse().unwrap(),
+        );
+        entry.changes = vec![Change {
+            path: "/data/password".into(),
+            op: ChangeOp::Replace,
+            desired: Some(Value::from("hmac:aaaa")),
+            live: Some(Value::from("hmac:bbbb")),
+            field: "data.password".into(),
+            manager: Some("kubectl".into()),
+            changed_at: None,
+        }];
+        entry.intent = Some(IntentRef {
+            id: 7,
+            state: "interrupted".into(),
+            holder: "pod:ci/deploy-x".into(),
+            author: "alice".into(),
+            created_at: "2026-01-01T10:00:00Z".parse().unwrap(),
+            keep: "driftd intent commit 7".into(),
+            revert: "apply this entry's `patch` to the live object, then `driftd intent release 7`"
+                .into(),
+        });
+        let request = EventRequest::detected(&entry, None);
+        assert_eq!(request.reason, "UncommittedApply");
+        assert_eq!(
+            request.note,
+            "1 field(s) differ from revision 1 of source shop as intent 7 wanted them: \
+             data.password (by kubectl); intent 7 is interrupted, held by pod:ci/deploy-x. \
+             Keep it: `driftd intent commit 7`; undo it: apply this entry's `patch` to the live \
+             object, then `driftd intent release 7`"
+        );
+        assert!(!request.note.contains("hmac:"));
+    }
+
+    #[test]
+    fn a_lock_event_is_about_its_holder_pod_else_driftds_lease() {
+        let lock = StaleLock {
+            kind: LockKind::Intent,
+            source: "web".into(),
+            id: "7".into(),
+            holder: "pod:ci/deploy-x".into(),
+            state: Some("pending".into()),
+            created_at: "2026-01-01T10:00:00Z".parse().unwrap(),
+            age_seconds: 0,
+            since: "2026-01-01T10:05:00Z".parse().unwrap(),
+            reason: "holder pod ci/deploy-x no longer exists".into(),
+            release: "driftd intent release 7".into(),
+            path: None,
+        };
+        let pod = PodRef {
+            namespace: "ci".into(),
+            name: "deploy-x".into(),
+            uid: Some("u-1".into()),
+        };
+        let stale = EventRequest::lock(&LockAnnouncement::Stale, &lock, Some(&pod), &lease());
+        assert_eq!(
+            (stale.reason, stale.type_),
+            ("StaleLock", EventType::Warning)
+        );
+        assert_eq!(stale.reference.kind.as_deref(), Some("Pod"));
+        assert_eq!(stale.reference.namespace.as_deref(), Some("ci"));
+        assert_eq!(stale.reference.uid.as_deref(), Some("u-1"));
+        assert_eq!(
+            stale.note,
+            "intent lock 7 of web held by pod:ci/deploy-x is stale: holder pod ci/deploy-x no \
+             longer exists. Release it: `driftd intent release 7`"
+        );
+        let released = EventRequest::lock(
+            &LockAnnouncement::Released {
+                actor: "driftd/replica-0".into(),
+            },
+            &lock,
+            None,
+            &lease(),
+        );
+        assert_eq!(released.reason, "StaleLockReleased");
+        assert_eq!(released.reference, lease());
+    }
+}
