@@ -9,13 +9,20 @@ use std::process::ExitCode;
 
 pub use super::Format;
 
+/// Which daemon to ask and how to print its answer: shared by `drift` and `locks`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub struct ServerArgs {
     /// Base URL of the daemon.
     #[arg(long, env = "DRIFTD_SERVER", default_value = "http://127.0.0.1:9477")]
     pub server: String,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub daemon: ServerArgs,
     /// Only this source.
     #[arg(long)]
     pub source: Option<String>,
@@ -43,8 +50,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         kind: args.kind,
         class,
     };
-    let body: DriftResponse = fetch(&args.server, "/drift", &filter.to_pairs())?;
-    match args.format {
+    let body: DriftResponse = fetch(&args.daemon.server, "/drift", &filter.to_pairs())?;
+    match args.daemon.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&body)?),
         Format::Table => print!("{}", render_table(&body)),
     }

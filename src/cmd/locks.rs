@@ -1,6 +1,7 @@
 //! `driftd locks`: the stale deploy locks a running daemon found (`GET /locks`), with why
 //! each is stale and the exact command that releases it.
 
+use super::drift::ServerArgs;
 use super::sources::{human_age, render_table};
 use super::Format;
 use driftd_core::report::LocksResponse;
@@ -8,14 +9,11 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Base URL of the daemon.
-    #[arg(long, env = "DRIFTD_SERVER", default_value = "http://127.0.0.1:9477")]
-    pub server: String,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    #[command(flatten)]
+    pub daemon: ServerArgs,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(Args { daemon: args }: Args) -> anyhow::Result<ExitCode> {
     let body: LocksResponse = super::drift::fetch(&args.server, "/locks", &[])?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&body)?),

@@ -41,24 +41,6 @@ fn apply(sim: &Sim, yaml: &str) {
     );
 }
 
-/// Events (events.k8s.io) in `namespace` with `reason`.
-fn events(sim: &Sim, namespace: &str, reason: &str) -> Vec<Value> {
-    let list = sim.kubectl_json(&["get", "events.v1.events.k8s.io", "-n", namespace]);
-    list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["reason"] == reason)
-        .cloned()
-        .collect()
-}
-
-fn metric(metrics: &str, series: &str) -> Option<f64> {
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-}
-
 #[test]
 fn a_pod_held_intent_is_a_stale_lock_from_the_watch_event_of_the_pod_deletion() {
     let dir = tempfile::tempdir().unwrap();
@@ -92,12 +74,7 @@ fn a_pod_held_intent_is_a_stale_lock_from_the_watch_event_of_the_pod_deletion() 
     let daemon = Daemon::start(&write_config(dir.path(), ""), &sim.kubeconfig, &[]);
     daemon.wait_ready();
     assert_eq!(ready_locks(&daemon), Vec::<Value>::new(), "its pod runs");
-    let pod_events = || {
-        metric(
-            &daemon.get("/metrics").1,
-            r#"driftd_watch_events_total{kind="Pod"}"#,
-        )
-    };
+    let pod_events = || daemon.sample(r#"driftd_watch_events_total{kind="Pod"}"#);
     let listed = pod_events().expect("the holder pod was listed");
 
     let started = Instant::now();
@@ -127,7 +104,7 @@ fn a_pod_held_intent_is_a_stale_lock_from_the_watch_event_of_the_pod_deletion() 
     assert!(lock["since"].is_string() && lock["created_at"].is_string());
 
     let event = wait_for("StaleLock Event on the pod", T, || {
-        events(&sim, "ci", "StaleLock").pop()
+        sim.events("ci", "StaleLock").pop()
     });
     assert_eq!(event["type"], "Warning");
     assert_eq!(event["regarding"]["kind"], "Pod");
@@ -139,14 +116,9 @@ fn a_pod_held_intent_is_a_stale_lock_from_the_watch_event_of_the_pod_deletion() 
             .contains("driftd intent release 1"),
         "{event:#}"
     );
-    let (_, metrics) = daemon.get("/metrics");
     assert_eq!(
-        metric(
-            &metrics,
-            r#"driftd_stale_locks{kind="intent",source="web"}"#
-        ),
-        Some(1.0),
-        "{metrics}"
+        daemon.sample(r#"driftd_stale_locks{kind="intent",source="web"}"#),
+        Some(1.0)
     );
     let table = Command::new(DRIFTD)
         .args(["locks", "--server", &daemon.url])
@@ -247,7 +219,7 @@ fn pulumi_lock_files_are_stale_by_age_or_by_their_holder_pod() {
     assert!(dev.get("state").is_none());
     // No holder pod: the Event is about driftd's Lease (in its namespace, `default` here).
     let event = wait_for("StaleLock Event on driftd's Lease", T, || {
-        events(&sim, "default", "StaleLock").into_iter().find(|e| {
+        sim.events("default", "StaleLock").into_iter().find(|e| {
             e["note"]
                 .as_str()
                 .unwrap_or("")
@@ -288,15 +260,10 @@ fn pulumi_lock_files_are_stale_by_age_or_by_their_holder_pod() {
         .unwrap()
         .ends_with("pulumi cancel --yes --stack organization/shop/prod"));
     wait_for("StaleLock Event on the pod", T, || {
-        events(&sim, "pulumi", "StaleLock").pop()
+        sim.events("pulumi", "StaleLock").pop()
     });
-    let (_, metrics) = daemon.get("/metrics");
     assert_eq!(
-        metric(
-            &metrics,
-            r#"driftd_stale_locks{kind="pulumi",source="organization/shop/dev"}"#
-        ),
-        Some(1.0),
-        "{metrics}"
+        daemon.sample(r#"driftd_stale_locks{kind="pulumi",source="organization/shop/dev"}"#),
+        Some(1.0)
     );
 }

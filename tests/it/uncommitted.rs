@@ -10,34 +10,18 @@ use std::time::{Duration, Instant};
 
 const T: Duration = Duration::from_secs(30);
 
-/// The value of the series written exactly `series` (`name{labels}`, labels sorted).
-fn sample(metrics: &str, series: &str) -> Option<f64> {
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-}
-
-/// Events (events.k8s.io) in `namespace` with `reason`, about the object `name`.
-fn events_about(sim: &Sim, namespace: &str, reason: &str, name: &str) -> Vec<Value> {
-    let list = sim.kubectl_json(&["get", "events.v1.events.k8s.io", "-n", namespace]);
-    list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["reason"] == reason && e["regarding"]["name"] == name)
-        .cloned()
-        .collect()
+/// The Events in `shop` with `reason` about `web`.
+fn events_on_web(sim: &Sim, reason: &str) -> Vec<Value> {
+    let mut events = sim.events("shop", reason);
+    events.retain(|e| e["regarding"]["name"] == "web");
+    events
 }
 
 #[test]
 fn a_deploy_killed_after_applying_is_uncommitted_until_its_intent_is_committed() {
     let dir = tempfile::tempdir().unwrap();
-    let sim = Sim::start(dir.path());
+    let (sim, daemon) = serve_examples(dir.path(), "");
     let db = dir.path().join("driftd.db");
-    commit(&db, "shop", &examples());
-    sim.kubectl(&["apply", "-f", examples().to_str().unwrap()]);
-    let daemon = Daemon::start(&write_config(dir.path(), ""), &sim.kubeconfig, &[]);
-    daemon.wait_ready();
     assert_eq!(daemon.drift("")["objects"], serde_json::json!([]));
 
     // The next revision, and a deploy script that applies it, then dies by SIGKILL before
@@ -122,25 +106,14 @@ fn a_deploy_killed_after_applying_is_uncommitted_until_its_intent_is_committed()
         "{table}"
     );
 
-    let (_, metrics) = daemon.get("/metrics");
     let series = r#"driftd_object_drift{class="uncommitted",kind="Deployment",name="web",namespace="shop",source="shop"}"#;
-    assert_eq!(sample(&metrics, series), Some(1.0), "{metrics}");
-    assert_eq!(
-        sample(
-            &metrics,
-            r#"driftd_objects{class="uncommitted",source="shop"}"#
-        ),
-        Some(1.0)
-    );
-    assert_eq!(
-        sample(
-            &metrics,
-            r#"driftd_intents{source="shop",state="interrupted"}"#
-        ),
-        Some(1.0)
-    );
+    assert_eq!(daemon.sample(series), Some(1.0));
+    let objects = r#"driftd_objects{class="uncommitted",source="shop"}"#;
+    assert_eq!(daemon.sample(objects), Some(1.0));
+    let intents = r#"driftd_intents{source="shop",state="interrupted"}"#;
+    assert_eq!(daemon.sample(intents), Some(1.0));
     let event = wait_for("UncommittedApply Event on web", T, || {
-        events_about(&sim, "shop", "UncommittedApply", "web").pop()
+        events_on_web(&sim, "UncommittedApply").pop()
     });
     assert_eq!(event["type"], "Warning");
     let note = event["note"].as_str().unwrap();
@@ -148,7 +121,7 @@ fn a_deploy_killed_after_applying_is_uncommitted_until_its_intent_is_committed()
         note.contains("intent 1 is interrupted") && note.contains("driftd intent commit 1"),
         "{note}"
     );
-    assert!(events_about(&sim, "shop", "DriftDetected", "web").is_empty());
+    assert!(events_on_web(&sim, "DriftDetected").is_empty());
 
     // Kept: committing the intent makes it the committed desired state.
     let out = driftd(&["intent", "commit", "1", "--db", db.to_str().unwrap()]);
@@ -164,15 +137,10 @@ fn a_deploy_killed_after_applying_is_uncommitted_until_its_intent_is_committed()
     eprintln!("intent commit -> in_sync in {:?}", started.elapsed());
     assert_eq!(daemon.drift("")["objects"], serde_json::json!([]));
     wait_for("DriftResolved Event on web", T, || {
-        events_about(&sim, "shop", "DriftResolved", "web").pop()
+        events_on_web(&sim, "DriftResolved").pop()
     });
-    let (_, metrics) = daemon.get("/metrics");
     assert_eq!(
-        sample(
-            &metrics,
-            r#"driftd_intents{source="shop",state="committed"}"#
-        ),
-        Some(1.0),
-        "{metrics}"
+        daemon.sample(r#"driftd_intents{source="shop",state="committed"}"#),
+        Some(1.0)
     );
 }
