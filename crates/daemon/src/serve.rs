@@ -14,6 +14,7 @@ use crate::export::{events, metrics::Metrics};
 use crate::leader::{self, Elector, KubeLease, Leadership};
 use crate::watch::Supervisor;
 use driftd_store::{Store, StoreError};
+use k8s_openapi::api::core::v1::ObjectReference;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
@@ -84,7 +85,7 @@ pub async fn run(
         .await
         .map_err(listen_error)?;
     let addr = listener.local_addr().map_err(listen_error)?;
-    tracing::info!(%addr, "HTTP server listening: /drift /metrics /healthz /readyz");
+    tracing::info!(%addr, "HTTP server listening: /drift /locks /metrics /healthz /readyz");
     // Poll `shutdown` once before telling anyone we listen: the signal handlers it installs
     // on first poll are then in place, so a SIGTERM right after is a clean shutdown.
     let mut shutdown = Box::pin(shutdown);
@@ -105,14 +106,23 @@ pub async fn run(
         false => (None, None),
     };
     let (sender, inbox) = tokio::sync::mpsc::channel(INBOX);
+    // Lock Events without a holder pod are about driftd's own Lease.
+    let home = ObjectReference {
+        api_version: Some("coordination.k8s.io/v1".into()),
+        kind: Some("Lease".into()),
+        namespace: Some(config.namespace.clone()),
+        name: Some(election.lease_name.clone()),
+        ..Default::default()
+    };
     let engine = Engine::new(
         store,
         &config,
         index.clone(),
         Supervisor::new(client, sender),
-        Publisher::new(metrics.clone(), events, leadership),
+        Publisher::new(metrics.clone(), events, leadership.clone(), home),
         clock,
-    )?;
+    )?
+    .with_leadership(leadership, &identity);
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut server_stop = stop_rx.clone();

@@ -31,6 +31,7 @@ pub fn entry(source: &str, key: &ObjectKey, class: DriftClass, since: Timestamp)
         changes: vec![],
         patch: Default::default(),
         ignored: vec![],
+        intent: None,
     }
 }
 

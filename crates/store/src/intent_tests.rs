@@ -369,7 +369,7 @@ fn illegal_transitions_are_refused_with_the_reason_and_change_nothing() {
         err.to_string(),
         format!(
             "intent {} of source \"web\" is aborted (by alice at {}: wrong branch); only a \
-             pending or expired intent can be committed",
+             pending, expired, failed or interrupted intent can be committed",
             intent.id,
             f.at(0)
         )
@@ -447,6 +447,28 @@ fn failed_and_interrupted_intents_stay_open_free_the_lock_and_are_superseded_by_
     );
     assert_eq!(f.store.intents(Some("web"), false).unwrap(), []);
     assert_eq!(f.store.intents(Some("web"), true).unwrap().len(), 3);
+}
+
+#[test]
+fn an_interrupted_deploy_can_be_kept_by_committing_its_intent() {
+    let mut f = Fixture::new();
+    created(f.commit("web", &cm("a", "1")));
+    let failed = f.begin("web", &cm("a", "2"), 600).unwrap();
+    f.store.fail_intent(failed.id, "runner", "exit 1").unwrap();
+    let interrupted = f.begin("web", &cm("a", "3"), 600).unwrap();
+    f.store
+        .interrupt_intent(interrupted.id, "runner", "killed by SIGKILL")
+        .unwrap();
+    let (committed, outcome) = f.store.commit_intent(interrupted.id, "ops").unwrap();
+    let revision = created(outcome);
+    assert_eq!(committed.state, IntentState::Committed);
+    assert_eq!(committed.revision_id, Some(revision.id));
+    assert_eq!(
+        f.store.intent(failed.id).unwrap().unwrap().state,
+        IntentState::Superseded,
+        "the older failed attempt is history now"
+    );
+    assert!(f.store.open_intents().unwrap().is_empty());
 }
 
 #[test]

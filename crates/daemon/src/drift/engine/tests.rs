@@ -18,6 +18,8 @@ const SETTLE: Duration = Duration::from_secs(5);
 struct Watches {
     last: u64,
     running: BTreeMap<TypeKey, WatcherId>,
+    /// Holder pod watchers by pod name.
+    pods: BTreeMap<String, WatcherId>,
     /// `start Kind` / `stop Kind`, in order.
     log: Vec<String>,
 }
@@ -38,6 +40,18 @@ impl WatchControl for Watches {
     fn stop(&mut self, kind: &TypeKey) {
         self.log.push(format!("stop {}", kind.kind));
         self.running.remove(kind);
+    }
+
+    fn start_pods_named(&mut self, name: &str) -> WatcherId {
+        self.last += 1;
+        self.log.push(format!("start pods {name}"));
+        self.pods.insert(name.to_string(), WatcherId(self.last));
+        WatcherId(self.last)
+    }
+
+    fn stop_pods_named(&mut self, name: &str) {
+        self.log.push(format!("stop pods {name}"));
+        self.pods.remove(name);
     }
 }
 
@@ -65,8 +79,21 @@ impl Outputs for Recorded {
     }
 
     fn announce(&mut self, announcement: Announcement, entry: &DriftEntry, _live: Option<&Value>) {
+        self.announcements.push(match entry.class {
+            DriftClass::Uncommitted => format!("Uncommitted {}/{}", entry.kind, entry.name),
+            _ => format!("{announcement:?} {}/{}", entry.kind, entry.name),
+        });
+    }
+
+    fn announce_lock(
+        &mut self,
+        what: crate::drift::LockAnnouncement,
+        lock: &driftd_core::report::StaleLock,
+        pod: Option<&crate::drift::PodRef>,
+    ) {
+        let on = pod.map_or("-".to_string(), |p| format!("{}/{}", p.namespace, p.name));
         self.announcements
-            .push(format!("{announcement:?} {}/{}", entry.kind, entry.name));
+            .push(format!("{what:?} {} {} on {on}", lock.kind, lock.id));
     }
 }
 
@@ -167,8 +194,9 @@ impl Harness {
     /// through the engine's own connection does not move `data_version`).
     fn load(&mut self) {
         let change = self.engine.desired.load(&self.engine.store).unwrap();
-        if let Some(change) = change {
-            self.engine.desired_changed(change);
+        if change.is_some() {
+            self.engine.intents.reprepare(&self.engine.desired);
+            self.engine.tracking_changed();
         }
     }
 
@@ -736,3 +764,6 @@ fn sources_and_expired_rules_are_published() {
     );
     assert_eq!(index.rules_expired(), 1);
 }
+
+mod intents;
+mod locks;
