@@ -11,6 +11,7 @@ pub mod merge_keys;
 pub mod quantity;
 pub mod secret;
 pub mod selector;
+pub mod validation;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -53,6 +53,8 @@ impl ResourceType {
 mod discovery;
 mod openapi_types;
 
+pub(crate) use openapi_types::for_each_openapi_resource;
+
 /// A resource scope as a value: whether a k8s-openapi scope type is namespaced (`None` for
 /// subresources, which the type list leaves out).
 trait ScopeValue {
