@@ -192,7 +192,9 @@ fn value_word(v: Option<&Value>, go_type: &str) -> String {
         Some(Value::Array(_)) => "array".into(),
         Some(Value::Object(_)) => "object".into(),
         Some(Value::Null) | None => "null".into(),
-        Some(Value::Number(n)) if go_type.contains("int") => format!("number {n}"),
+        Some(Value::Number(n)) if go_type.starts_with("int") || go_type.starts_with("uint") => {
+            format!("number {n}")
+        }
         Some(Value::Number(_)) => "number".into(),
     }
 }
