@@ -24,3 +24,4 @@ mod pulumi;
 mod serve_config;
 mod sim_cli;
 mod store_concurrency;
+mod validation;
