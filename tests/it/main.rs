@@ -21,6 +21,7 @@ mod e2e_serve;
 mod ha;
 mod intent_cli;
 mod pulumi;
+mod real_manifests;
 mod serve_config;
 mod sim_cli;
 mod store_concurrency;
