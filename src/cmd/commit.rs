@@ -118,11 +118,11 @@ pub fn read_input(paths: &[PathBuf], options: &LoadOptions) -> anyhow::Result<Lo
     Ok(loaded)
 }
 
+/// An unknown kind's error with the flags that declare its scope.
 fn with_scope_hint(err: ManifestError) -> anyhow::Error {
     match &err.cause {
-        Cause::UnknownKind { group, kind } => {
-            let hint = format!(" (--namespaced {kind}.{group} or --cluster-scoped {kind}.{group})");
-            anyhow::Error::new(err).context(format!("unknown kind{hint}"))
+        Cause::UnknownKind { kind_group } => {
+            anyhow::anyhow!("{err} (--namespaced {kind_group} or --cluster-scoped {kind_group})")
         }
         _ => anyhow::Error::new(err),
     }

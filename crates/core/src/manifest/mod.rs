@@ -65,8 +65,9 @@ pub enum Cause {
     /// kube-apiserver would refuse the object; the reason is its message, which names the
     /// field itself (`metadata.name: Invalid value: ...`).
     Rejected,
-    /// A kind neither built in nor defined by a CustomResourceDefinition known here.
-    UnknownKind { group: String, kind: String },
+    /// A kind neither built in nor defined by a CustomResourceDefinition known here, as
+    /// `Kind.group` (`Widget.example.com`).
+    UnknownKind { kind_group: String },
 }
 
 /// A rejected input: names the file, the document and (when known) the field.

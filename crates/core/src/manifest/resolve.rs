@@ -181,7 +181,7 @@ fn scope(
         .find(|c| c.group == group && c.kind == item.kind)
     {
         let served: Vec<String> = crd.served().map(|t| t.api_version()).collect();
-        let listed = crd.versions.is_empty() || served.iter().any(|v| *v == item.api_version);
+        let listed = crd.versions.is_empty() || served.contains(&item.api_version);
         if !listed {
             return Err(no_match(served));
         }
@@ -203,8 +203,7 @@ fn scope(
             item.kind, group
         ),
         Cause::UnknownKind {
-            group: group.to_string(),
-            kind: item.kind.clone(),
+            kind_group: format!("{}.{group}", item.kind),
         },
     ))
 }

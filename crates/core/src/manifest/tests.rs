@@ -121,12 +121,20 @@ fn secret_values_never_appear_in_errors() {
     let text = "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata:\n  password: aHVudGVyMg==\n  password: c2VjcmV0\n";
     let loaded = read_text(text, "in.yaml", &LoadOptions::default()).unwrap();
     let warning = loaded.warnings[0].to_string();
-    assert!(!warning.contains("aHVudGVyMg") && !warning.contains("c2VjcmV0"), "{warning}");
+    assert!(
+        !warning.contains("aHVudGVyMg") && !warning.contains("c2VjcmV0"),
+        "{warning}"
+    );
     // Bad base64, a number, a list: the value is never quoted.
     for bad in ["hunter2-very-secret!", "12345678", "[hunter2]"] {
-        let text = format!("apiVersion: v1\nkind: Secret\nmetadata: {{name: s}}\ndata:\n  password: {bad}\n");
+        let text = format!(
+            "apiVersion: v1\nkind: Secret\nmetadata: {{name: s}}\ndata:\n  password: {bad}\n"
+        );
         let err = parse(&text).unwrap_err().to_string();
-        assert!(!err.contains("hunter2") && !err.contains("12345678"), "{err}");
+        assert!(
+            !err.contains("hunter2") && !err.contains("12345678"),
+            "{err}"
+        );
     }
 }
 
@@ -261,8 +269,7 @@ fn unknown_kinds_are_refused_never_assumed_namespaced() {
     assert_eq!(
         err.cause,
         Cause::UnknownKind {
-            group: "example.com".into(),
-            kind: "Widget".into()
+            kind_group: "Widget.example.com".into()
         }
     );
     assert!(
@@ -294,11 +301,21 @@ fn wrong_group_or_version_of_a_built_in_kind_names_the_served_ones() {
     assert!(err.is_err());
     let err = parse("apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata: {name: p}\n")
         .unwrap_err();
-    assert!(err.reason.ends_with("PodDisruptionBudget is served as policy/v1"), "{err}");
+    assert!(
+        err.reason
+            .ends_with("PodDisruptionBudget is served as policy/v1"),
+        "{err}"
+    );
     // A CRD in the input decides which versions of its kind exist.
     let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n  versions: [{name: v1, served: true, storage: true}]\n";
-    let err = parse(&format!("{crd}---\napiVersion: example.com/v2\nkind: Widget\nmetadata: {{name: w}}\n")).unwrap_err();
-    assert!(err.reason.ends_with("Widget is served as example.com/v1"), "{err}");
+    let err = parse(&format!(
+        "{crd}---\napiVersion: example.com/v2\nkind: Widget\nmetadata: {{name: w}}\n"
+    ))
+    .unwrap_err();
+    assert!(
+        err.reason.ends_with("Widget is served as example.com/v1"),
+        "{err}"
+    );
     assert_eq!(err.document, 1);
 }
 
@@ -321,7 +338,10 @@ fn invalid_objects_are_refused_in_kube_apiservers_words() {
             ..LoadOptions::default()
         },
     ));
-    assert!(err.unwrap_err().reason.contains("metadata.namespace: Invalid value: \"Not_A_Label\""));
+    assert!(err
+        .unwrap_err()
+        .reason
+        .contains("metadata.namespace: Invalid value: \"Not_A_Label\""));
 }
 
 #[test]
@@ -332,16 +352,24 @@ fn generate_name_only_objects_are_skipped_and_the_file_kept() {
     assert_eq!(loaded.objects[0].key.name, "a");
     assert_eq!(loaded.skipped.len(), 2);
     let s = &loaded.skipped[0];
-    assert_eq!((s.kind.as_str(), s.generate_name.as_str(), s.origin.document), ("Job", "migrate-", 0));
+    assert_eq!(
+        (s.kind.as_str(), s.generate_name.as_str(), s.origin.document),
+        ("Job", "migrate-", 0)
+    );
     assert_eq!(
         s.to_string(),
         "hooks.yaml: document 0: Job with generateName \"migrate-\" and no name skipped: kube-apiserver names it on create, so no live object can be matched to it"
     );
     assert_eq!(loaded.skipped[1].item.as_deref(), Some("items[0]"));
-    assert!(loaded.skipped[1].to_string().contains("document 2: items[0]: Pod"));
+    assert!(loaded.skipped[1]
+        .to_string()
+        .contains("document 2: items[0]: Pod"));
     // A generateName kube-apiserver would refuse still refuses the input.
     let bad = "apiVersion: v1\nkind: Pod\nmetadata: {generateName: Hook-}\nspec: {containers: [{name: c, image: i}]}\n";
-    assert!(parse(bad).unwrap_err().reason.contains("metadata.generateName: Invalid value: \"Hook-\""));
+    assert!(parse(bad)
+        .unwrap_err()
+        .reason
+        .contains("metadata.generateName: Invalid value: \"Hook-\""));
     // No name and no generateName is still an error.
     assert!(parse("apiVersion: v1\nkind: Pod\nmetadata: {generateName: ''}\n").is_err());
 }
@@ -366,7 +394,10 @@ fn whole_floats_are_sent_as_integers_and_huge_ones_refused() {
     let deploy = |replicas: &str| {
         format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec: {{containers: [{{name: web, image: nginx}}]}}\n")
     };
-    assert_eq!(parse(&deploy("3.0")).unwrap()[0].object["spec"]["replicas"], 3);
+    assert_eq!(
+        parse(&deploy("3.0")).unwrap()[0].object["spec"]["replicas"],
+        3
+    );
     let err = parse(&deploy("99999999999999999999999")).unwrap_err();
     assert_eq!(err.field.as_deref(), Some("spec.replicas"));
     assert!(err.reason.contains("cannot unmarshal number 1e+23 into Go struct field DeploymentSpec.spec.replicas of type int32"), "{err}");
@@ -377,7 +408,12 @@ fn whole_floats_are_sent_as_integers_and_huge_ones_refused() {
 #[test]
 fn the_input_size_is_limited_for_all_files_together() {
     let dir = tempfile::tempdir().unwrap();
-    let cm = |n: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}}}\ndata: {{k: {}}}\n", "v".repeat(600));
+    let cm = |n: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}}}\ndata: {{k: {}}}\n",
+            "v".repeat(600)
+        )
+    };
     for n in ["a", "b", "c"] {
         std::fs::write(dir.path().join(format!("{n}.yaml")), cm(n)).unwrap();
     }
@@ -385,7 +421,13 @@ fn the_input_size_is_limited_for_all_files_together() {
         max_total_bytes: max,
         ..LoadOptions::default()
     };
-    assert_eq!(load(&[dir.path().to_path_buf()], &limit(4096)).unwrap().objects.len(), 3);
+    assert_eq!(
+        load(&[dir.path().to_path_buf()], &limit(4096))
+            .unwrap()
+            .objects
+            .len(),
+        3
+    );
     let err = load(&[dir.path().to_path_buf()], &limit(1500)).unwrap_err();
     assert!(err.file.ends_with("c.yaml"), "{err}");
     assert!(
