@@ -13,6 +13,9 @@ pub mod secret;
 pub mod selector;
 pub mod validation;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -25,6 +25,8 @@ mod resolve;
 mod yaml;
 
 #[cfg(test)]
+pub(crate) mod fuzz;
+#[cfg(test)]
 mod tests;
 
 use driftd_k8s::{kinds, ObjectKey};
