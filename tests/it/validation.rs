@@ -4,9 +4,29 @@
 
 use crate::commit_cli::{assert_ok, db_fingerprint, driftd, stderr, stdout};
 use driftd_store::Store;
+use std::path::Path;
+use std::process::Output;
 
 const CM_A: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: v\n";
 const EMPTY_LIVE: &str = r#"{"apiVersion": "v1", "kind": "List", "items": []}"#;
+
+/// `driftd commit --db d.db --source app` of `files` in `dir`.
+fn commit_app(dir: &Path, extra: &[&str], files: &[&str]) -> Output {
+    let mut args = vec!["commit", "--db", "d.db", "--source", "app"];
+    args.extend(extra);
+    for f in files {
+        args.extend(["-f", f]);
+    }
+    driftd(dir, &args, None)
+}
+
+/// Exits 2 with `text` in its error.
+#[track_caller]
+fn assert_refused(out: &Output, text: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(text), "expected {text:?} in {err}");
+}
 
 fn cm(name: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n")
@@ -150,19 +170,7 @@ fn generate_name_objects_are_skipped_and_counted_the_file_kept() {
     let dir = tempfile::tempdir().unwrap();
     let text = format!("{CM_A}---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: migrate-\n  annotations: {{helm.sh/hook: pre-install}}\nspec: {{template: {{spec: {{restartPolicy: Never, containers: [{{name: m, image: busybox}}]}}}}}}\n");
     std::fs::write(dir.path().join("hooks.yaml"), text).unwrap();
-    let out = driftd(
-        dir.path(),
-        &[
-            "commit",
-            "--db",
-            "d.db",
-            "--source",
-            "app",
-            "-f",
-            "hooks.yaml",
-        ],
-        None,
-    );
+    let out = commit_app(dir.path(), &[], &["hooks.yaml"]);
     assert_eq!(
         assert_ok(&out),
         "revision 1 of source app (1 object); 1 object skipped: generateName without a name\n"
@@ -178,24 +186,9 @@ fn generate_name_objects_are_skipped_and_counted_the_file_kept() {
         "apiVersion: v1\nkind: Pod\nmetadata: {generateName: hook-}\nspec: {containers: [{name: c, image: i}]}\n",
     )
     .unwrap();
-    let out = driftd(
-        dir.path(),
-        &[
-            "commit",
-            "--db",
-            "d.db",
-            "--source",
-            "app",
-            "-f",
-            "only.yaml",
-        ],
-        None,
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("no objects found in only.yaml (1 object skipped: generateName without a name); pass --allow-empty"),
-        "{}",
-        stderr(&out)
+    assert_refused(
+        &commit_app(dir.path(), &[], &["only.yaml"]),
+        "no objects found in only.yaml (1 object skipped: generateName without a name); pass --allow-empty",
     );
 }
 
@@ -207,13 +200,7 @@ fn a_duplicated_key_keeps_its_last_value_with_a_warning() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: first\n  k: last\n",
     )
     .unwrap();
-    let out = driftd(
-        dir.path(),
-        &[
-            "commit", "--db", "d.db", "--source", "app", "-f", "dup.yaml",
-        ],
-        None,
-    );
+    let out = commit_app(dir.path(), &[], &["dup.yaml"]);
     assert_ok(&out);
     assert!(
         stderr(&out).contains("warning: dup.yaml: document 0: line 7: key \"k\" is given twice in one mapping (first at line 6); the last value is used, as kubectl does"),
@@ -234,30 +221,17 @@ fn one_commit_is_limited_in_size_for_all_files_together() {
         let text = format!("{}data: {{k: {}}}\n", cm(n), "v".repeat(700));
         std::fs::write(dir.path().join(format!("{n}.yaml")), text).unwrap();
     }
-    let args = |size: &'static str| {
-        vec![
-            "commit",
-            "--db",
-            "d.db",
-            "--source",
-            "app",
-            "--max-input-size",
-            size,
-            "-f",
-            "a.yaml",
-            "-f",
-            "b.yaml",
-        ]
-    };
-    let out = driftd(dir.path(), &args("1Ki"), None);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("b.yaml: document 0: the input is 1.5 KiB in 2 files, more than the limit of 1 KiB for all files together"),
-        "{}",
-        stderr(&out)
+    let files = ["a.yaml", "b.yaml"];
+    assert_refused(
+        &commit_app(dir.path(), &["--max-input-size", "1Ki"], &files),
+        "b.yaml: document 0: the input is 1.5 KiB in 2 files, more than the limit of 1 KiB for all files together",
     );
     assert!(!dir.path().join("d.db").exists());
-    assert_ok(&driftd(dir.path(), &args("2Ki"), None));
+    assert_ok(&commit_app(
+        dir.path(),
+        &["--max-input-size", "2Ki"],
+        &files,
+    ));
 }
 
 #[test]
@@ -270,19 +244,7 @@ fn check_refuses_an_empty_desired_input_as_commit_does() {
         &["check", "--desired", "empty.yaml", "--live", "live.json"],
         None,
     );
-    let commit = driftd(
-        dir.path(),
-        &[
-            "commit",
-            "--db",
-            "d.db",
-            "--source",
-            "app",
-            "-f",
-            "empty.yaml",
-        ],
-        None,
-    );
+    let commit = commit_app(dir.path(), &[], &["empty.yaml"]);
     assert_eq!(check.status.code(), Some(2), "{}", stderr(&check));
     assert_eq!(commit.status.code(), Some(2));
     assert_eq!(
@@ -331,15 +293,12 @@ fn check_takes_a_custom_kinds_scope_from_the_live_objects() {
     );
     // With no live object and no CRD, the kind is unknown.
     std::fs::write(dir.path().join("none.json"), EMPTY_LIVE).unwrap();
-    let out = driftd(
-        dir.path(),
-        &["check", "--desired", "desired.yaml", "--live", "none.json"],
-        None,
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("--namespaced Widget.example.com"),
-        "{}",
-        stderr(&out)
+    assert_refused(
+        &driftd(
+            dir.path(),
+            &["check", "--desired", "desired.yaml", "--live", "none.json"],
+            None,
+        ),
+        "--namespaced Widget.example.com",
     );
 }
