@@ -62,7 +62,9 @@ pub mod store;
 mod table;
 pub mod testing;
 
+pub use http::admin::{BulkEditOutcome, DeliveryStats};
 pub use http::Fault;
+pub use store::bulk::{BulkEdit, BulkEditReport, BulkLoadReport};
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -127,10 +129,18 @@ impl Simulator {
             bookmark_interval: opts.bookmark_interval,
             open_watches: Default::default(),
             addr: addr.to_string(),
+            delivery: Default::default(),
+            last_edit: Default::default(),
+            controllers: opts.controllers,
         });
-        if opts.controllers {
+        // The controllers start reading the change history here, so nothing the server
+        // accepts from now on escapes them.
+        let controllers_from = if opts.controllers {
             controller::seed(&app.store);
-        }
+            Some(app.store.current_rv())
+        } else {
+            None
+        };
         let router = axum::Router::new()
             .fallback(http::handle)
             .with_state(app.clone());
@@ -147,8 +157,8 @@ impl Simulator {
             }
         });
         let mut tasks = Vec::new();
-        if opts.controllers {
-            tasks.push(tokio::spawn(controller::run(app.store.clone())));
+        if let Some(from) = controllers_from {
+            tasks.push(tokio::spawn(controller::run(app.store.clone(), from)));
         }
         tracing::info!(%addr, "simulator listening");
         Ok(Simulator {
@@ -252,5 +262,27 @@ preferences: {{}}
     /// Watch streams currently open (tests wait on this instead of sleeping).
     pub fn open_watches(&self) -> usize {
         self.app.open_watches.load(Ordering::SeqCst)
+    }
+
+    /// Creates `objects` in order as `kubectl create` would (server defaults, one
+    /// resourceVersion and one watch event each), without HTTP. Blocking: from async code,
+    /// call it on a blocking thread. Same as `POST /_sim/bulk-load`.
+    pub fn bulk_load(
+        &self,
+        objects: impl IntoIterator<Item = serde_json::Value>,
+    ) -> BulkLoadReport {
+        self.app.store.bulk_load(objects)
+    }
+
+    /// Makes `spec.count` modifications itself and reports them with the watch delivery
+    /// measured until it returns. Blocking, as [`Simulator::bulk_load`]. Same as
+    /// `POST /_sim/bulk-edit`.
+    pub fn bulk_edit(&self, spec: &BulkEdit) -> Result<BulkEditOutcome, status::ApiError> {
+        http::admin::bulk_edit(&self.app, spec)
+    }
+
+    /// What `GET /_sim/stats` answers.
+    pub fn stats(&self) -> serde_json::Value {
+        http::admin::stats(&self.app)
     }
 }
