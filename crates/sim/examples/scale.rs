@@ -11,6 +11,8 @@
 //! settled (should be idle), writes/s over HTTP with concurrent clients (merge patches of
 //! ConfigMaps), list times (a whole kind at once and in pages of 500), and with `--edits`
 //! the in-process bulk edit's rate and the watch delivery rate to one watching client.
+//! The simulator runs in a child process (this program with `--serve`), so RSS and CPU
+//! figures are its own.
 
 use driftd_sim::{SimOptions, Simulator};
 use serde_json::{json, Value};
@@ -26,6 +28,7 @@ struct Args {
     history: usize,
     bulk: bool,
     edits: usize,
+    serve: bool,
 }
 
 fn args() -> Args {
@@ -37,6 +40,7 @@ fn args() -> Args {
         history: 10_000,
         bulk: false,
         edits: 0,
+        serve: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -53,6 +57,7 @@ fn args() -> Args {
             "--edits" => a.edits = num(),
             "--controllers" => a.controllers = true,
             "--bulk" => a.bulk = true,
+            "--serve" => a.serve = true,
             other => panic!("unknown flag {other}"),
         }
     }
@@ -168,8 +173,8 @@ fn collection(obj: &Value) -> String {
     format!("{prefix}/namespaces/{ns}/{plural}")
 }
 
-fn vm_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+fn vm_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
@@ -179,13 +184,13 @@ fn vm_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// This process's user+system CPU time.
-fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+/// A process's user+system CPU time.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let after = stat.rsplit_once(')').map(|(_, s)| s).unwrap_or("");
     let f: Vec<u64> = after
         .split_whitespace()
-        .filter_map(|x| x.parse().ok())
+        .map(|x| x.parse().unwrap_or(0))
         .collect();
     // Fields 14 and 15 of stat (utime, stime) are the 12th and 13th after the name.
     let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
@@ -224,8 +229,26 @@ async fn settle(http: &reqwest::Client, url: &str, limit: Duration) -> Duration 
     start.elapsed()
 }
 
-async fn list_count(http: &reqwest::Client, url: &str, path: &str, limit: Option<usize>) -> usize {
+/// Lists `path` (in pages of `limit`), returning the items counted and the time spent
+/// fetching the bodies (counting, outside that time, parses without building trees).
+async fn list_count(
+    http: &reqwest::Client,
+    url: &str,
+    path: &str,
+    limit: Option<usize>,
+) -> (usize, Duration) {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(default, rename = "continue")]
+        cont: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct List {
+        items: Vec<serde::de::IgnoredAny>,
+        metadata: Meta,
+    }
     let mut count = 0;
+    let mut fetching = Duration::ZERO;
     let mut cont = String::new();
     loop {
         let mut q = vec![];
@@ -235,19 +258,22 @@ async fn list_count(http: &reqwest::Client, url: &str, path: &str, limit: Option
         if !cont.is_empty() {
             q.push(("continue", cont.clone()));
         }
-        let v: Value = http
+        let t = Instant::now();
+        let body = http
             .get(format!("{url}{path}"))
             .query(&q)
             .send()
             .await
             .unwrap()
-            .json()
+            .bytes()
             .await
             .unwrap();
-        count += v["items"].as_array().map_or(0, Vec::len);
-        cont = v["metadata"]["continue"].as_str().unwrap_or("").to_string();
+        fetching += t.elapsed();
+        let v: List = serde_json::from_slice(&body).unwrap();
+        count += v.items.len();
+        cont = v.metadata.cont;
         if cont.is_empty() {
-            return count;
+            return (count, fetching);
         }
     }
 }
@@ -271,17 +297,19 @@ const KINDS: &[&str] = &[
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let a = args();
+    if a.serve {
+        return serve(&a).await;
+    }
     let opts = SimOptions {
         history_limit: a.history,
         controllers: a.controllers,
         ..SimOptions::default()
     };
     let (namespaces, objects) = mix(a.objects);
-    let rss0 = vm_rss_kib();
-    let sim = Simulator::start_with("127.0.0.1:0".parse().unwrap(), opts)
-        .await
-        .unwrap();
-    let url = sim.url();
+    let _ = opts;
+    let (mut server, url) = spawn_server(&a);
+    let pid = server.id();
+    let rss0 = vm_rss_kib(pid);
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(64)
         .build()
@@ -292,6 +320,7 @@ async fn main() {
     );
 
     // Load.
+    let cpu = cpu_time(pid);
     let t = Instant::now();
     if a.bulk {
         let mut all: Vec<Value> = namespaces
@@ -322,7 +351,7 @@ async fn main() {
                 .unwrap();
             assert!(r.status().is_success(), "namespace {n}: {}", r.status());
         }
-        let objects = Arc::new(objects);
+        let objects = Arc::new(objects.clone());
         let next = Arc::new(AtomicUsize::new(0));
         let mut workers = Vec::new();
         for _ in 0..a.clients {
@@ -356,11 +385,19 @@ async fn main() {
     );
     let settled = settle(&http, &url, Duration::from_secs(600)).await;
     println!("settle after load: {:.2} s", settled.as_secs_f64());
+    let st = stats(&http, &url).await;
+    println!(
+        "simulator CPU for load and settle: {:.2} s; stats: objects {} storedBytes {} ({:.0} bytes/object)",
+        (cpu_time(pid) - cpu).as_secs_f64(),
+        st["objects"],
+        st["storedBytes"],
+        st["storedBytes"].as_f64().unwrap_or(0.0) / st["objects"].as_f64().unwrap_or(1.0)
+    );
 
     // Idle CPU once settled.
-    let (c0, t0) = (cpu_time(), Instant::now());
+    let (c0, t0) = (cpu_time(pid), Instant::now());
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let idle = (cpu_time() - c0).as_secs_f64() / t0.elapsed().as_secs_f64();
+    let idle = (cpu_time(pid) - c0).as_secs_f64() / t0.elapsed().as_secs_f64();
     println!(
         "cpu while idle after settle: {:.1}% of one core",
         idle * 100.0
@@ -368,12 +405,13 @@ async fn main() {
 
     // Lists (also counts what is stored).
     let mut stored = 0;
-    let t = Instant::now();
+    let mut all_lists = Duration::ZERO;
     for k in KINDS {
-        stored += list_count(&http, &url, k, None).await;
+        let (n, took) = list_count(&http, &url, k, None).await;
+        stored += n;
+        all_lists += took;
     }
-    let all_lists = t.elapsed();
-    let rss1 = vm_rss_kib();
+    let rss1 = vm_rss_kib(pid);
     println!(
         "stored objects: {stored}; RSS {} MiB -> {} MiB: {:.0} bytes/object",
         rss0 / 1024,
@@ -381,24 +419,23 @@ async fn main() {
         (rss1.saturating_sub(rss0) * 1024) as f64 / stored.max(1) as f64
     );
     println!("list every kind once: {:.2} s", all_lists.as_secs_f64());
-    let t = Instant::now();
-    let n = list_count(&http, &url, "/apis/apps/v1/deployments", None).await;
+    let (n, took) = list_count(&http, &url, "/apis/apps/v1/deployments", None).await;
     println!(
         "list deployments ({n}) at once: {:.3} s",
-        t.elapsed().as_secs_f64()
+        took.as_secs_f64()
     );
-    let t = Instant::now();
-    let n = list_count(&http, &url, "/apis/apps/v1/deployments", Some(500)).await;
+    let (n, took) = list_count(&http, &url, "/apis/apps/v1/deployments", Some(500)).await;
     println!(
         "list deployments ({n}) in pages of 500: {:.3} s",
-        t.elapsed().as_secs_f64()
+        took.as_secs_f64()
     );
 
     // Writes over HTTP: merge patches of ConfigMaps, cycling.
-    let cms: Vec<(String, String)> = objects_of(&a, "ConfigMap");
+    let cms: Vec<(String, String)> = keys_of(&objects, "ConfigMap");
     if a.writes > 0 && !cms.is_empty() {
         let cms = Arc::new(cms);
         let next = Arc::new(AtomicUsize::new(0));
+        let cpu = cpu_time(pid);
         let t = Instant::now();
         let mut workers = Vec::new();
         for _ in 0..a.clients {
@@ -432,6 +469,10 @@ async fn main() {
             a.writes,
             a.writes as f64 / took.as_secs_f64()
         );
+        println!(
+            "  simulator CPU per write: {:.0} µs",
+            (cpu_time(pid) - cpu).as_secs_f64() * 1e6 / a.writes as f64
+        );
         let settled = settle(&http, &url, Duration::from_secs(600)).await;
         println!("settle after writes: {:.2} s", settled.as_secs_f64());
     }
@@ -439,11 +480,45 @@ async fn main() {
     if a.edits > 0 {
         bulk_edit(&http, &url, a.edits).await;
     }
-    drop(sim);
+    let _ = server.kill();
+    let _ = server.wait();
 }
 
-fn objects_of(a: &Args, kind: &str) -> Vec<(String, String)> {
-    let (_, objects) = mix(a.objects);
+/// The simulator in a child process (this program with `--serve`), so its RSS and CPU are
+/// its own; returns the child and its URL.
+fn spawn_server(a: &Args) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--serve", "--history", &a.history.to_string()]);
+    if a.controllers {
+        cmd.arg("--controllers");
+    }
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("simulator child starts");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (child, line.trim().to_string())
+}
+
+/// `--serve`: runs the simulator until killed, printing its URL first.
+async fn serve(a: &Args) {
+    let opts = SimOptions {
+        history_limit: a.history,
+        controllers: a.controllers,
+        ..SimOptions::default()
+    };
+    let sim = Simulator::start_with("127.0.0.1:0".parse().unwrap(), opts)
+        .await
+        .unwrap();
+    println!("{}", sim.url());
+    std::future::pending::<()>().await;
+}
+
+fn keys_of(objects: &[Value], kind: &str) -> Vec<(String, String)> {
     objects
         .iter()
         .filter(|o| o["kind"] == kind)

@@ -133,16 +133,15 @@ impl Simulator {
             last_edit: Default::default(),
             controllers: opts.controllers,
         });
-        // The controllers start reading the change history here, so nothing the server
-        // accepts from now on escapes them.
-        let controllers_from = if opts.controllers {
+        // The controllers' queue starts here, so nothing the server accepts escapes them.
+        let controller_feed = opts.controllers.then(|| {
             controller::seed(&app.store);
-            Some(app.store.current_rv())
-        } else {
-            None
-        };
+            app.store.feed(controller::wanted)
+        });
+        // No body limit: `/_sim/bulk-load` takes the whole load in one request.
         let router = axum::Router::new()
             .fallback(http::handle)
+            .layer(axum::extract::DefaultBodyLimit::disable())
             .with_state(app.clone());
         let (stop, mut stopped) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
@@ -157,8 +156,8 @@ impl Simulator {
             }
         });
         let mut tasks = Vec::new();
-        if let Some(from) = controllers_from {
-            tasks.push(tokio::spawn(controller::run(app.store.clone(), from)));
+        if let Some(feed) = controller_feed {
+            tasks.push(tokio::spawn(controller::run(app.store.clone(), feed)));
         }
         tracing::info!(%addr, "simulator listening");
         Ok(Simulator {

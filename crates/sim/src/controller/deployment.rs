@@ -121,7 +121,7 @@ fn scaled(store: &Store, t: &Types, d: &Value, rs_name: &str, from: i64, to: i64
 }
 
 pub(super) fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
-    let ctx = WriteCtx::new(MANAGER);
+    let ctx = WriteCtx::controller(MANAGER);
     let Ok(d) = store.get(&t.deploy, Some(ns), name) else {
         return;
     };
@@ -292,7 +292,7 @@ pub(super) fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
 /// Brings a ReplicaSet's pods to its replica count and writes its status; returns
 /// (pods, ready pods).
 fn reconcile_pods(store: &Store, t: &Types, ns: &str, rs: &Value) -> (i64, i64) {
-    let ctx = WriteCtx::new(MANAGER);
+    let ctx = WriteCtx::controller(MANAGER);
     let want = rs
         .pointer("/spec/replicas")
         .and_then(Value::as_i64)

@@ -58,7 +58,7 @@ pub(super) fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
         Some(ns),
         name,
         Some("status"),
-        &WriteCtx::new(MANAGER),
+        &WriteCtx::controller(MANAGER),
         |old| {
             let mut new = old.clone();
             let now = now_rfc3339();

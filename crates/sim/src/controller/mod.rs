@@ -8,9 +8,10 @@
 //! (one pod on the single simulated node) and Jobs (pods that succeed) get the same treatment,
 //! and every namespace gets its `default` ServiceAccount and `kube-root-ca.crt` ConfigMap.
 //!
-//! The controllers read the store's change history from their position and reconcile the
-//! workloads the changes concern; finding what a workload owns goes through the store's
-//! dependents index, so a reconcile costs what that workload has, not what the store holds.
+//! The controllers take the changes they want from a queue the store fills as it commits,
+//! and reconcile the workloads the changes concern; finding what a workload owns goes
+//! through the store's dependents index, so a reconcile costs what that workload has, not
+//! what the store holds, and a settled store costs nothing.
 
 mod daemonset;
 mod deployment;
@@ -24,9 +25,10 @@ use super::store::{now_rfc3339, Change, Store, WriteCtx};
 use driftd_k8s::kinds::ResourceType;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 const MANAGER: &str = "kube-controller-manager";
-/// Changes read from the history at a time.
+/// Changes taken from the queue at a time.
 const BATCH: usize = 4096;
 
 struct Types {
@@ -77,7 +79,7 @@ fn record_event(
         "reportingComponent": component,
         "reportingInstance": "",
     });
-    let _ = store.create(&t.event, Some(&ns), event, &WriteCtx::new(component));
+    let _ = store.create(&t.event, Some(&ns), event, &WriteCtx::controller(component));
 }
 
 /// Resolves the types the controllers touch (all built in).
@@ -108,35 +110,32 @@ pub fn seed(store: &Store) {
     }
 }
 
-/// Runs until the store is dropped, reading changes after `from` (the resourceVersion when
-/// the server started, after [`seed`]).
-pub async fn run(store: Store, from: u64) {
+/// Which changes the controllers react to: a new namespace or claim, and changes to
+/// workloads and what they own, except the controllers' own writes (a reconcile leaves its
+/// workload settled) other than deletions.
+pub fn wanted(c: &Change) -> bool {
+    match (c.storage.0.as_str(), c.storage.1.as_str()) {
+        ("", "namespaces" | "persistentvolumeclaims") => c.kind == "ADDED",
+        ("", "pods")
+        | ("apps", "deployments" | "statefulsets" | "daemonsets" | "replicasets")
+        | ("batch", "jobs") => !c.internal || c.kind == "DELETED",
+        _ => false,
+    }
+}
+
+/// Runs until the store's feed closes: takes the queued changes (those [`wanted`] takes,
+/// registered with [`Store::feed`] after [`seed`]), and reconciles each workload they
+/// concern once per batch.
+pub async fn run(store: Store, mut feed: tokio::sync::mpsc::UnboundedReceiver<Arc<Change>>) {
     let Some(t) = types(&store) else { return };
-    let mut signal = store.changes_signal();
-    let mut cursor = from;
+    let mut batch = Vec::with_capacity(BATCH);
     loop {
-        // Mark the signal seen, then read: a change committed after the read wakes us.
-        signal.borrow_and_update();
+        if feed.recv_many(&mut batch, BATCH).await == 0 {
+            return;
+        }
         let mut dirty = BTreeSet::new();
-        match store.changes_after(cursor, BATCH) {
-            Ok(batch) if batch.is_empty() => {
-                if signal.changed().await.is_err() {
-                    return;
-                }
-                continue;
-            }
-            Ok(batch) => {
-                for c in &batch {
-                    cursor = c.rv;
-                    collect(&store, &t, c, &mut dirty);
-                }
-            }
-            Err(_) => {
-                // Fell behind the history: look at everything once, as after a re-list.
-                cursor = store.current_rv();
-                tracing::warn!("controllers fell behind the change history; resyncing");
-                resync(&store, &t, &mut dirty);
-            }
+        for c in batch.drain(..) {
+            collect(&store, &t, &c, &mut dirty);
         }
         for (kind, ns, name) in dirty {
             // One odd object must not stop the controllers for everything else.
@@ -149,28 +148,8 @@ pub async fn run(store: Store, from: u64) {
             if outcome.is_err() {
                 tracing::error!(?kind, namespace = %ns, %name, "controller reconcile panicked; skipped");
             }
-        }
-        // Let the server answer requests between batches.
-        tokio::task::yield_now().await;
-    }
-}
-
-/// Marks every workload dirty and redoes the per-namespace objects and claim binding.
-fn resync(store: &Store, t: &Types, dirty: &mut Dirty) {
-    for (_, name) in store.keys(&t.namespace) {
-        namespace::defaults(store, t, &name);
-    }
-    for (ns, name) in store.keys(&t.pvc) {
-        volumes::bind_claim(store, t, &ns, &name);
-    }
-    for (kind, info) in [
-        (Kind::Deployment, &t.deploy),
-        (Kind::StatefulSet, &t.sts),
-        (Kind::DaemonSet, &t.ds),
-        (Kind::Job, &t.job),
-    ] {
-        for (ns, name) in store.keys(info) {
-            dirty.insert((kind, ns, name));
+            // Let the server answer requests between reconciles.
+            tokio::task::yield_now().await;
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::store::{Store, WriteCtx};
 use serde_json::json;
 
 pub(super) fn defaults(store: &Store, t: &Types, ns: &str) {
-    let ctx = WriteCtx::new(MANAGER);
+    let ctx = WriteCtx::controller(MANAGER);
     if store.get(&t.service_account, Some(ns), "default").is_err() {
         let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}});
         let _ = store.create(&t.service_account, Some(ns), sa, &ctx);

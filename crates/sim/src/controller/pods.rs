@@ -70,7 +70,7 @@ pub(super) fn create_pod(
     }
     pod["spec"]["nodeName"] = json!("driftd-sim-node");
     let created = store
-        .create(&t.pod, Some(&ns), pod, &WriteCtx::new(MANAGER))
+        .create(&t.pod, Some(&ns), pod, &WriteCtx::controller(MANAGER))
         .ok()?;
     // What `kubectl describe pod` shows from the scheduler and the kubelet.
     let msg = format!("Successfully assigned {ns}/{name} to driftd-sim-node");
@@ -110,7 +110,7 @@ pub(super) fn create_pod(
             Some(&ns),
             name,
             Some("status"),
-            &WriteCtx::new("kubelet"),
+            &WriteCtx::controller("kubelet"),
             |old| {
                 let mut new = old.clone();
                 new["status"] = if completes {

@@ -82,7 +82,7 @@ pub(super) fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
                         pvc["metadata"]["labels"][k] = v.clone();
                     }
                 }
-                let _ = store.create(&t.pvc, Some(ns), pvc, &WriteCtx::new(MANAGER));
+                let _ = store.create(&t.pvc, Some(ns), pvc, &WriteCtx::controller(MANAGER));
                 let msg =
                     format!("create Claim {pvc_name} Pod {pod_name} in StatefulSet {name} success");
                 record_event(
@@ -132,7 +132,7 @@ pub(super) fn reconcile(store: &Store, t: &Types, ns: &str, name: &str) {
         }
     }
     let ready = pods.iter().filter(|p| is_ready(p)).count();
-    let _ = store.write(&t.sts, Some(ns), name, Some("status"), &WriteCtx::new(MANAGER), |old| {
+    let _ = store.write(&t.sts, Some(ns), name, Some("status"), &WriteCtx::controller(MANAGER), |old| {
         let mut new = old.clone();
         let mut status = json!({
             "observedGeneration": old.pointer("/metadata/generation").cloned().unwrap_or(json!(1)),

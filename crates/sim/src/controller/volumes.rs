@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 /// Binds a new claim the way the PV controller and a dynamic provisioner leave it: a volume
 /// name in the spec, binding annotations, and a Bound status with the requested capacity.
 pub(super) fn bind_claim(store: &Store, t: &Types, ns: &str, name: &str) {
-    let ctx = WriteCtx::new(MANAGER);
+    let ctx = WriteCtx::controller(MANAGER);
     let Ok(pvc) = store.get(&t.pvc, Some(ns), name) else {
         return;
     };

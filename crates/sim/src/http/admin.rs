@@ -120,6 +120,7 @@ pub fn stats(app: &App) -> Value {
         "resourceVersion": app.store.current_rv().to_string(),
         "openWatches": app.open_watches.load(Ordering::SeqCst),
         "objects": app.store.object_count(),
+        "storedBytes": app.store.stored_bytes(),
         "historyLength": app.store.history_len(),
         "controllers": app.controllers,
         "watchEvents": app.delivery.events.load(Ordering::Relaxed),

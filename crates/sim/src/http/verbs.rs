@@ -31,6 +31,7 @@ pub(super) fn serve(
         manager: manager_of(q, headers),
         dry_run: q.get("dryRun").is_some_and(|d| d == "All"),
         apply: None,
+        internal: false,
     };
     let store = &app.store;
     let info = &target.info;

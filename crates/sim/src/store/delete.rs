@@ -121,13 +121,13 @@ impl Store {
             let mut terminating = old.clone();
             set_meta(&mut terminating, "deletionTimestamp", json!(now_rfc3339()));
             set_meta(&mut terminating, "deletionGracePeriodSeconds", json!(0));
-            let (_, stored) = g.commit(info, key, Some(terminating), "MODIFIED");
+            let (_, stored) = g.commit(info, key, Some(terminating), "MODIFIED", false);
             return Ok(Deletion {
                 object: Store::render(info, &stored),
                 gone: false,
             });
         }
-        let (_, deleted) = g.commit(info, key, None, "DELETED");
+        let (_, deleted) = g.commit(info, key, None, "DELETED", false);
         if opts.propagation.as_deref() == Some("Orphan") {
             g.orphan(meta_str(&deleted, "uid").unwrap_or(""));
         } else {
@@ -202,7 +202,7 @@ impl Inner {
             } else {
                 o["metadata"]["ownerReferences"] = Value::Array(kept);
             }
-            self.commit(&t, key, Some(o), "MODIFIED");
+            self.commit(&t, key, Some(o), "MODIFIED", false);
         }
     }
 
@@ -236,7 +236,7 @@ impl Inner {
         }
         for (t, key) in self.in_type_order(doomed.into_iter()) {
             if self.contains(&t, &key) {
-                let (_, gone) = self.commit(&t, key, None, "DELETED");
+                let (_, gone) = self.commit(&t, key, None, "DELETED", false);
                 self.cascade(&t, &gone);
             }
         }

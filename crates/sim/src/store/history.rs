@@ -19,6 +19,8 @@ pub struct Change {
     /// The new version; for `DELETED`, the last version stamped with the deletion's rv.
     pub object: Arc<Stored>,
     pub prev: Option<Arc<Stored>>,
+    /// Made by an in-process controller (see [`super::WriteCtx::controller`]).
+    pub internal: bool,
 }
 
 impl Change {

@@ -39,7 +39,7 @@ use rand::Rng;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::sync::watch as signal;
+use tokio::sync::{mpsc, watch as signal};
 
 /// The group and resource a type's errors name.
 fn gr(info: &ResourceType) -> Gr<'_> {
@@ -88,9 +88,16 @@ struct Inner {
     /// One shared copy of each apiVersion string objects are stored with.
     versions: HashMap<String, Arc<str>>,
     count: usize,
-    /// The latest resourceVersion, for watches and controllers waiting for changes.
+    /// JSON bytes of the stored objects (what `/_sim/stats` reports as `storedBytes`).
+    bytes: usize,
+    /// The latest resourceVersion, for watches waiting for changes.
     changed: signal::Sender<u64>,
+    /// The controllers' queue: every change they want, however far behind they are.
+    feed: Option<(Wants, mpsc::UnboundedSender<Arc<Change>>)>,
 }
+
+/// Which changes a feed takes.
+pub type Wants = fn(&Change) -> bool;
 
 /// Shared storage; cheap to clone.
 #[derive(Clone)]
@@ -114,7 +121,9 @@ impl Store {
                 services: alloc::Held::default(),
                 versions: HashMap::new(),
                 count: 0,
+                bytes: 0,
                 changed: signal::channel(0).0,
+                feed: None,
             })),
             closes: Arc::new(signal::channel(0).0),
         };
@@ -138,9 +147,23 @@ impl Store {
         self.lock().rv
     }
 
+    /// Every change from now on that `wants` takes, in order, on an unbounded queue (the
+    /// controllers' input: they must not lose a change however far behind they fall, and
+    /// take few enough that the queue stays short). Replaces an earlier feed.
+    pub fn feed(&self, wants: Wants) -> mpsc::UnboundedReceiver<Arc<Change>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.lock().feed = Some((wants, tx));
+        rx
+    }
+
     /// Objects stored, all types.
     pub fn object_count(&self) -> usize {
         self.lock().count
+    }
+
+    /// JSON bytes of the stored objects (not counting versions only the history holds).
+    pub fn stored_bytes(&self) -> usize {
+        self.lock().bytes
     }
 
     /// Changes the history holds.
@@ -274,6 +297,7 @@ impl Inner {
         key: Key,
         obj: Option<Value>,
         event: &'static str,
+        internal: bool,
     ) -> (Arc<Stored>, Value) {
         self.rv += 1;
         let rv = self.rv;
@@ -306,12 +330,17 @@ impl Inner {
         set_meta(&mut object, "resourceVersion", json!(rv.to_string()));
         let stored = Arc::new(Stored::new(rv, key.clone(), &object, av));
         let deleted = event == "DELETED";
-        if deleted {
-            if kind.objects.remove(&key).is_some() {
-                self.count -= 1;
-            }
-        } else if kind.objects.insert(key.clone(), stored.clone()).is_none() {
+        let replaced = if deleted {
+            kind.objects.remove(&key)
+        } else {
+            let old = kind.objects.insert(key.clone(), stored.clone());
             self.count += 1;
+            self.bytes += stored.json.len();
+            old
+        };
+        if let Some(r) = replaced {
+            self.count -= 1;
+            self.bytes -= r.json.len();
         }
         let id = kind.id.clone();
         for uid in prev.iter().flat_map(|p| p.owners.iter()) {
@@ -338,13 +367,20 @@ impl Inner {
                 self.services.add(&object);
             }
         }
-        self.history.push(Arc::new(Change {
+        let change = Arc::new(Change {
             rv,
             kind: event,
             storage: id,
             object: stored.clone(),
             prev,
-        }));
+            internal,
+        });
+        if let Some((wants, feed)) = &self.feed {
+            if wants(&change) {
+                let _ = feed.send(change.clone());
+            }
+        }
+        self.history.push(change);
         self.changed.send_replace(rv);
         (stored, object)
     }

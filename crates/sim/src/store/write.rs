@@ -23,6 +23,9 @@ pub struct WriteCtx {
     pub dry_run: bool,
     /// Set for server-side apply: managedFields are recorded as an Apply.
     pub apply: Option<Arc<ApplyPlan>>,
+    /// Written by an in-process controller: its own changes need no reaction from the
+    /// controllers (a reconcile leaves its workload settled).
+    pub internal: bool,
 }
 
 impl WriteCtx {
@@ -31,6 +34,15 @@ impl WriteCtx {
             manager: manager.to_string(),
             dry_run: false,
             apply: None,
+            internal: false,
+        }
+    }
+
+    /// A write by an in-process controller (or the simulated kubelet) as `manager`.
+    pub fn controller(manager: &str) -> WriteCtx {
+        WriteCtx {
+            internal: true,
+            ..WriteCtx::new(manager)
         }
     }
 
@@ -223,7 +235,7 @@ impl Store {
                 stored: None,
             });
         }
-        let written = Written::stored(g.commit(info, key, Some(obj), "ADDED"));
+        let written = Written::stored(g.commit(info, key, Some(obj), "ADDED", ctx.internal));
         if info.kind == "CustomResourceDefinition" && !info.custom {
             g.refresh_crds();
         }
@@ -469,12 +481,12 @@ impl Store {
                 .and_then(Value::as_array)
                 .is_none_or(|f| f.is_empty());
         let written = if finalized {
-            g.commit(info, key.clone(), Some(new), "MODIFIED");
-            let gone = g.commit(info, key, None, "DELETED");
+            g.commit(info, key.clone(), Some(new), "MODIFIED", ctx.internal);
+            let gone = g.commit(info, key, None, "DELETED", ctx.internal);
             g.cascade(info, &gone.1);
             Written::stored(gone)
         } else {
-            Written::stored(g.commit(info, key, Some(new), "MODIFIED"))
+            Written::stored(g.commit(info, key, Some(new), "MODIFIED", ctx.internal))
         };
         if info.kind == "CustomResourceDefinition" && !info.custom {
             g.refresh_crds();
