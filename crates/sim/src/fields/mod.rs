@@ -388,6 +388,7 @@ fn record_diff(kind: &str, old: Option<&Value>, new: &mut Value, w: &Write) {
         let is_mine = e.get("manager").and_then(Value::as_str).unwrap_or("") == w.manager
             && e.get("operation").and_then(Value::as_str) == Some("Update")
             && e.get("subresource").and_then(Value::as_str).unwrap_or("") == sub;
+        let before = fields.len();
         let kept: Set = fields
             .into_iter()
             .filter(|p| !removed.iter().any(|r| p.starts_with(r)))
@@ -395,6 +396,9 @@ fn record_diff(kind: &str, old: Option<&Value>, new: &mut Value, w: &Write) {
             .collect();
         if is_mine {
             mine = Some((e, kept));
+        } else if kept.len() == before && !kept.is_empty() {
+            // Another manager's entry this write does not touch stays as it is.
+            entries.push(e);
         } else if !kept.is_empty() {
             let mut e = e;
             e["fieldsV1"] = to_fields_v1(&kept);

@@ -432,11 +432,11 @@ impl Store {
             }
         }
         // managedFields: absent or unchanged in the request means "keep the stored ones".
-        let requested_mf = new.pointer("/metadata/managedFields").cloned();
-        let stored_mf = old.pointer("/metadata/managedFields").cloned();
+        let requested_mf = new.pointer("/metadata/managedFields");
+        let stored_mf = old.pointer("/metadata/managedFields");
         if requested_mf.is_none() || requested_mf == stored_mf {
             match stored_mf {
-                Some(mf) => set_meta(&mut new, "managedFields", mf),
+                Some(mf) => set_meta(&mut new, "managedFields", mf.clone()),
                 None => {
                     new["metadata"]
                         .as_object_mut()
