@@ -352,30 +352,15 @@ async fn main() {
             assert!(r.status().is_success(), "namespace {n}: {}", r.status());
         }
         let objects = Arc::new(objects.clone());
-        let next = Arc::new(AtomicUsize::new(0));
-        let mut workers = Vec::new();
-        for _ in 0..a.clients {
-            let (objects, next, http, url) =
-                (objects.clone(), next.clone(), http.clone(), url.clone());
-            workers.push(tokio::spawn(async move {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(o) = objects.get(i) else { return };
-                    let body = serde_json::to_vec(o).unwrap();
-                    let r = http
-                        .post(format!("{url}{}", collection(o)))
-                        .header("content-type", "application/json")
-                        .body(body)
-                        .send()
-                        .await
-                        .unwrap();
-                    assert!(r.status().is_success(), "create {i}: {}", r.status());
-                }
-            }));
-        }
-        for w in workers {
-            w.await.unwrap();
-        }
+        let (url2, http2) = (url.clone(), http.clone());
+        run_clients(a.clients, objects.len(), move |i| {
+            let o = &objects[i];
+            http2
+                .post(format!("{url2}{}", collection(o)))
+                .header("content-type", "application/json")
+                .body(serde_json::to_vec(o).unwrap())
+        })
+        .await;
     }
     let load = t.elapsed();
     println!(
@@ -434,34 +419,17 @@ async fn main() {
     let cms: Vec<(String, String)> = keys_of(&objects, "ConfigMap");
     if a.writes > 0 && !cms.is_empty() {
         let cms = Arc::new(cms);
-        let next = Arc::new(AtomicUsize::new(0));
         let cpu = cpu_time(pid);
         let t = Instant::now();
-        let mut workers = Vec::new();
-        for _ in 0..a.clients {
-            let (cms, next, http, url) = (cms.clone(), next.clone(), http.clone(), url.clone());
-            let total = a.writes;
-            workers.push(tokio::spawn(async move {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= total {
-                        return;
-                    }
-                    let (ns, name) = &cms[i % cms.len()];
-                    let r = http
-                        .patch(format!("{url}/api/v1/namespaces/{ns}/configmaps/{name}"))
-                        .header("content-type", "application/merge-patch+json")
-                        .body(format!(r#"{{"data":{{"color":"c{i}"}}}}"#))
-                        .send()
-                        .await
-                        .unwrap();
-                    assert!(r.status().is_success(), "patch: {}", r.status());
-                }
-            }));
-        }
-        for w in workers {
-            w.await.unwrap();
-        }
+        let (url2, http2) = (url.clone(), http.clone());
+        run_clients(a.clients, a.writes, move |i| {
+            let (ns, name) = &cms[i % cms.len()];
+            http2
+                .patch(format!("{url2}/api/v1/namespaces/{ns}/configmaps/{name}"))
+                .header("content-type", "application/merge-patch+json")
+                .body(format!(r#"{{"data":{{"color":"c{i}"}}}}"#))
+        })
+        .await;
         let took = t.elapsed();
         println!(
             "writes over HTTP ({} clients, {} merge patches): {:.0} writes/s",
@@ -516,6 +484,33 @@ async fn serve(a: &Args) {
         .unwrap();
     println!("{}", sim.url());
     std::future::pending::<()>().await;
+}
+
+/// Sends `total` requests from `clients` concurrent tasks; `request(i)` builds the i-th.
+async fn run_clients(
+    clients: usize,
+    total: usize,
+    request: impl Fn(usize) -> reqwest::RequestBuilder + Send + Sync + 'static,
+) {
+    let request = Arc::new(request);
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut workers = Vec::new();
+    for _ in 0..clients {
+        let (request, next) = (request.clone(), next.clone());
+        workers.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= total {
+                    return;
+                }
+                let r = request(i).send().await.unwrap();
+                assert!(r.status().is_success(), "request {i}: {}", r.status());
+            }
+        }));
+    }
+    for w in workers {
+        w.await.unwrap();
+    }
 }
 
 fn keys_of(objects: &[Value], kind: &str) -> Vec<(String, String)> {

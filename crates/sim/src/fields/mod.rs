@@ -71,6 +71,15 @@ impl Walker<'_> {
     fn added(&mut self, names: &mut Vec<String>, path: &mut Path, new: &Value) {
         // Only a field itself (not an item of a list held in that field) can be always-present.
         let is_field = path.last().is_some_and(|e| e.starts_with("f:"));
+        if self.member_when_added(names, is_field, new) {
+            self.changed.insert(path.clone());
+        }
+        self.children(names, path, None, new);
+    }
+
+    /// Whether an added node is itself a member: not a Go field that is always serialized
+    /// and has children of its own (those own it).
+    fn member_when_added(&self, names: &[String], is_field: bool, new: &Value) -> bool {
         let always = is_field
             && names
                 .last()
@@ -80,10 +89,7 @@ impl Walker<'_> {
             Value::Array(a) => !a.is_empty() && self.keys(names).is_some(),
             _ => false,
         };
-        if !(always && has_children) {
-            self.changed.insert(path.clone());
-        }
-        self.children(names, path, None, new);
+        !(always && has_children)
     }
 
     fn keys(&self, names: &[String]) -> Option<Vec<&'static str>> {
@@ -278,16 +284,7 @@ impl Walker<'_> {
     /// What [`Walker::added`] marks for a whole new value, built as a tree directly (the
     /// create path: every field is new, so no paths need comparing).
     fn added_tree(&self, names: &mut Vec<String>, is_field: bool, new: &Value, into: &mut Tree) {
-        let always = is_field
-            && names
-                .last()
-                .is_some_and(|n| ALWAYS_PRESENT.contains(&n.as_str()));
-        let has_children = match new {
-            Value::Object(m) => !m.is_empty(),
-            Value::Array(a) => !a.is_empty() && self.keys(names).is_some(),
-            _ => false,
-        };
-        if !(always && has_children) {
+        if self.member_when_added(names, is_field, new) {
             into.member = true;
         }
         self.children_tree(names, new, into);

@@ -104,6 +104,21 @@ impl Written {
     }
 }
 
+/// A request body checked (an object of this type) and in storage shape, with metadata.
+fn storage_form(info: &ResourceType, obj: Value) -> Result<Value, ApiError> {
+    if !obj.is_object() {
+        return Err(ApiError::bad_request(
+            "the body of the request must be a JSON object",
+        ));
+    }
+    check_type(info, &obj)?;
+    let mut obj = to_storage(info, obj);
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    Ok(obj)
+}
+
 impl Store {
     /// POST: creates an object in `ns` (None for cluster-scoped types).
     pub fn create(
@@ -125,16 +140,7 @@ impl Store {
         obj: Value,
         ctx: &WriteCtx,
     ) -> Result<Written, ApiError> {
-        if !obj.is_object() {
-            return Err(ApiError::bad_request(
-                "the body of the request must be a JSON object",
-            ));
-        }
-        check_type(info, &obj)?;
-        let mut obj = to_storage(info, obj);
-        if !obj.get("metadata").is_some_and(Value::is_object) {
-            obj["metadata"] = json!({});
-        }
+        let mut obj = storage_form(info, obj)?;
         let mut name = meta_str(&obj, "name").unwrap_or("").to_string();
         if name.is_empty() {
             match meta_str(&obj, "generateName") {
@@ -350,16 +356,7 @@ impl Store {
         if new == old_out && !ctx.dry_run {
             return Ok(unchanged());
         }
-        if !new.is_object() {
-            return Err(ApiError::bad_request(
-                "the body of the request must be a JSON object",
-            ));
-        }
-        check_type(info, &new)?;
-        let mut new = to_storage(info, new);
-        if !new.get("metadata").is_some_and(Value::is_object) {
-            new["metadata"] = json!({});
-        }
+        let mut new = storage_form(info, new)?;
         match meta_str(&new, "name") {
             Some(n) if n == name => {}
             None | Some("") => set_meta(&mut new, "name", json!(name)),
