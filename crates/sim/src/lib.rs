@@ -45,7 +45,24 @@
 //!   resourceVersion get `410 Expired`.
 //! - `POST /_sim/close-watches`: end every open watch stream (clients must re-watch).
 //! - `POST /_sim/history-limit` `{"limit": N}`: how many past changes watches can resume from.
-//! - `GET /_sim/stats`: `{"resourceVersion": "...", "openWatches": N}`.
+//! - `GET /_sim/stats`: `{"resourceVersion", "openWatches", "objects", "storedBytes",
+//!   "historyLength", "controllers", "watchEvents", "watchBytes"}` and, after a bulk edit,
+//!   `"bulkEdit"` (its report with the watch delivery measured up to now).
+//!
+//! # Benchmarks
+//! In process, so HTTP does not limit them (also [`Simulator::bulk_load`] and
+//! [`Simulator::bulk_edit`]):
+//! - `POST /_sim/bulk-load` with a JSON array, a `List` or NDJSON of objects: each created in
+//!   order as `kubectl create` would (server defaults, one resourceVersion and watch event
+//!   each); answers `{"created", "failed", "errors", "resourceVersion", "seconds",
+//!   "objectsPerSecond"}`.
+//! - `POST /_sim/bulk-edit` `{"count": M, "kinds": ["configmaps", ...]?, "rate": R?}`: M
+//!   modifications made by the simulator itself, cycling through existing objects; answers
+//!   `{"made", "failed", "seconds", "writesPerSecond", "resourceVersion",
+//!   "watchEventsDelivered", "deliverySeconds", "deliveryEventsPerSecond"}`, the delivery
+//!   counting watch events written to every open stream since the edit started.
+//!
+//! [`SimOptions::controllers`] `false` runs no controller at all, for pure-load benchmarks.
 
 mod controller;
 mod discovery;
@@ -79,7 +96,9 @@ pub struct SimOptions {
     pub history_limit: usize,
     /// How often watches with `allowWatchBookmarks` get a BOOKMARK.
     pub bookmark_interval: Duration,
-    /// Run the in-process Deployment controller.
+    /// Run the in-process controllers (workloads, namespaces' system objects, claim
+    /// binding); off for pure-load benchmarks, where the store then does only what requests
+    /// ask.
     pub controllers: bool,
 }
 

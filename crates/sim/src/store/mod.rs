@@ -4,11 +4,11 @@
 //! write rules kube-apiserver's registries apply (server-set metadata, status/spec
 //! separation, optimistic concurrency, defaults, managedFields, garbage collection).
 //!
-//! Layout: [`object`] (one stored version), [`history`] (changes), [`write`] (create,
-//! update, patch), [`apply`] (server-side apply), [`delete`] (deletion and garbage
-//! collection), [`list`] (lists at a resourceVersion), [`watch`] (where watches start and
-//! read), [`validate`], [`alloc`] (ClusterIPs, NodePorts), [`crd`] and [`bulk`] (bulk load
-//! and bulk edit for benchmarks).
+//! Layout: `object` (one stored version), `history` (changes), `write` (create, update,
+//! patch), `apply` (server-side apply), `delete` (deletion and garbage collection), `list`
+//! (lists at a resourceVersion), `watch` (where watches start and read), `validate`,
+//! `alloc` (ClusterIPs, NodePorts), `crd` and `bulk` (bulk load and bulk edit for
+//! benchmarks).
 
 mod alloc;
 mod apply;
