@@ -311,15 +311,20 @@ impl Inner {
             }
         };
         let (group, plural) = storage_of(info);
+        if self.kind(info).is_none() {
+            self.kinds.entry(group.to_string()).or_default().insert(
+                plural.to_string(),
+                Kind {
+                    id: Arc::new((group.to_string(), plural.to_string())),
+                    objects: BTreeMap::new(),
+                },
+            );
+        }
         let kind = self
             .kinds
-            .entry(group.to_string())
-            .or_default()
-            .entry(plural.to_string())
-            .or_insert_with(|| Kind {
-                id: Arc::new((group.to_string(), plural.to_string())),
-                objects: BTreeMap::new(),
-            });
+            .get_mut(group)
+            .and_then(|k| k.get_mut(plural))
+            .expect("created above");
         let prev = kind.objects.get(&key).cloned();
         let mut object = match obj {
             Some(o) => o,
@@ -359,7 +364,7 @@ impl Inner {
                     .insert((id.clone(), key.clone()));
             }
         }
-        if *id == ("".to_string(), "services".to_string()) {
+        if id.0.is_empty() && id.1 == "services" {
             if let Some(p) = &prev {
                 self.services.remove(&p.value());
             }

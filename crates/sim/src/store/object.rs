@@ -48,7 +48,7 @@ impl Stored {
 
     /// Whether `json` is already what a read through `info` serves.
     pub fn serves_as(&self, info: &ResourceType) -> bool {
-        !is_new_event(info) && *self.api_version == *info.api_version()
+        !is_new_event(info) && api_version_is(&self.api_version, info)
     }
 
     /// The object as served through `info`, sharing the stored bytes when they fit.
@@ -69,6 +69,16 @@ impl Stored {
             render(info, &v)
         }
     }
+}
+
+/// Whether `av` is `info`'s apiVersion (`v1`, or `group/version`), without building it.
+fn api_version_is(av: &str, info: &ResourceType) -> bool {
+    if info.group.is_empty() {
+        return av == info.version;
+    }
+    av.strip_prefix(info.group.as_str())
+        .and_then(|rest| rest.strip_prefix('/'))
+        .is_some_and(|v| v == info.version)
 }
 
 pub fn to_bytes(v: &Value) -> Bytes {

@@ -395,7 +395,7 @@ impl Store {
                 }
                 // Labels/annotations may change through status writes; spec may not.
                 for f in ["labels", "annotations"] {
-                    match new.pointer(&format!("/metadata/{f}")) {
+                    match new.get("metadata").and_then(|m| m.get(f)) {
                         Some(v) => merged["metadata"][f] = v.clone(),
                         None => {
                             merged["metadata"].as_object_mut().map(|m| m.remove(f));
@@ -421,7 +421,7 @@ impl Store {
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
         ] {
-            match old.pointer(&format!("/metadata/{f}")) {
+            match old.get("metadata").and_then(|m| m.get(f)) {
                 Some(v) => set_meta(&mut new, f, v.clone()),
                 None => {
                     new["metadata"].as_object_mut().map(|m| m.remove(f));
