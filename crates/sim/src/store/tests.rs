@@ -161,3 +161,189 @@ fn bounded_history_expires_old_watch_positions() {
     let err = store.changes_after(start, 100).unwrap_err();
     assert_eq!((err.code, err.reason), (410, "Expired"));
 }
+
+fn configmap(name: &str, value: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+        "data": {"k": value}})
+}
+
+#[test]
+fn list_pages_show_one_resourceversion_while_objects_change_between_them() {
+    let store = Store::new(100);
+    let cms = store.resolve("", "v1", "configmaps").unwrap();
+    let ctx = WriteCtx::new("test");
+    for name in ["a", "b", "c", "d"] {
+        store
+            .create(&cms, Some("default"), configmap(name, "1"), &ctx)
+            .unwrap();
+    }
+    let first = store
+        .list_page(
+            &cms,
+            &ListParams {
+                limit: Some(2),
+                ..ListParams::default()
+            },
+        )
+        .unwrap();
+    let names = |p: &Page| -> Vec<String> { p.items.iter().map(|s| s.key.1.clone()).collect() };
+    assert_eq!(names(&first), ["a", "b"]);
+    // Between the pages: one object changes, one goes, one comes.
+    store
+        .update(&cms, Some("default"), "c", configmap("c", "2"), None, &ctx)
+        .unwrap();
+    store
+        .delete(&cms, Some("default"), "d", None, false)
+        .unwrap();
+    store
+        .create(&cms, Some("default"), configmap("bb", "1"), &ctx)
+        .unwrap();
+    let second = store
+        .list_page(
+            &cms,
+            &ListParams {
+                limit: Some(2),
+                continue_token: first.continue_token.clone(),
+                ..ListParams::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(second.rv, first.rv);
+    assert_eq!(names(&second), ["c", "d"], "the list as it was");
+    assert_eq!(second.items[0].value()["data"]["k"], "1");
+    assert!(second.continue_token.is_none());
+    let now = store.list(&cms, &ListParams::default()).unwrap();
+    let now: Vec<&str> = now["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(now, ["a", "b", "bb", "c"]);
+}
+
+#[test]
+fn dependents_are_found_by_owner_and_go_with_it_or_are_orphaned() {
+    let store = Store::new(100);
+    let cms = store.resolve("", "v1", "configmaps").unwrap();
+    let ctx = WriteCtx::new("test");
+    let owner = store
+        .create(&cms, Some("default"), configmap("owner", "1"), &ctx)
+        .unwrap();
+    let uid = owner["metadata"]["uid"].as_str().unwrap().to_string();
+    for name in ["dep1", "dep2"] {
+        let mut dep = configmap(name, "1");
+        dep["metadata"]["ownerReferences"] =
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid}]);
+        store.create(&cms, Some("default"), dep, &ctx).unwrap();
+    }
+    assert_eq!(store.owned(&cms, "default", &uid).len(), 2);
+    assert!(store.owned(&cms, "kube-system", &uid).is_empty());
+
+    let opts = DeleteOpts {
+        propagation: Some("Orphan".into()),
+        ..DeleteOpts::default()
+    };
+    store
+        .delete_with(&cms, Some("default"), "owner", &opts)
+        .unwrap();
+    let dep = store.get(&cms, Some("default"), "dep1").unwrap();
+    assert!(dep["metadata"].get("ownerReferences").is_none());
+    assert!(store.owned(&cms, "default", &uid).is_empty());
+
+    let owner = store
+        .create(&cms, Some("default"), configmap("owner2", "1"), &ctx)
+        .unwrap();
+    let uid = owner["metadata"]["uid"].as_str().unwrap().to_string();
+    let mut dep = configmap("dep3", "1");
+    dep["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner2", "uid": uid}]);
+    store.create(&cms, Some("default"), dep, &ctx).unwrap();
+    store
+        .delete(&cms, Some("default"), "owner2", None, false)
+        .unwrap();
+    assert_eq!(
+        store.get(&cms, Some("default"), "dep3").unwrap_err().code,
+        404
+    );
+}
+
+#[test]
+fn bulk_load_creates_in_order_with_defaults_and_counts_failures() {
+    let store = Store::new(100);
+    let before = store.current_rv();
+    let report = store.bulk_load([
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "team"},
+            "spec": {"ports": [{"port": 80}]}}),
+        configmap("no-namespace-given", "1"),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "missing"}}),
+        json!({"apiVersion": "example.com/v1", "kind": "Unknown", "metadata": {"name": "u"}}),
+    ]);
+    assert_eq!((report.created, report.failed), (3, 2), "{report:?}");
+    assert_eq!(report.errors.len(), 2);
+    assert!(
+        report.errors[0].starts_with("#3 ConfigMap missing/x"),
+        "{report:?}"
+    );
+    assert_eq!(report.resource_version, (before + 3).to_string());
+    let svcs = store.resolve("", "v1", "services").unwrap();
+    let svc = store.get(&svcs, Some("team"), "web").unwrap();
+    assert!(
+        svc["spec"]["clusterIP"].is_string(),
+        "server defaults applied"
+    );
+    assert_eq!(
+        svc["metadata"]["managedFields"][0]["manager"],
+        bulk::LOAD_MANAGER
+    );
+    let cms = store.resolve("", "v1", "configmaps").unwrap();
+    assert!(store
+        .get(&cms, Some("default"), "no-namespace-given")
+        .is_ok());
+}
+
+#[test]
+fn bulk_edit_cycles_through_objects_changing_a_value_each_time() {
+    let store = Store::new(100);
+    let ctx = WriteCtx::new("test");
+    let cms = store.resolve("", "v1", "configmaps").unwrap();
+    let deploys = deployments(&store);
+    for name in ["a", "b"] {
+        store
+            .create(&cms, Some("default"), configmap(name, "1"), &ctx)
+            .unwrap();
+    }
+    store
+        .create(&deploys, Some("default"), deployment(1), &ctx)
+        .unwrap();
+    let before = store.current_rv();
+    let report = store
+        .bulk_edit(&bulk::BulkEdit {
+            count: 6,
+            kinds: vec!["configmaps".into(), "deployments".into()],
+            rate: None,
+        })
+        .unwrap();
+    assert_eq!((report.made, report.failed), (6, 0));
+    assert_eq!(
+        store.current_rv(),
+        before + 6,
+        "one resourceVersion per edit"
+    );
+    let a = store.get(&cms, Some("default"), "a").unwrap();
+    assert!(a["data"]["k"].as_str().unwrap().starts_with("bulk-edit-"));
+    let d = store.get(&deploys, Some("default"), "web").unwrap();
+    let image = d["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap();
+    assert!(image.starts_with("nginx:bulk-edit-"), "{image}");
+    let err = store
+        .bulk_edit(&bulk::BulkEdit {
+            count: 1,
+            kinds: vec!["nosuchkind".into()],
+            rate: None,
+        })
+        .unwrap_err();
+    assert_eq!(err.code, 400);
+}
