@@ -63,8 +63,17 @@ async fn bulk_load_then_bulk_edit_reaches_a_watching_client() {
     // The namespace controller's kube-root-ca.crt is there too.
     assert_eq!(names, ["a", "b", "c", "kube-root-ca.crt"]);
 
-    let rv = listed.metadata.resource_version.unwrap();
-    let mut stream = api
+    // The edits cycle through every ConfigMap of every namespace (each namespace has its
+    // kube-root-ca.crt), so the client watches them all.
+    let everywhere: Api<ConfigMap> = Api::all(sim.client().await);
+    let rv = everywhere
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = everywhere
         .watch(&WatchParams::default(), &rv)
         .await
         .unwrap()
@@ -79,9 +88,7 @@ async fn bulk_load_then_bulk_edit_reaches_a_watching_client() {
     assert_eq!(code, 200, "{report}");
     assert_eq!(report["made"].as_u64(), Some(edits));
     let mut modified = 0;
-    eprintln!("edit report {report}");
     while modified < edits {
-        eprintln!("modified so far {modified}");
         match timeout(T, stream.try_next())
             .await
             .unwrap()
