@@ -3,5 +3,6 @@
 
 mod bench;
 mod kubectl;
+mod kubectl_workloads;
 mod protocol;
 mod support;
