@@ -1,6 +1,7 @@
 //! `driftd drift`: the current drift from a running daemon, as a table or JSON.
 
 use driftd_core::report::{DriftClass, DriftFilter, DriftResponse};
+use driftd_core::text::escape_control;
 use std::process::ExitCode;
 
 pub use super::Format;
@@ -50,7 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let status = response.status();
         if !status.is_success() {
             let text = response.text().await.unwrap_or_default();
-            anyhow::bail!("{url} answered {status}: {}", text.trim());
+            anyhow::bail!("{url} answered {status}: {}", escape_control(text.trim()));
         }
         response
             .json::<DriftResponse>()
@@ -111,6 +112,12 @@ pub fn render_table(body: &DriftResponse) -> String {
         }
         return out;
     }
+    // Names and values come from whoever can write to the cluster: control characters are
+    // shown escaped, never sent to the terminal.
+    let rows: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|r| r.iter().map(|c| escape_control(c).into_owned()).collect())
+        .collect();
     let widths: Vec<usize> = (0..rows[0].len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();

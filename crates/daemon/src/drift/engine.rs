@@ -157,6 +157,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 _ = poll.tick() => {
                     if let Err(err) = self.poll_desired() {
                         tracing::error!(error = %err, "cannot read the desired state; keeping the last one");
+                        self.outputs.store_error("cannot read the desired state", &err);
                     }
                 }
                 _ = settle_tick.tick() => self.settle_due(),
@@ -256,6 +257,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         if self.settling.forget(key).is_some() {
             if let Err(err) = self.store.resolve_drift(key, now) {
                 tracing::error!(object = %key, error = %err, "cannot close drift episode");
+                self.outputs.store_error("cannot close drift episode", &err);
             }
         }
     }
@@ -471,6 +473,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                         &drift.paths,
                     ) {
                         tracing::error!(object = %key, error = %err, "cannot record drift episode");
+                        self.outputs
+                            .store_error("cannot record drift episode", &err);
                     }
                     tracing::info!(object = %key, class = drift.class.as_str(), paths = ?drift.paths, "drift detected");
                     self.outputs.announce(Announcement::Detected, &entry, live);
@@ -478,6 +482,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 None => {
                     if let Err(err) = self.store.resolve_drift(&key, self.clock.wall()) {
                         tracing::error!(object = %key, error = %err, "cannot close drift episode");
+                        self.outputs.store_error("cannot close drift episode", &err);
                     }
                     tracing::info!(object = %key, "drift resolved");
                     self.outputs.announce(Announcement::Resolved, &entry, live);
@@ -500,6 +505,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                     .record_drift(key, &entry.source, drift.class.as_str(), now, &drift.paths)
             {
                 tracing::error!(object = %key, error = %err, "cannot update drift episode");
+                self.outputs
+                    .store_error("cannot update drift episode", &err);
             }
         }
     }

@@ -9,6 +9,7 @@ use crate::leader::Leadership;
 use crate::watch::WatchError;
 use driftd_core::report::DriftEntry;
 use driftd_k8s::TypeKey;
+use driftd_store::StoreError;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,5 +67,9 @@ impl Outputs for Publisher {
             Announcement::Resolved => EventRequest::resolved(entry, live),
         };
         sink.send(request, &self.metrics);
+    }
+
+    fn store_error(&mut self, what: &str, error: &StoreError) {
+        self.metrics.store_errors.record(what, error);
     }
 }

@@ -49,6 +49,8 @@ struct Recorded {
     watch_events: BTreeMap<String, u64>,
     watch_errors: BTreeMap<String, u64>,
     comparisons: usize,
+    /// `what: error` of failed store operations.
+    store_errors: Vec<String>,
 }
 
 impl Outputs for Recorded {
@@ -67,6 +69,10 @@ impl Outputs for Recorded {
     fn announce(&mut self, announcement: Announcement, entry: &DriftEntry, _live: Option<&Value>) {
         self.announcements
             .push(format!("{announcement:?} {}/{}", entry.kind, entry.name));
+    }
+
+    fn store_error(&mut self, what: &str, error: &StoreError) {
+        self.store_errors.push(format!("{what}: {error}"));
     }
 }
 
@@ -735,4 +741,35 @@ fn sources_and_expired_rules_are_published() {
         ["other", "shop"]
     );
     assert_eq!(index.rules_expired(), 1);
+}
+
+/// A database that stops taking writes under a running daemon: drift is still judged and
+/// announced, and every failed write is reported (for `driftd_store_errors_total` and
+/// `/readyz`), not only logged.
+#[test]
+fn failed_episode_writes_are_reported_and_the_engine_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("driftd.db");
+    let mut store = Store::open(&path).unwrap();
+    commit(&mut store, "shop", &cm("a", "1"));
+    let mut h = Harness::new(store, &config(), "2026-11-30T10:00:00Z");
+    h.load();
+    h.list(&configmaps(), live(&cm("a", "1")));
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("DROP TABLE episodes")
+        .unwrap();
+
+    h.apply(one(&cm("a", "2")));
+    h.advance(SETTLE);
+    assert_eq!(h.class("a"), Some(DriftClass::Modified));
+    assert_eq!(h.announced(), ["Detected ConfigMap/a"]);
+    assert_eq!(
+        h.engine.outputs.store_errors,
+        ["cannot record drift episode: database: no such table: episodes"]
+    );
+    h.apply(one(&cm("a", "1")));
+    h.advance(SETTLE);
+    assert_eq!(h.engine.outputs.store_errors.len(), 2);
+    assert!(h.engine.outputs.store_errors[1].starts_with("cannot close drift episode: "));
 }
