@@ -36,6 +36,8 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Print the current drift from a running daemon.
     Drift(cmd::drift::Args),
+    /// Print the stale deploy locks a running daemon found, and how to release each.
+    Locks(cmd::locks::Args),
     /// Compare desired files with live object files, offline.
     Check(cmd::check::Args),
     /// Run the cluster simulator (a Kubernetes API server for tests and demos).
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::Store(a) => cmd::store::run(a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Drift(a) => cmd::drift::run(a),
+        Command::Locks(a) => cmd::locks::run(a),
         Command::Check(a) => cmd::check::run(a),
         #[cfg(feature = "sim")]
         Command::Sim(a) => cmd::sim::run(a),

@@ -1,18 +1,29 @@
-//! `driftd drift`: the current drift from a running daemon, as a table or JSON.
+//! `driftd drift`: the current drift from a running daemon, as a table or JSON. Objects an
+//! uncommitted apply changed are followed by the intent that applied them and the two ways
+//! out.
 
-use driftd_core::report::{DriftClass, DriftFilter, DriftResponse};
+use driftd_core::report::{DriftClass, DriftEntry, DriftFilter, DriftResponse, IntentRef};
 use driftd_core::text::escape_control;
+use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 pub use super::Format;
 
+/// Which daemon to ask and how to print its answer: shared by `drift` and `locks`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub struct ServerArgs {
     /// Base URL of the daemon.
     #[arg(long, env = "DRIFTD_SERVER", default_value = "http://127.0.0.1:9477")]
     pub server: String,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub daemon: ServerArgs,
     /// Only this source.
     #[arg(long)]
     pub source: Option<String>,
@@ -40,11 +51,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         kind: args.kind,
         class,
     };
-    let url = format!("{}/drift", args.server.trim_end_matches('/'));
-    let body: DriftResponse = super::runtime()?.block_on(async {
+    let body: DriftResponse = fetch(&args.daemon.server, "/drift", &filter.to_pairs())?;
+    match args.daemon.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&body)?),
+        Format::Table => print!("{}", render_table(&body)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// GETs `path` of the daemon at `server` with `query` and reads the JSON body as `T`.
+pub fn fetch<T: DeserializeOwned>(
+    server: &str,
+    path: &str,
+    query: &[(&str, String)],
+) -> anyhow::Result<T> {
+    let url = format!("{}{path}", server.trim_end_matches('/'));
+    super::runtime()?.block_on(async {
         let response = reqwest::Client::new()
             .get(&url)
-            .query(&filter.to_pairs())
+            .query(query)
             .send()
             .await
             .map_err(|e| anyhow::anyhow!("cannot reach driftd at {url}: {e}; is `driftd serve` running there? (--server)"))?;
@@ -54,15 +79,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             anyhow::bail!("{url} answered {status}: {}", escape_control(text.trim()));
         }
         response
-            .json::<DriftResponse>()
+            .json::<T>()
             .await
-            .map_err(|e| anyhow::anyhow!("{url} did not answer with a /drift body: {e}"))
-    })?;
-    match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&body)?),
-        Format::Table => print!("{}", render_table(&body)),
-    }
-    Ok(ExitCode::SUCCESS)
+            .map_err(|e| anyhow::anyhow!("{url} did not answer with a {path} body: {e}"))
+    })
 }
 
 /// Renders `/drift` as kubectl-style columns, one row per change.
@@ -130,6 +150,53 @@ pub fn render_table(body: &DriftResponse) -> String {
         out.push_str(line.join("   ").trim_end());
         out.push('\n');
     }
+    out.push_str(&render_intents(&body.objects, jiff::Timestamp::now()));
+    out
+}
+
+/// For `uncommitted` objects: each intent that applied them, with how to keep the change and
+/// how to undo it, object by object.
+fn render_intents(objects: &[DriftEntry], now: jiff::Timestamp) -> String {
+    let mut by_intent: BTreeMap<i64, (&IntentRef, Vec<&DriftEntry>)> = BTreeMap::new();
+    for o in objects {
+        if let Some(intent) = &o.intent {
+            by_intent
+                .entry(intent.id)
+                .or_insert((intent, vec![]))
+                .1
+                .push(o);
+        }
+    }
+    let mut out = String::new();
+    for (intent, entries) in by_intent.values() {
+        out.push_str(&format!(
+            "\nintent {} ({}, held by {}, begun {} ago by {}) applied {} without committing:\n",
+            intent.id,
+            intent.state,
+            intent.holder,
+            super::sources::human_age(now, intent.created_at),
+            intent.author,
+            match entries.len() {
+                1 => "1 object".to_string(),
+                n => format!("{n} objects"),
+            }
+        ));
+        out.push_str(&format!("  keep it:  {}\n", intent.keep));
+        for o in entries {
+            let name = match &o.namespace {
+                Some(ns) => format!("{ns}/{}", o.name),
+                None => o.name.clone(),
+            };
+            out.push_str(&format!(
+                "  undo {} {name}:  {}\n",
+                o.kind,
+                o.intent.as_ref().map_or("", |i| &i.revert)
+            ));
+        }
+    }
+    if !out.is_empty() {
+        out.push_str("(patches: driftd drift --class uncommitted --format json)\n");
+    }
     out
 }
 
@@ -149,5 +216,39 @@ fn short(value: Option<&serde_json::Value>) -> String {
         format!("{}...", s.chars().take(37).collect::<String>())
     } else {
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uncommitted_rows_are_followed_by_their_intent_and_the_ways_out() {
+        let body: DriftResponse = serde_json::from_value(serde_json::json!({
+            "ready": true,
+            "objects": [{
+                "source": "shop", "revision": 3, "apiVersion": "apps/v1", "kind": "Deployment",
+                "namespace": "shop", "name": "web", "class": "uncommitted",
+                "since": "2026-01-01T10:05:00Z",
+                "changes": [{"path": "/spec/template/spec/containers/0/image", "op": "replace",
+                             "desired": "nginx:1.27", "live": "nginx:1.28",
+                             "field": "spec.template.spec.containers[name=app].image"}],
+                "intent": {"id": 7, "state": "interrupted", "holder": "pod:ci/deploy-x",
+                           "author": "alice", "created_at": "2026-01-01T10:00:00Z",
+                           "keep": "driftd intent commit 7",
+                           "revert": "apply this entry's `patch` to the live object, then `driftd intent release 7`"}
+            }]
+        }))
+        .unwrap();
+        let text = render_intents(&body.objects, "2026-01-01T10:12:00Z".parse().unwrap());
+        assert_eq!(
+            text,
+            "\nintent 7 (interrupted, held by pod:ci/deploy-x, begun 12m ago by alice) applied 1 object without committing:\n  \
+             keep it:  driftd intent commit 7\n  \
+             undo Deployment shop/web:  apply this entry's `patch` to the live object, then `driftd intent release 7`\n\
+             (patches: driftd drift --class uncommitted --format json)\n"
+        );
+        assert!(render_table(&body).contains("keep it:  driftd intent commit 7"));
     }
 }

@@ -24,7 +24,8 @@ pub enum Command {
     Begin(BeginArgs),
     /// Extend a pending intent's expiry (the heartbeat of a running deploy).
     Renew(RenewArgs),
-    /// Make a pending intent the source's committed desired state.
+    /// Make an open intent (pending, expired, failed or interrupted) the source's committed
+    /// desired state: keeps what the deploy applied.
     Commit(EndArgs),
     /// Record that the deploy ran and failed (what it applied may be partial).
     Fail(EndArgs),

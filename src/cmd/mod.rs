@@ -9,6 +9,7 @@ pub mod drift;
 pub mod history;
 pub mod import;
 pub mod intent;
+pub mod locks;
 mod log_fields;
 pub mod run;
 pub mod serve;

@@ -321,7 +321,7 @@ fn abort_fail_release_and_refused_transitions() {
     );
     assert!(err.contains("wrong branch"), "{err}");
     assert!(
-        err.contains("only a pending or expired intent can be committed"),
+        err.contains("only a pending, expired, failed or interrupted intent can be committed"),
         "{err}"
     );
     let out = w.driftd(&["intent", "release", "42"]);

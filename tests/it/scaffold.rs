@@ -222,6 +222,25 @@ impl Sim {
         all.extend(["-o", "json"]);
         serde_json::from_str(&self.kubectl(&all)).unwrap()
     }
+
+    /// The Events (events.k8s.io/v1) in `namespace` with `reason`.
+    pub fn events(&self, namespace: &str, reason: &str) -> Vec<Value> {
+        let list = self.kubectl_json(&["get", "events.v1.events.k8s.io", "-n", namespace]);
+        let items = list["items"].as_array().unwrap();
+        items
+            .iter()
+            .filter(|e| e["reason"] == reason)
+            .cloned()
+            .collect()
+    }
+}
+
+/// The value of the series written exactly `series` in a `/metrics` text (`name` or
+/// `name{labels}`, labels in the order Prometheus' encoder sorts them).
+pub fn sample(metrics: &str, series: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
 /// Runs `driftd ARGS`, returning its output.
@@ -286,11 +305,28 @@ impl Daemon {
         serde_json::from_str(&body).unwrap()
     }
 
+    /// The value of one `/metrics` series (see [`sample`]).
+    pub fn sample(&self, series: &str) -> Option<f64> {
+        sample(&self.get("/metrics").1, series)
+    }
+
     pub fn wait_ready(&self) {
         wait_for("/readyz 200", Duration::from_secs(30), || {
             (self.get("/readyz").0 == 200).then_some(())
         });
     }
+}
+
+/// The usual start of an end-to-end test: a simulator with the example app committed as
+/// source `shop` (database `dir/driftd.db`) and applied, and a ready daemon configured with
+/// `config_extra`.
+pub fn serve_examples(dir: &Path, config_extra: &str) -> (Sim, Daemon) {
+    let sim = Sim::start(dir);
+    commit(&dir.join("driftd.db"), "shop", &examples());
+    sim.kubectl(&["apply", "-f", examples().to_str().unwrap()]);
+    let daemon = Daemon::start(&write_config(dir, config_extra), &sim.kubeconfig, &[]);
+    daemon.wait_ready();
+    (sim, daemon)
 }
 
 /// A minimal blocking HTTP GET over a fresh tokio runtime (tests stay synchronous).
@@ -347,4 +383,24 @@ pub fn write_config(dir: &Path, extra: &str) -> PathBuf {
     )
     .unwrap();
     path
+}
+
+/// The project's shared material (`../shared/` next to the repository; from a git worktree,
+/// next to its main checkout): real manifests, upstream samples.
+pub fn shared_dir() -> PathBuf {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut candidates: Vec<PathBuf> = vec![repo.join("../shared")];
+    let common = Command::new("git")
+        .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
+        .current_dir(repo)
+        .output();
+    if let Ok(out) = common {
+        let git_dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        candidates.push(git_dir.join("../../shared"));
+    }
+    candidates
+        .iter()
+        .find(|c| c.join("real-manifests").exists())
+        .cloned()
+        .unwrap_or_else(|| panic!("the shared folder is not in {candidates:?}"))
 }

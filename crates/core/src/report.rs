@@ -94,6 +94,27 @@ pub struct DriftEntry {
     /// Differences hidden by ignore rules, per rule, so an over-broad rule can be noticed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignored: Vec<IgnoredCount>,
+    /// For `uncommitted` objects: the open intent whose objects the live one equals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<IntentRef>,
+}
+
+/// The open intent (a deploy recorded before it applied, never committed) that explains an
+/// `uncommitted` object, with the two ways out, so on-call does not have to look them up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntentRef {
+    pub id: i64,
+    /// `pending` (its deploy may still be running), `expired`, `failed` or `interrupted`.
+    pub state: String,
+    /// Who holds (held) it: `pod:NAMESPACE/NAME` or free text.
+    pub holder: String,
+    pub author: String,
+    pub created_at: Timestamp,
+    /// If the change should stay: the command that commits the intent.
+    pub keep: String,
+    /// If it should go: how to undo it (the entry's `patch`, or deleting an object only the
+    /// intent wanted), then the command that releases the intent.
+    pub revert: String,
 }
 
 fn patch_is_empty(patch: &json_patch::Patch) -> bool {
@@ -184,6 +205,69 @@ pub struct DriftResponse {
     /// False until every watcher finished its first list: the answer may be incomplete.
     pub ready: bool,
     pub objects: Vec<DriftEntry>,
+}
+
+/// What holds a stale lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockKind {
+    /// A driftd intent (`driftd intent begin`, `driftd run`) holding its source's lock.
+    Intent,
+    /// A lock file of Pulumi's file backend (`.pulumi/locks/...`).
+    Pulumi,
+}
+
+impl LockKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LockKind::Intent => "intent",
+            LockKind::Pulumi => "pulumi",
+        }
+    }
+}
+
+impl std::fmt::Display for LockKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A deploy lock whose holder is gone or stopped renewing it: the next deploy of its source
+/// blocks until someone releases it, so `/locks` says why and how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StaleLock {
+    pub kind: LockKind,
+    /// The driftd source of an intent; the fully qualified stack of a Pulumi lock.
+    pub source: String,
+    /// The intent's id, or the Pulumi lock's id (its file name).
+    pub id: String,
+    /// Who took the lock: `pod:NAMESPACE/NAME`, free text, or Pulumi's `user@host (pid N)`.
+    pub holder: String,
+    /// The intent's state (`pending` or `expired`); absent for Pulumi locks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// When the lock was taken.
+    pub created_at: Timestamp,
+    /// Age of the lock when answered.
+    pub age_seconds: i64,
+    /// Since when it is stale (its expiry, or when its holder pod was seen gone).
+    pub since: Timestamp,
+    /// Why it is stale, e.g. `holder pod shop/deploy-x no longer exists`.
+    pub reason: String,
+    /// The exact command that releases it.
+    pub release: String,
+    /// The Pulumi lock file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// Body of `GET /locks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LocksResponse {
+    /// False until the holders' pods were listed and lock directories scanned once: a lock
+    /// may be missing from the answer.
+    pub ready: bool,
+    pub locks: Vec<StaleLock>,
 }
 
 #[cfg(test)]

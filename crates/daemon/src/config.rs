@@ -39,6 +39,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     pub events: EventsConfig,
     pub leader_election: LeaderElectionConfig,
+    pub locks: LocksConfig,
+    pub pulumi: PulumiConfig,
     pub unmanaged: UnmanagedConfig,
     pub secrets: SecretsConfig,
     pub http: HttpConfig,
@@ -321,6 +323,68 @@ impl LeaderElectionConfig {
     }
 }
 
+/// `[locks]`: what driftd does about stale deploy locks besides reporting them at `/locks`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LocksConfig {
+    /// Release an intent automatically (recorded as `auto-release` by this replica) once its
+    /// holder pod is confirmed gone and the lock is older than this. Off when absent: a
+    /// release is a decision people make, unless they delegate it here.
+    #[serde(deserialize_with = "some_duration")]
+    pub auto_release_after: Option<Duration>,
+}
+
+/// `[pulumi]`: lock files of Pulumi's file backend, reported at `/locks` when stale.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PulumiConfig {
+    /// Backend roots (the folders holding `.pulumi/`, as in `file://<root>`) to scan for
+    /// `.pulumi/locks/**.json`. Empty: no scanning.
+    pub lock_dirs: Vec<PathBuf>,
+    /// How often the lock folders are scanned.
+    pub scan_seconds: f64,
+    /// A lock older than this is stale even if its holder may live: no `pulumi up` takes
+    /// that long.
+    #[serde(deserialize_with = "duration")]
+    pub max_lock_age: Duration,
+}
+
+impl PulumiConfig {
+    pub fn scan_period(&self) -> Duration {
+        Duration::from_secs_f64(self.scan_seconds)
+    }
+}
+
+impl Default for PulumiConfig {
+    fn default() -> Self {
+        PulumiConfig {
+            lock_dirs: Vec::new(),
+            scan_seconds: 30.0,
+            max_lock_age: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// A duration as people write it (`90s`, `30m`, `1h30m`, ISO 8601 `PT1H`; units up to hours).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let parsed: jiff::SignedDuration = text
+        .parse()
+        .map_err(|_| format!("invalid duration {text:?}: write it like 90s, 30m or 1h30m"))?;
+    match Duration::try_from(parsed) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(format!("{text:?} must be longer than zero")),
+    }
+}
+
+fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let text = String::deserialize(d)?;
+    parse_duration(&text).map_err(serde::de::Error::custom)
+}
+
+fn some_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    duration(d).map(Some)
+}
+
 /// client-go's `JitterFactor`, kept as the margin between renew deadline and retry period.
 const RETRY_JITTER: f64 = 1.2;
 
@@ -335,6 +399,8 @@ impl Default for Config {
             metrics: MetricsConfig::default(),
             events: EventsConfig::default(),
             leader_election: LeaderElectionConfig::default(),
+            locks: LocksConfig::default(),
+            pulumi: PulumiConfig::default(),
             unmanaged: UnmanagedConfig::default(),
             secrets: SecretsConfig::default(),
             http: HttpConfig::default(),
@@ -416,6 +482,9 @@ const ENV_KEYS: &[&str] = &[
     "http.max_in_flight_requests",
     "http.web_config_file",
     "http.health_requires_auth",
+    "locks.auto_release_after",
+    "pulumi.scan_seconds",
+    "pulumi.max_lock_age",
 ];
 
 /// Environment variable that sets `key`. `database` is `DRIFTD_DB`, the name `driftd commit`,
@@ -522,6 +591,9 @@ impl Config {
         }
         if let Err((key, reason)) = self.http.check() {
             return Err(bad(key, &reason));
+        }
+        if !(self.pulumi.scan_seconds >= 1.0 && self.pulumi.scan_seconds <= 3600.0) {
+            return Err(bad("pulumi.scan_seconds", "must be between 1 and 3600"));
         }
         Ok(())
     }
@@ -654,6 +726,33 @@ mod tests {
         let f = file("[leader_election]\nlease_duration_seconds = 2.5\n");
         let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
         assert_eq!(err.key, "leader_election.lease_duration_seconds");
+    }
+
+    #[test]
+    fn lock_keys_take_durations_as_people_write_them() {
+        let f = file(
+            "[locks]\nauto_release_after = \"30m\"\n[pulumi]\nlock_dirs = [\"/srv/pulumi\"]\n",
+        );
+        let c = Config::load_with_env(Some(f.path()), |k| {
+            (k == "DRIFTD_PULUMI_MAX_LOCK_AGE").then(|| "1h30m".to_string())
+        })
+        .unwrap();
+        assert_eq!(c.locks.auto_release_after, Some(Duration::from_secs(1800)));
+        assert_eq!(c.pulumi.lock_dirs, [PathBuf::from("/srv/pulumi")]);
+        assert_eq!(c.pulumi.max_lock_age, Duration::from_secs(5400));
+        assert_eq!(
+            Config::default().locks.auto_release_after,
+            None,
+            "off by default"
+        );
+
+        let f = file("[locks]\nauto_release_after = \"half an hour\"\n");
+        let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+        assert_eq!(err.key, "locks.auto_release_after");
+        assert!(err.reason.contains("30m"), "{err}");
+        let f = file("[pulumi]\nmax_lock_age = \"0s\"\n");
+        let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+        assert_eq!(err.key, "pulumi.max_lock_age");
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::export::{events, metrics::Metrics};
 use crate::leader::{self, Elector, KubeLease, Leadership};
 use crate::watch::Supervisor;
 use driftd_store::{Store, StoreError};
+use k8s_openapi::api::core::v1::ObjectReference;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
@@ -121,7 +122,7 @@ pub async fn run(
         tls = web.tls.is_some(),
         basic_auth = !web.users.is_empty(),
         max_connections,
-        "HTTP server listening: /drift /metrics /healthz /readyz"
+        "HTTP server listening: /drift /locks /metrics /healthz /readyz"
     );
     // Poll `shutdown` once before telling anyone we listen: the signal handlers it installs
     // on first poll are then in place, so a SIGTERM right after is a clean shutdown.
@@ -146,14 +147,23 @@ pub async fn run(
         false => (None, None),
     };
     let (sender, inbox) = tokio::sync::mpsc::channel(INBOX);
+    // Lock Events without a holder pod are about driftd's own Lease.
+    let home = ObjectReference {
+        api_version: Some("coordination.k8s.io/v1".into()),
+        kind: Some("Lease".into()),
+        namespace: Some(config.namespace.clone()),
+        name: Some(election.lease_name.clone()),
+        ..Default::default()
+    };
     let engine = Engine::new(
         store,
         &config,
         index.clone(),
         Supervisor::new(client, sender),
-        Publisher::new(metrics.clone(), events, leadership),
+        Publisher::new(metrics.clone(), events, leadership.clone(), home),
         clock,
-    )?;
+    )?
+    .with_leadership(leadership, &identity);
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut server_stop = stop_rx.clone();

@@ -15,7 +15,7 @@ fn objects(text: &str) -> Vec<ManifestObject> {
 
 fn cm(name: &str, value: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: {value}\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: \"{value}\"\n---\n"
     )
 }
 
@@ -133,7 +133,7 @@ fn begin_records_a_pending_intent_with_its_objects_and_takes_the_lock() {
         .collect();
     assert_eq!(names, ["a", "b"]);
     assert_eq!(open[0].objects[0].api_version, "v1");
-    assert_eq!(open[0].objects[0].object["data"]["k"], 1);
+    assert_eq!(open[0].objects[0].object["data"]["k"], "1");
 
     // Nothing committed yet: the source has no revision and is not listed as a source.
     assert!(f.store.desired_state().unwrap().objects.is_empty());
@@ -302,9 +302,9 @@ fn commit_makes_a_new_revision_in_commit_order_and_unchanged_content_says_so() {
     let a = state.objects.iter().find(|o| o.key.name == "a").unwrap();
     assert_eq!(
         (a.revision, &a.object["data"]["k"]),
-        (r3.id, &Value::from(2))
+        (r3.id, &Value::from("2"))
     );
-    assert_eq!(a.previous.as_ref().unwrap()["data"]["k"], 1);
+    assert_eq!(a.previous.as_ref().unwrap()["data"]["k"], "1");
 
     // The lock is free again; the same content once more commits as "unchanged".
     let again = f
@@ -369,7 +369,7 @@ fn illegal_transitions_are_refused_with_the_reason_and_change_nothing() {
         err.to_string(),
         format!(
             "intent {} of source \"web\" is aborted (by alice at {}: wrong branch); only a \
-             pending or expired intent can be committed",
+             pending, expired, failed or interrupted intent can be committed",
             intent.id,
             f.at(0)
         )
@@ -447,6 +447,28 @@ fn failed_and_interrupted_intents_stay_open_free_the_lock_and_are_superseded_by_
     );
     assert_eq!(f.store.intents(Some("web"), false).unwrap(), []);
     assert_eq!(f.store.intents(Some("web"), true).unwrap().len(), 3);
+}
+
+#[test]
+fn an_interrupted_deploy_can_be_kept_by_committing_its_intent() {
+    let mut f = Fixture::new();
+    created(f.commit("web", &cm("a", "1")));
+    let failed = f.begin("web", &cm("a", "2"), 600).unwrap();
+    f.store.fail_intent(failed.id, "runner", "exit 1").unwrap();
+    let interrupted = f.begin("web", &cm("a", "3"), 600).unwrap();
+    f.store
+        .interrupt_intent(interrupted.id, "runner", "killed by SIGKILL")
+        .unwrap();
+    let (committed, outcome) = f.store.commit_intent(interrupted.id, "ops").unwrap();
+    let revision = created(outcome);
+    assert_eq!(committed.state, IntentState::Committed);
+    assert_eq!(committed.revision_id, Some(revision.id));
+    assert_eq!(
+        f.store.intent(failed.id).unwrap().unwrap().state,
+        IntentState::Superseded,
+        "the older failed attempt is history now"
+    );
+    assert!(f.store.open_intents().unwrap().is_empty());
 }
 
 #[test]

@@ -305,6 +305,9 @@ const RELEASABLE: &[IntentState] = &[
     IntentState::Failed,
     IntentState::Interrupted,
 ];
+/// A failed or interrupted deploy may have applied all it wanted: the team can keep it by
+/// committing the intent, the way out `/drift` offers for `uncommitted` objects.
+const COMMITTABLE: &[IntentState] = RELEASABLE;
 
 const COLUMNS: &str = "id, source, holder, state, author, message, created_at, ttl_seconds, \
                        expires_at, ended_at, ended_by, end_reason, content_hash, object_count, \
@@ -633,7 +636,7 @@ pub(super) fn commit(
     now: Timestamp,
 ) -> Result<(IntentInfo, CommitOutcome), StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let intent = require_state(require(&tx, id, now)?, "committed", LOCK_STATES)?;
+    let intent = require_state(require(&tx, id, now)?, "committed", COMMITTABLE)?;
     let outcome = match newest_revision(&tx, &intent.source)? {
         Some(newest) if newest.content_hash == intent.content_hash => {
             let objects = intent_objects(&tx, id)?;

@@ -366,8 +366,8 @@ impl Store {
         intents::renew(&mut self.conn, id, ttl, actor, now)
     }
 
-    /// Makes a pending (or expired) intent the source's newest committed revision, in one
-    /// transaction. Content equal to the newest revision creates no revision
+    /// Makes an open intent (pending, expired, failed or interrupted: a deploy that died may
+    /// have applied everything) the source's newest committed revision, in one transaction. Content equal to the newest revision creates no revision
     /// ([`CommitOutcome::Unchanged`], which the intent then points at).
     pub fn commit_intent(
         &mut self,

@@ -96,6 +96,7 @@ impl Coverage {
             changes: Vec::new(),
             patch: json_patch::Patch::default(),
             ignored: Vec::new(),
+            intent: None,
         }))
     }
 

@@ -31,6 +31,9 @@ pub struct DesiredChange {
 pub struct DesiredSet {
     /// `PRAGMA data_version` at the last load: tells whether another connection committed.
     data_version: Option<i64>,
+    /// The newest revision id of every source at the last poll: revisions are immutable, so
+    /// while these stand the desired state does (intent renewals bump `data_version` too).
+    newest: Vec<(String, Option<i64>)>,
     loaded: bool,
     objects: HashMap<ObjectKey, Desired>,
     by_kind: BTreeMap<TypeKey, BTreeSet<ObjectKey>>,
@@ -45,8 +48,20 @@ impl DesiredSet {
         if self.data_version == Some(version) {
             return Ok(None);
         }
+        // Another write (an intent renewed, a drift episode) is not a commit: one cheap
+        // query tells.
+        let newest: Vec<(String, Option<i64>)> = store
+            .sources()?
+            .into_iter()
+            .map(|s| (s.name, s.latest.map(|r| r.id)))
+            .collect();
+        if self.loaded && newest == self.newest {
+            self.data_version = Some(version);
+            return Ok(None);
+        }
         let change = self.load(store)?;
         self.data_version = Some(version);
+        self.newest = newest;
         Ok(change)
     }
 
@@ -121,24 +136,14 @@ impl DesiredSet {
         self.objects.len()
     }
 
-    /// Every desired object, in key order.
-    pub fn keys(&self) -> Vec<ObjectKey> {
-        let mut keys: Vec<ObjectKey> = self.objects.keys().cloned().collect();
-        keys.sort();
-        keys
+    /// Every desired object with the kind whose watcher lists it.
+    pub fn typed_keys(&self) -> impl Iterator<Item = (&ObjectKey, &TypeKey)> {
+        self.objects.iter().map(|(key, d)| (key, &d.kind))
     }
 
     /// The kinds desired objects are of.
     pub fn kinds(&self) -> impl Iterator<Item = &TypeKey> {
         self.by_kind.keys()
-    }
-
-    /// The desired objects of `kind`.
-    pub fn keys_of(&self, kind: &TypeKey) -> Vec<ObjectKey> {
-        self.by_kind
-            .get(kind)
-            .map(|keys| keys.iter().cloned().collect())
-            .unwrap_or_default()
     }
 
     /// Whether an object a HorizontalPodAutoscaler may scale is desired.
@@ -179,11 +184,8 @@ mod tests {
         let names: Vec<&str> = change.added.iter().map(|(_, k)| k.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert!(set.sources().contains_key("shop"));
-        assert_eq!(
-            set.keys_of(&set.get(&change.added[0].1).unwrap().kind)
-                .len(),
-            2
-        );
+        let kind = &set.get(&change.added[0].1).unwrap().kind;
+        assert_eq!(set.typed_keys().filter(|(_, t)| *t == kind).count(), 2);
 
         commit(&mut store, "shop", &(cm("a", "2") + &cm("c", "1")));
         let change = set.load(&store).unwrap().unwrap();

@@ -1,6 +1,10 @@
-//! The drift engine: one task that owns the desired state, the live copies of desired
-//! objects, and the drift index. Watch messages and new commits come in; index updates,
-//! episodes and [`Outputs`] go out.
+//! The drift engine: one task that owns the desired state, the open intents, the live
+//! copies of the objects they want, and the drift index. Watch messages, new commits and
+//! intents come in; index updates, episodes, intent releases and [`Outputs`] go out.
+//!
+//! A live object that differs from its committed desired state but equals what an open
+//! intent of its source wanted is `uncommitted` (`uncommitted`); deploy locks are judged
+//! stale in `stale` (holder pods watched by name, Pulumi lock files scanned).
 //!
 //! Two clocks on purpose: `/drift` and `/metrics` change as soon as a comparison does (within
 //! a second of a watch event), while Events and episodes only record a state that held for
@@ -13,13 +17,15 @@
 
 use super::clock::Clock;
 use super::coverage::{self, Coverage};
-use super::desired::{DesiredChange, DesiredSet};
+use super::desired::DesiredSet;
 use super::hpa::{hpa_kind, is_hpa_kind, Autoscalers};
 use super::index::SharedIndex;
+use super::intents::{IntentChange, IntentSet};
 use super::lists::{ListEvent, Lists};
 use super::outputs::{Announcement, Outputs};
 use super::settle::{Drift, Report, Settling};
 use crate::config::{Config, ConfigError};
+use crate::leader::Leadership;
 use crate::watch::{WatchControl, WatchEvent, WatchMessage};
 use driftd_core::diff::{ClusterFacts, CompareInput, Differ};
 use driftd_core::report::{DriftClass, DriftEntry};
@@ -27,6 +33,7 @@ use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::{Store, StoreError};
 use jiff::Timestamp;
 use serde_json::Value;
+use stale::LockState;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,6 +48,15 @@ const EXPIRY_PERIOD: Duration = Duration::from_secs(30);
 /// At most this many queued watch messages are handled before the engine settles and
 /// publishes, so a flood cannot hold back Events.
 const MAX_BATCH: usize = 4096;
+
+/// How often intents are checked for expiry and locks judged again (TTLs pass by time).
+const LOCK_PERIOD: Duration = Duration::from_secs(1);
+
+/// How often recently ended intents are counted again for `driftd_intents`.
+const RECOUNT_PERIOD: Duration = Duration::from_secs(60);
+
+mod stale;
+mod uncommitted;
 
 /// Why the engine cannot start or go on.
 #[derive(Debug, thiserror::Error)]
@@ -57,8 +73,12 @@ pub struct Engine<W, O> {
     differ: Differ,
     facts: ClusterFacts,
     desired: DesiredSet,
+    intents: IntentSet,
+    /// Objects the engine keeps live copies of and judges, with their kinds: the desired
+    /// ones and those only an open intent wants.
+    tracked: BTreeMap<ObjectKey, TypeKey>,
     lists: Lists,
-    /// Live copies of desired objects only: memory follows the desired state.
+    /// Live copies of tracked objects only: memory follows the desired state.
     live: HashMap<ObjectKey, Value>,
     autoscalers: Autoscalers,
     coverage: Coverage,
@@ -72,6 +92,11 @@ pub struct Engine<W, O> {
     outputs: O,
     clock: Arc<dyn Clock>,
     poll: Duration,
+    locks: LockState,
+    /// Leader-only work (automatic releases) asks it.
+    leadership: Leadership,
+    /// Who this replica is in the history it writes (`driftd/<identity>`).
+    actor: String,
 }
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
@@ -108,6 +133,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 ..ClusterFacts::default()
             },
             desired: DesiredSet::default(),
+            intents: IntentSet::default(),
+            tracked: BTreeMap::new(),
             lists: Lists::default(),
             live: HashMap::new(),
             autoscalers: Autoscalers::default(),
@@ -120,7 +147,19 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             outputs,
             clock,
             poll: Duration::from_millis(config.desired_poll_millis),
+            locks: LockState::new(config),
+            leadership: Leadership::always(),
+            actor: "driftd".into(),
         })
+    }
+
+    /// Leader-only work (releasing stale locks automatically) follows `leadership`; what this
+    /// replica records in history names it `driftd/<identity>`. Without it the engine acts
+    /// as the only replica.
+    pub fn with_leadership(mut self, leadership: Leadership, identity: &str) -> Self {
+        self.leadership = leadership;
+        self.actor = format!("driftd/{identity}");
+        self
     }
 
     /// Runs until `shutdown` completes, fed by the watchers through `inbox`. Fails only if
@@ -139,6 +178,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let mut expiry_tick = tokio::time::interval(EXPIRY_PERIOD);
         let mut last_seen_tick = tokio::time::interval(LAST_SEEN_PERIOD);
         last_seen_tick.tick().await;
+        let mut lock_tick = tokio::time::interval(LOCK_PERIOD);
+        let mut recount_tick = tokio::time::interval(RECOUNT_PERIOD);
+        recount_tick.tick().await;
+        let mut scan_tick = tokio::time::interval(self.locks.scan_period());
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -163,43 +206,74 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 _ = settle_tick.tick() => self.settle_due(),
                 _ = expiry_tick.tick() => self.report_expired_rules(),
                 _ = last_seen_tick.tick() => self.touch_open_episodes(),
+                _ = lock_tick.tick() => self.intents_aged(),
+                _ = recount_tick.tick() => self.recount_intents(),
+                _ = scan_tick.tick() => self.scan_pulumi_locks(),
             }
         }
     }
 
-    /// Loads the desired state if someone committed since the last load.
+    /// Loads the desired state and the open intents if someone wrote since the last load.
     pub fn poll_desired(&mut self) -> Result<(), StoreError> {
-        if let Some(change) = self.desired.poll(&self.store)? {
-            self.desired_changed(change);
+        let desired = self.desired.poll(&self.store)?.is_some();
+        if desired {
+            self.intents.reprepare(&self.desired);
+        }
+        let now = self.clock.wall();
+        let intents = self.intents.poll(&self.store, &self.desired, now)?;
+        if desired || intents == Some(IntentChange::Changed) {
+            self.tracking_changed();
+        } else if intents == Some(IntentChange::Renewed) {
+            self.intents_aged();
         }
         Ok(())
     }
 
-    fn desired_changed(&mut self, change: DesiredChange) {
+    /// The desired state or the open intents changed: keeps the live copies, watchers and
+    /// index in step with the objects they want, and compares them all.
+    fn tracking_changed(&mut self) {
         let now = self.clock.wall();
-        for key in &change.removed {
+        let mut tracked: BTreeMap<ObjectKey, TypeKey> = self.intents.only_wanted(&self.desired);
+        tracked.extend(
+            self.desired
+                .typed_keys()
+                .map(|(key, kind)| (key.clone(), kind.clone())),
+        );
+        let before = std::mem::replace(&mut self.tracked, tracked);
+        let removed: Vec<ObjectKey> = before
+            .keys()
+            .filter(|k| !self.tracked.contains_key(*k))
+            .cloned()
+            .collect();
+        let added: Vec<(TypeKey, ObjectKey)> = self
+            .tracked
+            .iter()
+            .filter(|(k, _)| !before.contains_key(*k))
+            .map(|(k, t)| (t.clone(), k.clone()))
+            .collect();
+        for key in &removed {
             self.forget(key, now);
         }
         // Episodes an earlier run left open for objects no longer desired end now.
         let orphaned: Vec<ObjectKey> = self
             .settling
             .keys()
-            .filter(|k| !self.desired.contains(k))
+            .filter(|k| !self.tracked.contains_key(*k))
             .cloned()
             .collect();
         for key in &orphaned {
             self.forget(key, now);
         }
-        // Objects now desired are no longer unmanaged.
-        for (_, key) in &change.added {
+        // Objects now desired (or being deployed) are no longer unmanaged.
+        for (_, key) in &added {
             if self.coverage.forget(key) {
                 self.withdraw_unmanaged(key);
             }
         }
 
-        // Watch the desired kinds, the covered kinds, and HPAs when something they may scale
+        // Watch the tracked kinds, the covered kinds, and HPAs when something they may scale
         // is desired.
-        let mut wanted: BTreeSet<TypeKey> = self.desired.kinds().cloned().collect();
+        let mut wanted: BTreeSet<TypeKey> = self.tracked.values().cloned().collect();
         wanted.extend(self.coverage.kinds().cloned());
         if self.desired.has_scalable() {
             wanted.insert(hpa_kind());
@@ -209,14 +283,14 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             self.autoscalers.clear();
             self.facts.hpa_targets.clear();
         }
-        // A list already delivered passed over objects that matter now: newly desired ones
-        // (live copies are kept for desired objects only) and, for covered kinds, objects
-        // no longer desired (unmanaged now, perhaps).
+        // A list already delivered passed over objects that matter now: newly tracked ones
+        // (live copies are kept for tracked objects only) and, for covered kinds, objects
+        // no longer tracked (unmanaged now, perhaps).
         let mut relist: BTreeMap<TypeKey, BTreeSet<ObjectKey>> = BTreeMap::new();
-        for (kind, key) in change.added {
+        for (kind, key) in added {
             relist.entry(kind).or_default().insert(key);
         }
-        for key in &change.removed {
+        for key in &removed {
             if let Some(kind) = self.coverage.kind_of(key) {
                 relist.entry(kind.clone()).or_default();
             }
@@ -232,18 +306,27 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         tracing::info!(
             objects = self.desired.len(),
             kinds = self.desired.kinds().count(),
+            open_intents = self.intents.open().len(),
             "desired state loaded"
         );
-        for key in self.desired.keys() {
-            self.evaluate(&key);
+        let keys: Vec<ObjectKey> = self.tracked.keys().cloned().collect();
+        for key in &keys {
+            self.evaluate(key);
         }
         self.publish_state();
         self.report_expired_rules();
+        self.publish_intents();
+        self.refresh_locks();
     }
 
     /// Drops everything known about `key` and closes its episode.
     fn forget(&mut self, key: &ObjectKey, now: Timestamp) {
         self.live.remove(key);
+        self.drop_entry(key, now);
+    }
+
+    /// Withdraws the drift entry of `key` (not an `unmanaged` one) and closes its episode.
+    fn drop_entry(&mut self, key: &ObjectKey, now: Timestamp) {
         self.open_since.remove(key);
         {
             let mut index = self.index.write().unwrap();
@@ -262,17 +345,22 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
     }
 
-    /// Handles watch messages, then publishes coverage and readiness and reports what
-    /// settled.
+    /// Handles watch messages, then publishes coverage, readiness and stale locks, and
+    /// reports what settled.
     pub fn handle(&mut self, messages: impl IntoIterator<Item = WatchMessage>) {
+        let mut holders_changed = false;
         for message in messages {
-            self.on_message(message);
+            holders_changed |= self.on_message(message);
         }
         self.publish_state();
+        if holders_changed {
+            self.refresh_locks();
+        }
         self.settle_due();
     }
 
-    fn on_message(&mut self, message: WatchMessage) {
+    /// Handles one message; true if it changed what is known of a lock holder pod.
+    fn on_message(&mut self, message: WatchMessage) -> bool {
         let WatchMessage {
             type_key: kind,
             watcher,
@@ -283,13 +371,16 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             WatchEvent::Error(err) => {
                 self.outputs.watch_error(&kind, err);
                 tracing::warn!(kind = %kind, error = %err, "watch failed; retrying with backoff");
-                return;
+                return false;
             }
             WatchEvent::Init | WatchEvent::InitDone | WatchEvent::NotServed => {}
         }
+        if self.locks.holders.owns(watcher) {
+            return self.locks.holders.step(watcher, &event, self.clock.wall());
+        }
         if !self.lists.is_current(&kind, watcher) {
             tracing::debug!(kind = %kind, "message of a replaced or stopped watcher dropped");
-            return;
+            return false;
         }
         match event {
             WatchEvent::Init => self.step_list(&kind, ListEvent::Init),
@@ -308,6 +399,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             WatchEvent::NotServed => self.step_list(&kind, ListEvent::NotServed),
             WatchEvent::Error(_) => {} // counted above
         }
+        false
     }
 
     fn step_list(&mut self, kind: &TypeKey, event: ListEvent) {
@@ -322,7 +414,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             let affected = self.autoscalers.apply(key.clone(), object.as_ref());
             self.autoscalers_changed(affected);
         }
-        if self.desired.contains(&key) {
+        if self.tracked.contains_key(&key) {
             match object {
                 Some(object) => self.live.insert(key.clone(), object),
                 None => self.live.remove(&key),
@@ -346,7 +438,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// A list of `kind` ended with `listed` existing: every other object of the kind is gone.
     fn list_done(&mut self, kind: &TypeKey, listed: &HashSet<ObjectKey>) {
-        let keys = self.desired.keys_of(kind);
+        let keys: Vec<ObjectKey> = self
+            .tracked
+            .iter()
+            .filter(|(_, t)| *t == kind)
+            .map(|(k, _)| k.clone())
+            .collect();
         for key in &keys {
             if !listed.contains(key) {
                 self.live.remove(key);
@@ -398,29 +495,63 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         // Once ready, stay ready: a re-list after a commit is not an outage.
     }
 
-    /// Compares one desired object with its live copy and updates the index.
+    /// Compares one tracked object with its live copy and updates the index. A modified
+    /// object that equals what an open intent of its source wanted is `uncommitted`.
     fn evaluate(&mut self, key: &ObjectKey) {
         let Some(desired) = self.desired.get(key) else {
-            return;
+            return self.evaluate_intent_only(key);
         };
         if !self.lists.judges(&desired.kind, key) {
             return;
         }
+        let live = self.live.get(key);
         let started = Instant::now();
         let comparison = self.differ.compare_prepared(
             Some(&desired.object.source),
             &CompareInput {
                 desired: &desired.object.object,
-                live: self.live.get(key),
+                live,
                 previous: desired.object.previous.as_ref(),
                 facts: &self.facts,
             },
             &desired.prepared,
         );
         self.outputs.compared(started.elapsed());
+        let intent = match (comparison.class, live) {
+            (DriftClass::Modified, Some(live)) => self.intents.matching(
+                Some(&desired.object.source),
+                key,
+                live,
+                &self.differ,
+                &self.facts,
+            ),
+            _ => None,
+        };
+        let entry = DriftEntry {
+            source: desired.object.source.clone(),
+            revision: desired.object.revision,
+            api_version: desired.object.api_version.clone(),
+            kind: key.kind.clone(),
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+            class: match intent {
+                Some(_) => DriftClass::Uncommitted,
+                None => comparison.class,
+            },
+            since: None,
+            changes: comparison.changes,
+            patch: comparison.patch,
+            ignored: comparison.ignored,
+            intent: intent.map(|i| uncommitted::intent_ref(i, key, false)),
+        };
+        self.publish_entry(key, entry);
+    }
 
+    /// Puts `entry` in the index with its `since` (kept while it drifts, across classes and
+    /// restarts) and tells settling what the comparison said.
+    fn publish_entry(&mut self, key: &ObjectKey, mut entry: DriftEntry) {
         let mut index = self.index.write().unwrap();
-        let since = match comparison.class {
+        entry.since = match entry.class {
             DriftClass::InSync => {
                 self.open_since.remove(key);
                 None
@@ -431,19 +562,6 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 .and_then(|e| e.since)
                 .or_else(|| self.open_since.get(key).copied())
                 .or_else(|| Some(self.clock.wall())),
-        };
-        let entry = DriftEntry {
-            source: desired.object.source.clone(),
-            revision: desired.object.revision,
-            api_version: desired.object.api_version.clone(),
-            kind: key.kind.clone(),
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
-            class: comparison.class,
-            since,
-            changes: comparison.changes,
-            patch: comparison.patch,
-            ignored: comparison.ignored,
         };
         let observed = (entry.class != DriftClass::InSync).then(|| Drift {
             class: entry.class,

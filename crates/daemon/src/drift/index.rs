@@ -2,7 +2,7 @@
 //! `/metrics` renders its families from it at scrape time, as kube-state-metrics renders
 //! from its store.
 
-use driftd_core::report::{DriftClass, DriftEntry, DriftFilter};
+use driftd_core::report::{DriftClass, DriftEntry, DriftFilter, StaleLock};
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,6 +20,11 @@ pub struct DriftIndex {
     owned_covered: Option<usize>,
     rules_expired: usize,
     series: SeriesSlots,
+    /// Intents by source and state (`pending`, ...): open ones and recently ended ones.
+    intents: BTreeMap<(String, &'static str), usize>,
+    /// Stale deploy locks, and whether every holder was listed and lock folder scanned.
+    locks: Vec<StaleLock>,
+    locks_ready: bool,
 }
 
 /// Which drifting objects get per-object metric series: at most `cap`, first come first
@@ -49,6 +54,9 @@ impl DriftIndex {
             sources: BTreeMap::new(),
             owned_covered: None,
             rules_expired: 0,
+            intents: BTreeMap::new(),
+            locks: Vec::new(),
+            locks_ready: false,
             series: SeriesSlots {
                 cap: max_object_series,
                 holders: BTreeSet::new(),
@@ -187,6 +195,30 @@ impl DriftIndex {
 
     pub fn set_rules_expired(&mut self, count: usize) {
         self.rules_expired = count;
+    }
+
+    /// Intents by (source, state).
+    pub fn intents(&self) -> &BTreeMap<(String, &'static str), usize> {
+        &self.intents
+    }
+
+    pub fn set_intents(&mut self, counts: BTreeMap<(String, &'static str), usize>) {
+        self.intents = counts;
+    }
+
+    /// Stale deploy locks, ordered by kind, source and id.
+    pub fn locks(&self) -> &[StaleLock] {
+        &self.locks
+    }
+
+    /// False while a holder pod was not listed or a lock folder not scanned yet.
+    pub fn locks_ready(&self) -> bool {
+        self.locks_ready
+    }
+
+    pub fn set_locks(&mut self, locks: Vec<StaleLock>, ready: bool) {
+        self.locks = locks;
+        self.locks_ready = ready;
     }
 }
 

@@ -324,6 +324,16 @@ mod tests {
         fn stop(&mut self, kind: &TypeKey) {
             self.log.push(format!("stop {}", kind.kind));
         }
+
+        fn start_pods_named(&mut self, name: &str) -> WatcherId {
+            self.last += 1;
+            self.log.push(format!("start pods {name}"));
+            WatcherId(self.last)
+        }
+
+        fn stop_pods_named(&mut self, name: &str) {
+            self.log.push(format!("stop pods {name}"));
+        }
     }
 
     #[test]

@@ -6,15 +6,20 @@
 //! - `lists`: the list lifecycle of every watched kind (what exists, what is judged);
 //! - `settle`: when a drift state held long enough for Events and episodes;
 //! - `coverage`: `[unmanaged]` objects; `hpa`: autoscalers owning `spec.replicas`;
+//! - `intents`: open intents, what `uncommitted` objects equal;
+//! - `holders`: the pods holding deploy locks; `locks`: which locks are stale;
 //! - `index`: the published state; `outputs`: counters and Events; `clock`: time.
 
 mod clock;
 mod coverage;
 mod desired;
 mod engine;
+mod holders;
 mod hpa;
 mod index;
+mod intents;
 mod lists;
+mod locks;
 mod outputs;
 mod settle;
 
@@ -23,4 +28,5 @@ pub(crate) use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
 pub use engine::{Engine, EngineError};
 pub use index::{DriftIndex, SharedIndex};
-pub use outputs::{Announcement, Outputs};
+pub use locks::PodRef;
+pub use outputs::{Announcement, LockAnnouncement, Outputs};

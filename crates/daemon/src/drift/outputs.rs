@@ -2,8 +2,9 @@
 //! settled transitions that become Kubernetes Events. `export::Publisher` is the real one;
 //! tests record what they get.
 
+use super::locks::PodRef;
 use crate::watch::WatchError;
-use driftd_core::report::DriftEntry;
+use driftd_core::report::{DriftEntry, StaleLock};
 use driftd_k8s::TypeKey;
 use driftd_store::StoreError;
 use serde_json::Value;
@@ -18,6 +19,15 @@ pub enum Announcement {
     Resolved,
 }
 
+/// What happened to a deploy lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockAnnouncement {
+    /// The lock became stale: someone has to release it.
+    Stale,
+    /// This replica released it (`locks.auto_release_after`), recorded as `actor`.
+    Released { actor: String },
+}
+
 /// The engine's outputs other than the index (which `/drift` and `/metrics` read directly).
 pub trait Outputs {
     /// A watch event (apply or delete) of `kind` arrived.
@@ -30,4 +40,6 @@ pub trait Outputs {
     fn announce(&mut self, announcement: Announcement, entry: &DriftEntry, live: Option<&Value>);
     /// A database read or write failed while doing `what`; the engine goes on without it.
     fn store_error(&mut self, what: &str, error: &StoreError);
+    /// Announces a lock transition; `pod` is its holder pod, when it is one.
+    fn announce_lock(&mut self, what: LockAnnouncement, lock: &StaleLock, pod: Option<&PodRef>);
 }

@@ -1,6 +1,6 @@
-//! The HTTP API for on-call engineers and Prometheus: `GET /drift`, `/metrics`, `/healthz`,
-//! `/readyz`. The routes are here; `app` puts limits and authentication in front of them,
-//! `server` drives the connections.
+//! The HTTP API for on-call engineers and Prometheus: `GET /drift`, `/locks`, `/metrics`,
+//! `/healthz`, `/readyz`. The routes are here; `app` puts limits and authentication in front
+//! of them, `server` drives the connections.
 
 mod app;
 mod auth;
@@ -17,7 +17,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use driftd_core::report::{DriftFilter, DriftResponse};
+use driftd_core::report::{DriftFilter, DriftResponse, LocksResponse};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -31,6 +31,7 @@ pub struct Handles {
 pub fn router(handles: Handles) -> Router {
     Router::new()
         .route("/drift", get(drift))
+        .route("/locks", get(locks))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
@@ -73,6 +74,23 @@ async fn drift(
             objects: index.query(&filter),
         }
     };
+    Json(response).into_response()
+}
+
+/// `GET /locks`: every stale deploy lock with why and the command that releases it; ages
+/// as of the request.
+async fn locks(State(handles): State<Handles>) -> Response {
+    let now = jiff::Timestamp::now();
+    let mut response = {
+        let index = handles.index.read().unwrap();
+        LocksResponse {
+            ready: index.locks_ready(),
+            locks: index.locks().to_vec(),
+        }
+    };
+    for lock in &mut response.locks {
+        lock.age_seconds = now.duration_since(lock.created_at).as_secs();
+    }
     Json(response).into_response()
 }
 

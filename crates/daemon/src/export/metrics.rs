@@ -6,7 +6,9 @@
 //!
 //! Cardinality: `driftd_objects` has sources x classes series; `driftd_object_drift` and
 //! `driftd_object_drift_since_timestamp_seconds` one each per drifting object, at most
-//! `metrics.max_object_series`; the watch counters one per watched kind.
+//! `metrics.max_object_series`; the watch counters one per watched kind; `driftd_intents`
+//! sources x intent states; `driftd_stale_locks` sources x lock kinds (a Pulumi lock's
+//! source is its stack).
 
 use crate::drift::{DriftIndex, SharedIndex};
 use crate::leader::Leadership;
@@ -28,6 +30,18 @@ const SOURCE_CLASSES: [DriftClass; 5] = [
 ];
 
 const OBJECT_LABELS: &[&str] = &["source", "namespace", "kind", "name", "class"];
+
+/// Every intent state, each a `driftd_intents` series per source.
+const INTENT_STATES: [&str; 8] = [
+    "pending",
+    "expired",
+    "failed",
+    "interrupted",
+    "committed",
+    "aborted",
+    "released",
+    "superseded",
+];
 
 /// All metrics driftd exports, registered in one registry.
 pub struct Metrics {
@@ -247,12 +261,32 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
         "Ignore rules past their `expires` time, no longer applied.",
     )
     .unwrap();
+    let intents = IntGaugeVec::new(
+        Opts::new(
+            "driftd_intents",
+            "Intents by source and state: open ones (pending, expired, failed, interrupted) and those that ended in the last 24 hours.",
+        ),
+        &["source", "state"],
+    )
+    .unwrap();
+    let stale_locks = IntGaugeVec::new(
+        Opts::new(
+            "driftd_stale_locks",
+            "Deploy locks held by a run that is gone (kind intent or pulumi; a Pulumi lock's source is its stack), as listed at /locks.",
+        ),
+        &["source", "kind"],
+    )
+    .unwrap();
 
     for (source, committed_at) in index.sources() {
         // 0 for every class of a known source, so dashboards show 0, not "no data".
         for class in SOURCE_CLASSES {
             objects.with_label_values(&[source.as_str(), class.as_str()]);
         }
+        for state in INTENT_STATES {
+            intents.with_label_values(&[source.as_str(), state]);
+        }
+        stale_locks.with_label_values(&[source.as_str(), "intent"]);
         revision_timestamp
             .with_label_values(&[source.as_str()])
             .set(committed_at.as_millisecond() as f64 / 1000.0);
@@ -298,6 +332,20 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
         coverage_ratio.with_label_values::<&str>(&[]).set(ratio);
     }
     rules_expired.set(index.rules_expired() as i64);
+    for ((source, state), count) in index.intents() {
+        // A source whose first deploy is still an intent has no revision yet: zeros too.
+        for state in INTENT_STATES {
+            intents.with_label_values(&[source.as_str(), state]);
+        }
+        intents
+            .with_label_values(&[source.as_str(), state])
+            .set(*count as i64);
+    }
+    for lock in index.locks() {
+        stale_locks
+            .with_label_values(&[lock.source.as_str(), lock.kind.as_str()])
+            .inc();
+    }
     vec![
         Box::new(objects),
         Box::new(object_drift),
@@ -308,6 +356,8 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
         Box::new(unmanaged),
         Box::new(coverage_ratio),
         Box::new(rules_expired),
+        Box::new(intents),
+        Box::new(stale_locks),
     ]
 }
 

@@ -4,12 +4,13 @@
 
 use super::events::{EventRequest, EventSink};
 use super::metrics::Metrics;
-use crate::drift::{Announcement, Outputs};
+use crate::drift::{Announcement, LockAnnouncement, Outputs, PodRef};
 use crate::leader::Leadership;
 use crate::watch::WatchError;
-use driftd_core::report::DriftEntry;
+use driftd_core::report::{DriftEntry, StaleLock};
 use driftd_k8s::TypeKey;
 use driftd_store::StoreError;
+use k8s_openapi::api::core::v1::ObjectReference;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +20,8 @@ pub struct Publisher {
     metrics: Arc<Metrics>,
     events: Option<EventSink>,
     leadership: Leadership,
+    /// What lock Events without a holder pod are about: driftd's leader Lease.
+    home: ObjectReference,
 }
 
 impl Publisher {
@@ -26,12 +29,24 @@ impl Publisher {
         metrics: Arc<Metrics>,
         events: Option<EventSink>,
         leadership: Leadership,
+        home: ObjectReference,
     ) -> Publisher {
         Publisher {
             metrics,
             events,
             leadership,
+            home,
         }
+    }
+
+    /// The Event sink, if Events are on and this replica leads.
+    fn leading_sink(&self, what: &str) -> Option<&EventSink> {
+        let sink = self.events.as_ref()?;
+        if !self.leadership.is_leader() {
+            tracing::debug!(what, "not the leader: the leader publishes the Event");
+            return None;
+        }
+        Some(sink)
     }
 }
 
@@ -55,13 +70,9 @@ impl Outputs for Publisher {
     }
 
     fn announce(&mut self, announcement: Announcement, entry: &DriftEntry, live: Option<&Value>) {
-        let Some(sink) = &self.events else {
+        let Some(sink) = self.leading_sink(&entry.name) else {
             return;
         };
-        if !self.leadership.is_leader() {
-            tracing::debug!(kind = %entry.kind, name = %entry.name, ?announcement, "not the leader: the leader publishes the Event");
-            return;
-        }
         let request = match announcement {
             Announcement::Detected => EventRequest::detected(entry, live),
             Announcement::Resolved => EventRequest::resolved(entry, live),
@@ -71,5 +82,15 @@ impl Outputs for Publisher {
 
     fn store_error(&mut self, what: &str, error: &StoreError) {
         self.metrics.store_errors.record(what, error);
+    }
+
+    fn announce_lock(&mut self, what: LockAnnouncement, lock: &StaleLock, pod: Option<&PodRef>) {
+        let Some(sink) = self.leading_sink(&lock.id) else {
+            return;
+        };
+        sink.send(
+            EventRequest::lock(&what, lock, pod, &self.home),
+            &self.metrics,
+        );
     }
 }

@@ -59,4 +59,19 @@ pub trait WatchControl {
     fn start(&mut self, kind: &TypeKey) -> WatcherId;
     /// Stops the watcher of `kind`, if one runs.
     fn stop(&mut self, kind: &TypeKey);
+    /// Starts a watcher of the pods named `name`, in every namespace (a field selector on
+    /// `metadata.name`): lock holders, whose deletion must be seen within one event. Its
+    /// messages carry [`pod_type`] and the returned id, which the engine tells apart from
+    /// a watcher of every Pod.
+    fn start_pods_named(&mut self, name: &str) -> WatcherId;
+    /// Stops the watcher of the pods named `name`, if one runs.
+    fn stop_pods_named(&mut self, name: &str);
+}
+
+/// The type of Pods (what pod watchers' messages carry).
+pub fn pod_type() -> TypeKey {
+    TypeKey {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+    }
 }

@@ -1,11 +1,14 @@
-//! kube-runtime watchers, one task per (apiVersion, kind) the engine asks for.
+//! kube-runtime watchers, one task per (apiVersion, kind) the engine asks for, and one per
+//! name of the pods that hold deploy locks.
 //!
-//! Each task resolves its kind through discovery, then streams the kind cluster-wide with
-//! kube-runtime's `watcher` (list+watch, bookmarks, `410 Gone` re-lists, exponential backoff)
-//! and forwards plain JSON to the drift engine over a channel. The task is an explicit state
-//! machine ([`WatcherState`]) stepped by one function.
+//! Each kind's task resolves its kind through discovery, then streams the kind cluster-wide
+//! with kube-runtime's `watcher` (list+watch, bookmarks, `410 Gone` re-lists, exponential
+//! backoff) and forwards plain JSON to the drift engine over a channel. The task is an
+//! explicit state machine ([`WatcherState`]) stepped by one function. A holder pod's task
+//! streams Pods with the field selector `metadata.name=NAME` (Pods are always served: no
+//! discovery).
 
-use super::{WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
+use super::{pod_type, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
 use driftd_k8s::TypeKey;
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
@@ -41,6 +44,8 @@ pub struct Supervisor {
     client: Client,
     sender: mpsc::Sender<WatchMessage>,
     tasks: BTreeMap<TypeKey, JoinHandle<()>>,
+    /// Holder pod watchers, by pod name.
+    pod_tasks: BTreeMap<String, JoinHandle<()>>,
     last_id: u64,
 }
 
@@ -51,6 +56,7 @@ impl Supervisor {
             client,
             sender,
             tasks: BTreeMap::new(),
+            pod_tasks: BTreeMap::new(),
             last_id: 0,
         }
     }
@@ -82,11 +88,42 @@ impl WatchControl for Supervisor {
             task.abort();
         }
     }
+
+    fn start_pods_named(&mut self, name: &str) -> WatcherId {
+        if let Some(task) = self.pod_tasks.remove(name) {
+            task.abort();
+        }
+        tracing::info!(pod = name, "watching the pods of this name: a lock holder");
+        self.last_id += 1;
+        let id = WatcherId(self.last_id);
+        let outbox = Outbox {
+            key: pod_type(),
+            id,
+            sender: self.sender.clone(),
+        };
+        let task = tokio::spawn(run_pod_watcher(
+            self.client.clone(),
+            name.to_string(),
+            outbox,
+        ));
+        self.pod_tasks.insert(name.to_string(), task);
+        id
+    }
+
+    fn stop_pods_named(&mut self, name: &str) {
+        if let Some(task) = self.pod_tasks.remove(name) {
+            tracing::info!(
+                pod = name,
+                "no lock held by pods of this name: stopping its watcher"
+            );
+            task.abort();
+        }
+    }
 }
 
 impl Drop for Supervisor {
     fn drop(&mut self) {
-        for task in self.tasks.values() {
+        for task in self.tasks.values().chain(self.pod_tasks.values()) {
             task.abort();
         }
     }
@@ -160,27 +197,47 @@ async fn step(state: WatcherState, client: &Client, outbox: &Outbox) -> WatcherS
             WatcherState::Resolving
         }
         WatcherState::Watching(resource) => {
-            let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-            let mut stream =
-                Box::pin(watcher::watcher(api, watcher::Config::default()).default_backoff());
-            while let Some(item) = stream.next().await {
-                let event = match item {
-                    Ok(Event::Init) => WatchEvent::Init,
-                    Ok(Event::InitApply(o)) | Ok(Event::Apply(o)) => {
-                        WatchEvent::Apply(to_json(o, &resource))
-                    }
-                    Ok(Event::Delete(o)) => WatchEvent::Delete(to_json(o, &resource)),
-                    Ok(Event::InitDone) => WatchEvent::InitDone,
-                    Err(err) => WatchEvent::Error(WatchError::Stream(err)),
-                };
-                if !outbox.send(event).await {
-                    return WatcherState::Done;
-                }
+            match forward(client, &resource, watcher::Config::default(), outbox).await {
+                true => WatcherState::Resolving,
+                false => WatcherState::Done,
             }
-            WatcherState::Resolving
         }
         WatcherState::Done => WatcherState::Done,
     }
+}
+
+/// Streams `resource` cluster-wide with `config` to `outbox`. Returns false once the engine
+/// is gone, true if the stream ended (it is started again).
+async fn forward(
+    client: &Client,
+    resource: &ApiResource,
+    config: watcher::Config,
+    outbox: &Outbox,
+) -> bool {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
+    let mut stream = Box::pin(watcher::watcher(api, config).default_backoff());
+    while let Some(item) = stream.next().await {
+        let event = match item {
+            Ok(Event::Init) => WatchEvent::Init,
+            Ok(Event::InitApply(o)) | Ok(Event::Apply(o)) => {
+                WatchEvent::Apply(to_json(o, resource))
+            }
+            Ok(Event::Delete(o)) => WatchEvent::Delete(to_json(o, resource)),
+            Ok(Event::InitDone) => WatchEvent::InitDone,
+            Err(err) => WatchEvent::Error(WatchError::Stream(err)),
+        };
+        if !outbox.send(event).await {
+            return false;
+        }
+    }
+    true
+}
+
+/// Streams the pods named `name`, in every namespace, until the engine is gone.
+async fn run_pod_watcher(client: Client, name: String, outbox: Outbox) {
+    let resource = ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&());
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    while forward(&client, &resource, config.clone(), &outbox).await {}
 }
 
 fn is_not_found(err: &kube::Error) -> bool {

@@ -7,7 +7,6 @@ use crate::drift::clock::ManualClock;
 use crate::drift::index::DriftIndex;
 use crate::test_support::commit;
 use crate::watch::{WatchError, WatcherId};
-use driftd_core::manifest::{self, LoadOptions};
 use serde_json::json;
 use std::sync::RwLock;
 
@@ -18,6 +17,8 @@ const SETTLE: Duration = Duration::from_secs(5);
 struct Watches {
     last: u64,
     running: BTreeMap<TypeKey, WatcherId>,
+    /// Holder pod watchers by pod name.
+    pods: BTreeMap<String, WatcherId>,
     /// `start Kind` / `stop Kind`, in order.
     log: Vec<String>,
 }
@@ -38,6 +39,18 @@ impl WatchControl for Watches {
     fn stop(&mut self, kind: &TypeKey) {
         self.log.push(format!("stop {}", kind.kind));
         self.running.remove(kind);
+    }
+
+    fn start_pods_named(&mut self, name: &str) -> WatcherId {
+        self.last += 1;
+        self.log.push(format!("start pods {name}"));
+        self.pods.insert(name.to_string(), WatcherId(self.last));
+        WatcherId(self.last)
+    }
+
+    fn stop_pods_named(&mut self, name: &str) {
+        self.log.push(format!("stop pods {name}"));
+        self.pods.remove(name);
     }
 }
 
@@ -67,8 +80,21 @@ impl Outputs for Recorded {
     }
 
     fn announce(&mut self, announcement: Announcement, entry: &DriftEntry, _live: Option<&Value>) {
+        self.announcements.push(match entry.class {
+            DriftClass::Uncommitted => format!("Uncommitted {}/{}", entry.kind, entry.name),
+            _ => format!("{announcement:?} {}/{}", entry.kind, entry.name),
+        });
+    }
+
+    fn announce_lock(
+        &mut self,
+        what: crate::drift::LockAnnouncement,
+        lock: &driftd_core::report::StaleLock,
+        pod: Option<&crate::drift::PodRef>,
+    ) {
+        let on = pod.map_or("-".to_string(), |p| format!("{}/{}", p.namespace, p.name));
         self.announcements
-            .push(format!("{announcement:?} {}/{}", entry.kind, entry.name));
+            .push(format!("{what:?} {} {} on {on}", lock.kind, lock.id));
     }
 
     fn store_error(&mut self, what: &str, error: &StoreError) {
@@ -108,8 +134,7 @@ fn cm(name: &str, value: &str) -> String {
 }
 
 fn objects(yaml: &str) -> Vec<Value> {
-    manifest::parse_text(yaml, "test.yaml", &LoadOptions::default())
-        .unwrap()
+    crate::test_support::parse(yaml)
         .into_iter()
         .map(|o| o.object)
         .collect()
@@ -173,8 +198,9 @@ impl Harness {
     /// through the engine's own connection does not move `data_version`).
     fn load(&mut self) {
         let change = self.engine.desired.load(&self.engine.store).unwrap();
-        if let Some(change) = change {
-            self.engine.desired_changed(change);
+        if change.is_some() {
+            self.engine.intents.reprepare(&self.engine.desired);
+            self.engine.tracking_changed();
         }
     }
 
@@ -773,3 +799,5 @@ fn failed_episode_writes_are_reported_and_the_engine_goes_on() {
     assert_eq!(h.engine.outputs.store_errors.len(), 2);
     assert!(h.engine.outputs.store_errors[1].starts_with("cannot close drift episode: "));
 }
+mod intents;
+mod locks;

@@ -180,3 +180,73 @@ fn leader_gauge_says_whether_this_replica_acts_as_leader() {
     let single = Metrics::new(index, Leadership::always()).render();
     assert_eq!(sample(&single, "driftd_leader"), Some(1.0), "{single}");
 }
+
+#[test]
+fn intents_and_stale_locks_have_bounded_series_with_zeros_for_known_sources() {
+    let (index, m) = setup(10);
+    {
+        let mut index = index.write().unwrap();
+        index.set_sources(sources(&["shop"]));
+        index.set_intents(BTreeMap::from([
+            (("shop".to_string(), "interrupted"), 1),
+            (("shop".to_string(), "committed"), 3),
+            (("new".to_string(), "pending"), 1),
+        ]));
+        let lock = |kind, source: &str, id: &str| driftd_core::report::StaleLock {
+            kind,
+            source: source.into(),
+            id: id.into(),
+            holder: "pod:shop/deploy-x".into(),
+            state: None,
+            created_at: "2026-11-30T09:00:00Z".parse().unwrap(),
+            age_seconds: 0,
+            since: "2026-11-30T09:10:00Z".parse().unwrap(),
+            reason: "r".into(),
+            release: "driftd intent release 1".into(),
+            path: None,
+        };
+        use driftd_core::report::LockKind;
+        index.set_locks(
+            vec![
+                lock(LockKind::Intent, "new", "1"),
+                lock(LockKind::Pulumi, "organization/shop/dev", "a"),
+                lock(LockKind::Pulumi, "organization/shop/dev", "b"),
+            ],
+            true,
+        );
+    }
+    let text = m.render();
+    let intents = |source: &str, state: &str| {
+        sample(
+            &text,
+            &format!(r#"driftd_intents{{source="{source}",state="{state}"}}"#),
+        )
+    };
+    assert_eq!(intents("shop", "interrupted"), Some(1.0), "{text}");
+    assert_eq!(intents("shop", "committed"), Some(3.0));
+    assert_eq!(
+        intents("shop", "expired"),
+        Some(0.0),
+        "zeros for known sources"
+    );
+    assert_eq!(
+        intents("new", "pending"),
+        Some(1.0),
+        "a source with no revision yet"
+    );
+    assert_eq!(intents("new", "failed"), Some(0.0));
+    assert_eq!(
+        text.matches("driftd_intents{").count(),
+        16,
+        "2 sources x 8 states"
+    );
+    let locks = |source: &str, kind: &str| {
+        sample(
+            &text,
+            &format!(r#"driftd_stale_locks{{kind="{kind}",source="{source}"}}"#),
+        )
+    };
+    assert_eq!(locks("shop", "intent"), Some(0.0), "{text}");
+    assert_eq!(locks("new", "intent"), Some(1.0));
+    assert_eq!(locks("organization/shop/dev", "pulumi"), Some(2.0));
+}

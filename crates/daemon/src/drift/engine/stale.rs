@@ -1,0 +1,174 @@
+//! The engine's side of stale locks: it keeps the holder pods watched, judges every lock
+//! when something it depends on changed (intents, a holder pod's watch event, a Pulumi
+//! scan, time), announces locks that became stale, releases automatically what
+//! `locks.auto_release_after` allows while this replica leads, and publishes `/locks`.
+
+use super::*;
+use crate::drift::holders::Holders;
+use crate::drift::locks::{self, FoundLock, Judged};
+use crate::drift::outputs::LockAnnouncement;
+use driftd_core::report::LockKind;
+use std::path::PathBuf;
+
+/// Stale-lock state and settings.
+pub(super) struct LockState {
+    pub(super) holders: Holders,
+    pulumi_dirs: Vec<PathBuf>,
+    /// The last scan's lock files; `None` before the first.
+    pulumi: Option<Vec<FoundLock>>,
+    scan_period: Duration,
+    max_lock_age: Duration,
+    auto_release_after: Option<Duration>,
+    /// Stale locks already logged, by kind and id.
+    seen: BTreeSet<(LockKind, String)>,
+    /// Stale locks announced while this replica led: a replica that becomes leader
+    /// announces those it had not (Events are the leader's to publish).
+    announced: BTreeSet<(LockKind, String)>,
+    /// Intents whose automatic release failed: left to people.
+    release_failed: BTreeSet<i64>,
+}
+
+impl LockState {
+    pub(super) fn new(config: &Config) -> LockState {
+        LockState {
+            holders: Holders::default(),
+            pulumi_dirs: config.pulumi.lock_dirs.clone(),
+            pulumi: None,
+            scan_period: config.pulumi.scan_period(),
+            max_lock_age: config.pulumi.max_lock_age,
+            auto_release_after: config.locks.auto_release_after,
+            seen: BTreeSet::new(),
+            announced: BTreeSet::new(),
+            release_failed: BTreeSet::new(),
+        }
+    }
+
+    pub(super) fn scan_period(&self) -> Duration {
+        self.scan_period
+    }
+}
+
+impl<W: WatchControl, O: Outputs> Engine<W, O> {
+    /// Reads the Pulumi lock folders (`pulumi.lock_dirs`) and judges locks again.
+    pub fn scan_pulumi_locks(&mut self) {
+        if self.locks.pulumi_dirs.is_empty() {
+            return;
+        }
+        let found = locks::scan_pulumi(&self.locks.pulumi_dirs);
+        if self.locks.pulumi.as_ref() != Some(&found) {
+            tracing::debug!(locks = found.len(), "Pulumi lock files scanned");
+        }
+        self.locks.pulumi = Some(found);
+        self.refresh_locks();
+    }
+
+    /// Judges every lock: watches the holder pods the locks name, releases what may be
+    /// released automatically, announces locks that became stale, publishes `/locks`.
+    pub(super) fn refresh_locks(&mut self) {
+        let now = self.clock.wall();
+        let pulumi = self.locks.pulumi.as_deref().unwrap_or_default();
+        let names = locks::holder_names(
+            self.intents.open().iter().map(|o| &o.info),
+            pulumi.iter().map(|f| &f.lock),
+        );
+        self.locks.holders.sync(&names, &mut self.watches);
+        let holders = &self.locks.holders;
+        let mut judged: Vec<Judged> = self
+            .intents
+            .open()
+            .iter()
+            .filter_map(|o| locks::judge_intent(&o.info, holders, now))
+            .collect();
+        judged.extend(pulumi.iter().filter_map(|f| {
+            locks::judge_pulumi(&f.lock, &f.path, holders, now, self.locks.max_lock_age)
+        }));
+
+        if self.locks.auto_release_after.is_some() && self.leadership.is_leader() {
+            let due: Vec<Judged> = judged
+                .iter()
+                .filter(|j| locks::auto_releases(j, now, self.locks.auto_release_after))
+                .filter(|j| {
+                    j.releasable
+                        .is_some_and(|id| !self.locks.release_failed.contains(&id))
+                })
+                .cloned()
+                .collect();
+            if !due.is_empty() {
+                for judged in due {
+                    self.auto_release(judged);
+                }
+                // Judged again from the intents as released (this replica's own write does
+                // not move its data_version).
+                return self.reload_intents();
+            }
+        }
+
+        let current: BTreeSet<(LockKind, String)> = judged
+            .iter()
+            .map(|j| (j.lock.kind, j.lock.id.clone()))
+            .collect();
+        let leading = self.leadership.is_leader();
+        for j in &judged {
+            let key = (j.lock.kind, j.lock.id.clone());
+            if !self.locks.seen.contains(&key) {
+                tracing::warn!(kind = %j.lock.kind, source = %j.lock.source, id = %j.lock.id,
+                    holder = %j.lock.holder, reason = %j.lock.reason, release = %j.lock.release,
+                    "stale lock");
+            }
+            if leading && self.locks.announced.insert(key) {
+                self.outputs
+                    .announce_lock(LockAnnouncement::Stale, &j.lock, j.pod.as_ref());
+            }
+        }
+        self.locks.announced.retain(|key| current.contains(key));
+        self.locks.seen = current;
+        let ready = self.locks.holders.all_listed()
+            && (self.locks.pulumi_dirs.is_empty() || self.locks.pulumi.is_some());
+        judged.sort_by(|a, b| {
+            (a.lock.kind, &a.lock.source, &a.lock.id).cmp(&(
+                b.lock.kind,
+                &b.lock.source,
+                &b.lock.id,
+            ))
+        });
+        self.index
+            .write()
+            .unwrap()
+            .set_locks(judged.into_iter().map(|j| j.lock).collect(), ready);
+    }
+
+    /// Releases the intent of `judged` (its holder pod is gone, the lock old enough) and
+    /// records that this replica did.
+    fn auto_release(&mut self, judged: Judged) {
+        let Some(id) = judged.releasable else {
+            return;
+        };
+        let after = self
+            .locks
+            .auto_release_after
+            .and_then(|d| jiff::SignedDuration::try_from(d).ok())
+            .map(locks::friendly)
+            .unwrap_or_default();
+        let reason = format!(
+            "{}; released automatically: older than {after} (locks.auto_release_after)",
+            judged.lock.reason
+        );
+        match self.store.auto_release_intent(id, &self.actor, &reason) {
+            Ok(_) => {
+                tracing::warn!(intent = id, source = %judged.lock.source, holder = %judged.lock.holder,
+                    actor = %self.actor, %reason, "stale lock released automatically");
+                let what = LockAnnouncement::Released {
+                    actor: self.actor.clone(),
+                };
+                self.outputs
+                    .announce_lock(what, &judged.lock, judged.pod.as_ref());
+            }
+            Err(err) => {
+                tracing::error!(intent = id, error = %err, "cannot release stale lock; leaving it to people");
+                self.outputs
+                    .store_error("cannot release a stale lock", &err);
+                self.locks.release_failed.insert(id);
+            }
+        }
+    }
+}

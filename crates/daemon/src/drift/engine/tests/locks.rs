@@ -1,0 +1,278 @@
+//! Stale locks: intents past their TTL, holder pods deleted (seen from one watch event),
+//! automatic releases only when the pod is gone, the lock old enough and this replica
+//! leads; Pulumi lock files.
+
+use super::*;
+use crate::leader::Leadership;
+use crate::watch::pod_type;
+use driftd_core::report::{LockKind, StaleLock};
+use driftd_store::IntentState;
+
+fn pod(namespace: &str, name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": namespace, "uid": "u-1",
+                        "creationTimestamp": "2026-11-30T09:00:00Z"},
+           "status": {"phase": "Running"}})
+}
+
+impl Harness {
+    /// Delivers `events` from the watcher of the pods named `name`.
+    fn pod_events(&mut self, name: &str, events: Vec<WatchEvent>) {
+        let watcher = *self
+            .engine
+            .watches
+            .pods
+            .get(name)
+            .unwrap_or_else(|| panic!("pods named {name} are not watched"));
+        let messages: Vec<WatchMessage> = events
+            .into_iter()
+            .map(|event| WatchMessage {
+                type_key: pod_type(),
+                watcher,
+                event,
+            })
+            .collect();
+        self.engine.handle(messages);
+    }
+
+    fn locks(&self) -> (bool, Vec<StaleLock>) {
+        let index = self.index.read().unwrap();
+        (index.locks_ready(), index.locks().to_vec())
+    }
+
+    /// Moves the clock as the lock tick sees it.
+    fn age(&mut self, by: Duration) {
+        self.clock.advance(by);
+        self.engine.intents_aged();
+    }
+}
+
+#[test]
+fn an_intent_nobody_renews_is_a_stale_lock_until_renewed() {
+    let mut h = Harness::start(&config());
+    h.follow_clock();
+    let id = h.begin("web", &cm("w", "1"), "alice@laptop (pid 42)", 60);
+    assert_eq!(h.locks(), (true, vec![]), "no pod holder: nothing to list");
+    h.age(Duration::from_secs(59));
+    assert!(h.locks().1.is_empty());
+
+    h.age(Duration::from_secs(2));
+    let (_, locks) = h.locks();
+    let lock = &locks[0];
+    assert_eq!(lock.kind, LockKind::Intent);
+    assert_eq!((lock.source.as_str(), lock.id.as_str()), ("web", "1"));
+    assert_eq!(lock.state.as_deref(), Some("expired"));
+    assert_eq!(lock.reason, "not renewed for 1m 1s (ttl 1m)");
+    assert_eq!(lock.release, format!("driftd intent release {id}"));
+    assert_eq!(lock.since, h.intent(id).expires_at);
+    assert_eq!(lock.holder, "alice@laptop (pid 42)");
+    assert_eq!(h.announced(), ["Stale intent 1 on -"]);
+    h.age(Duration::from_secs(30));
+    assert_eq!(h.announced().len(), 1, "announced once");
+    assert!(h.locks().1[0].reason.starts_with("not renewed for 1m 31s"));
+
+    // Its holder comes back and renews it: not stale any more.
+    h.engine.store.renew_intent(id, None, "alice").unwrap();
+    h.engine.reload_intents();
+    assert!(h.locks().1.is_empty());
+    let entry = h.entry("ConfigMap", "w");
+    assert!(entry.is_none(), "ConfigMaps never listed here");
+}
+
+#[test]
+fn a_deleted_holder_pod_makes_its_lock_stale_from_one_watch_event() {
+    let mut h = Harness::start(&config());
+    h.follow_clock();
+    let id = h.begin("web", &cm("w", "1"), "pod:shop/deploy-x", 600);
+    assert!(h.engine.watches.pods.contains_key("deploy-x"));
+    assert_eq!(h.locks(), (false, vec![]), "the holder is not listed yet");
+    h.pod_events(
+        "deploy-x",
+        vec![
+            WatchEvent::Init,
+            WatchEvent::Apply(pod("shop", "deploy-x")),
+            // A pod of that name elsewhere is not the holder.
+            WatchEvent::Apply(pod("other", "deploy-x")),
+            WatchEvent::InitDone,
+        ],
+    );
+    assert_eq!(h.locks(), (true, vec![]));
+
+    h.clock.advance(Duration::from_secs(5));
+    h.pod_events(
+        "deploy-x",
+        vec![WatchEvent::Delete(pod("other", "deploy-x"))],
+    );
+    assert!(h.locks().1.is_empty());
+    h.pod_events(
+        "deploy-x",
+        vec![WatchEvent::Delete(pod("shop", "deploy-x"))],
+    );
+    let (ready, locks) = h.locks();
+    assert!(ready);
+    assert_eq!(locks.len(), 1, "stale after the one Delete event");
+    assert_eq!(locks[0].reason, "holder pod shop/deploy-x no longer exists");
+    assert_eq!(locks[0].state.as_deref(), Some("pending"), "TTL not passed");
+    assert_eq!(locks[0].since, h.clock.wall());
+    assert_eq!(h.announced(), ["Stale intent 1 on shop/deploy-x"]);
+    assert_eq!(
+        h.intent(id).state,
+        IntentState::Pending,
+        "released by nobody"
+    );
+
+    // Released by hand: no lock, and the holder is no longer watched.
+    h.engine
+        .store
+        .release_intent(id, "ops", "pod gone")
+        .unwrap();
+    h.engine.reload_intents();
+    assert!(h.locks().1.is_empty());
+    assert!(h
+        .engine
+        .watches
+        .log
+        .contains(&"stop pods deploy-x".to_string()));
+}
+
+fn auto_release_config() -> Config {
+    let mut config = config();
+    config.locks.auto_release_after = Some(Duration::from_secs(30 * 60));
+    config
+}
+
+/// An engine with a pod-held intent (begun at the start) whose pod is then deleted.
+fn pod_gone(config: &Config, leadership: Leadership) -> (Harness, i64) {
+    let store = Store::open_in_memory().unwrap();
+    let mut h = Harness::new(store, config, "2026-11-30T10:00:00Z");
+    h.engine = h.engine.with_leadership(leadership, "replica-0");
+    h.follow_clock();
+    h.load();
+    let id = h.begin("web", &cm("w", "1"), "pod:shop/deploy-x", 600);
+    h.pod_events(
+        "deploy-x",
+        vec![
+            WatchEvent::Init,
+            WatchEvent::Apply(pod("shop", "deploy-x")),
+            WatchEvent::InitDone,
+        ],
+    );
+    (h, id)
+}
+
+#[test]
+fn auto_release_needs_the_pod_gone_the_lock_old_enough_and_the_lead() {
+    // Gone and old enough, but not leading: left alone.
+    let clock = Arc::new(ManualClock::new("2026-11-30T10:00:00Z".parse().unwrap()));
+    let (mut h, id) = pod_gone(&auto_release_config(), Leadership::elected(clock));
+    h.pod_events(
+        "deploy-x",
+        vec![WatchEvent::Delete(pod("shop", "deploy-x"))],
+    );
+    h.age(Duration::from_secs(3600));
+    assert_eq!(h.intent(id).state, IntentState::Expired);
+    assert_eq!(h.locks().1.len(), 1);
+    assert!(h.announced().is_empty(), "Events are the leader's");
+
+    // Leading, TTL passed long ago, pod alive: a TTL alone is never released.
+    let (mut h, id) = pod_gone(&auto_release_config(), Leadership::always());
+    h.age(Duration::from_secs(3600));
+    assert_eq!(h.intent(id).state, IntentState::Expired);
+    assert_eq!(h.locks().1[0].reason, "not renewed for 1h (ttl 10m)");
+
+    // Leading, pod gone: released once the lock is 30 minutes old, not before.
+    let (mut h, id) = pod_gone(&auto_release_config(), Leadership::always());
+    h.age(Duration::from_secs(10 * 60));
+    h.pod_events(
+        "deploy-x",
+        vec![WatchEvent::Delete(pod("shop", "deploy-x"))],
+    );
+    h.age(Duration::from_secs(19 * 60 + 59));
+    assert_eq!(h.intent(id).state, IntentState::Expired, "29m 59s old");
+    h.age(Duration::from_secs(1));
+    let released = h.intent(id);
+    assert_eq!(released.state, IntentState::Released);
+    assert_eq!(released.ended_by.as_deref(), Some("driftd/replica-0"));
+    let reason = released.end_reason.unwrap();
+    assert!(
+        reason.starts_with("holder pod shop/deploy-x no longer exists; released automatically")
+            && reason.contains("30m"),
+        "{reason}"
+    );
+    assert!(h.locks().1.is_empty(), "released: no lock");
+    let actions: Vec<String> = h
+        .engine
+        .store
+        .timeline("web")
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            driftd_store::HistoryEntry::Intent(e) => Some(e.action.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        ["auto-release", "expire-detected", "begin"],
+        "recorded in history"
+    );
+    let announced = h.announced();
+    assert_eq!(
+        announced.last().unwrap(),
+        "Released { actor: \"driftd/replica-0\" } intent 1 on shop/deploy-x"
+    );
+
+    // Off by default.
+    let (mut h, id) = pod_gone(&config(), Leadership::always());
+    h.pod_events(
+        "deploy-x",
+        vec![WatchEvent::Delete(pod("shop", "deploy-x"))],
+    );
+    h.age(Duration::from_secs(24 * 3600));
+    assert_eq!(h.intent(id).state, IntentState::Expired);
+}
+
+#[test]
+fn pulumi_locks_are_scanned_and_their_holder_pods_watched() {
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/pulumi");
+    let mut config = config();
+    config.pulumi.lock_dirs = vec![fixtures.join("backend")];
+    let store = Store::open_in_memory().unwrap();
+    // Twenty minutes after the fixture's lock was taken.
+    let mut h = Harness::new(store, &config, "2024-05-14T07:32:44Z");
+    h.load();
+    assert_eq!(h.locks(), (false, vec![]), "not scanned yet");
+    h.engine.scan_pulumi_locks();
+    assert!(h.engine.watches.pods.contains_key("shop-dev-workspace-0"));
+    assert_eq!(h.locks(), (false, vec![]), "its pod not listed yet");
+    let workspace = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "shop-dev-workspace-0", "namespace": "pulumi", "uid": "u-2",
+                     "creationTimestamp": "2024-05-14T07:00:00Z"},
+        "status": {"phase": "Running"}});
+    h.pod_events(
+        "shop-dev-workspace-0",
+        vec![
+            WatchEvent::Init,
+            WatchEvent::Apply(workspace.clone()),
+            WatchEvent::InitDone,
+        ],
+    );
+    assert_eq!(h.locks(), (true, vec![]), "young, and its pod runs");
+
+    h.pod_events("shop-dev-workspace-0", vec![WatchEvent::Delete(workspace)]);
+    let (_, locks) = h.locks();
+    assert_eq!(locks.len(), 1);
+    assert_eq!(locks[0].kind, LockKind::Pulumi);
+    assert_eq!(
+        locks[0].reason,
+        "holder pod pulumi/shop-dev-workspace-0 no longer exists"
+    );
+    assert!(locks[0]
+        .release
+        .contains("pulumi cancel --yes --stack organization/shop/dev"));
+    assert_eq!(
+        h.announced(),
+        ["Stale pulumi 0c7e5b7a-2f4d-4c1b-9a8e-3d6f1e2b4c5a on pulumi/shop-dev-workspace-0"]
+    );
+}

@@ -1,0 +1,137 @@
+//! The engine's side of intents: objects only an open intent wants, the intent an
+//! `uncommitted` entry names (with the two ways out), intents that expire by time, and the
+//! `driftd_intents` counts.
+
+use super::*;
+use driftd_core::report::IntentRef;
+use driftd_store::{IntentInfo, IntentState};
+
+/// What `/drift` says of the intent `info` that live object `key` equals; `only_intent`:
+/// no committed revision has the object (the intent created it).
+pub(super) fn intent_ref(info: &IntentInfo, key: &ObjectKey, only_intent: bool) -> IntentRef {
+    let release = info.release_command();
+    let revert = if only_intent {
+        format!(
+            "no committed revision has this object: delete it (`{}`), then `{release}`",
+            kubectl_delete(key)
+        )
+    } else {
+        format!("apply this entry's `patch` to the live object, then `{release}`")
+    };
+    IntentRef {
+        id: info.id,
+        state: info.state.to_string(),
+        holder: info.holder.clone(),
+        author: info.author.clone(),
+        created_at: info.created_at,
+        keep: format!("driftd intent commit {}", info.id),
+        revert,
+    }
+}
+
+/// `kubectl [-n NS] delete kind[.group] NAME`, the resource as kubectl resolves it.
+fn kubectl_delete(key: &ObjectKey) -> String {
+    let mut resource = key.kind.to_lowercase();
+    if !key.group.is_empty() {
+        resource = format!("{resource}.{}", key.group);
+    }
+    match &key.namespace {
+        Some(ns) => format!("kubectl -n {ns} delete {resource} {}", key.name),
+        None => format!("kubectl delete {resource} {}", key.name),
+    }
+}
+
+impl<W: WatchControl, O: Outputs> Engine<W, O> {
+    /// An object only open intents want: `uncommitted` while it exists live as one of them
+    /// wanted it; otherwise not reported (nothing committed wants it, and no intent explains
+    /// it as it is).
+    pub(super) fn evaluate_intent_only(&mut self, key: &ObjectKey) {
+        let Some(kind) = self.tracked.get(key).cloned() else {
+            return;
+        };
+        if !self.lists.judges(&kind, key) {
+            return;
+        }
+        let matched = self.live.get(key).and_then(|live| {
+            self.intents
+                .matching(None, key, live, &self.differ, &self.facts)
+        });
+        let Some(info) = matched else {
+            return self.drop_entry(key, self.clock.wall());
+        };
+        let entry = DriftEntry {
+            source: info.source.clone(),
+            // No revision desires it.
+            revision: 0,
+            api_version: kind.api_version.clone(),
+            kind: key.kind.clone(),
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+            class: DriftClass::Uncommitted,
+            since: None,
+            changes: Vec::new(),
+            patch: Default::default(),
+            ignored: Vec::new(),
+            intent: Some(intent_ref(info, key, true)),
+        };
+        self.publish_entry(key, entry);
+    }
+
+    /// Reads the open intents now (after this replica wrote to them, which its own
+    /// `data_version` does not show).
+    pub(super) fn reload_intents(&mut self) {
+        match self
+            .intents
+            .load(&self.store, &self.desired, self.clock.wall())
+        {
+            Ok(IntentChange::Changed) => self.tracking_changed(),
+            Ok(IntentChange::Renewed) => self.intents_aged(),
+            Err(err) => {
+                tracing::error!(error = %err, "cannot read intents; keeping the last ones");
+                self.outputs.store_error("cannot read intents", &err);
+            }
+        }
+    }
+
+    /// Time passed, or intents were renewed: an intent that expired (or was renewed after
+    /// expiring) is shown in its new state, and locks are judged again.
+    pub fn intents_aged(&mut self) {
+        let changed = self.intents.refresh(self.clock.wall());
+        for open in self.intents.open() {
+            if changed.contains(&open.info.id) && open.info.state == IntentState::Expired {
+                tracing::warn!(intent = open.info.id, source = %open.info.source,
+                    holder = %open.info.holder, "intent expired: its holder stopped renewing it");
+                if let Err(err) = self.store.record_intent_expiry(open.info.id, &self.actor) {
+                    tracing::error!(intent = open.info.id, error = %err, "cannot record the expiry");
+                    self.outputs
+                        .store_error("cannot record an intent's expiry", &err);
+                }
+            }
+        }
+        if !changed.is_empty() {
+            for key in self.intents.keys_of(&changed) {
+                if self.tracked.contains_key(&key) {
+                    self.evaluate(&key);
+                }
+            }
+            self.publish_intents();
+        }
+        self.refresh_locks();
+    }
+
+    /// Counts recently ended intents again (the window moves with time).
+    pub fn recount_intents(&mut self) {
+        match self.intents.recount(&self.store, self.clock.wall()) {
+            Ok(()) => self.publish_intents(),
+            Err(err) => {
+                tracing::error!(error = %err, "cannot count intents");
+                self.outputs.store_error("cannot count intents", &err);
+            }
+        }
+    }
+
+    pub(super) fn publish_intents(&mut self) {
+        let counts = self.intents.counts();
+        self.index.write().unwrap().set_intents(counts);
+    }
+}
