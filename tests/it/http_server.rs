@@ -281,12 +281,28 @@ fn concurrent_clients_while_watch_events_flow_get_no_errors() {
     });
 }
 
-/// A self-signed certificate for 127.0.0.1 and a web config with it and one bcrypt user.
-fn web_config(dir: &Path, password: &str) -> PathBuf {
+/// Writes a new self-signed certificate for 127.0.0.1 (key first, as a renewal would) to
+/// `server.crt` and `server.key`; returns the certificate.
+fn new_certificate(dir: &Path) -> Vec<u8> {
     let cert =
         rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
-    std::fs::write(dir.join("server.crt"), cert.cert.pem()).unwrap();
     std::fs::write(dir.join("server.key"), cert.signing_key.serialize_pem()).unwrap();
+    std::fs::write(dir.join("server.crt"), cert.cert.pem()).unwrap();
+    cert.cert.pem().into_bytes()
+}
+
+/// An HTTPS client trusting only `ca`.
+fn client_trusting(ca: &[u8]) -> reqwest::Client {
+    reqwest::Client::builder()
+        .use_rustls_tls()
+        .add_root_certificate(reqwest::Certificate::from_pem(ca).unwrap())
+        .build()
+        .unwrap()
+}
+
+/// A web config with a new certificate and one bcrypt user.
+fn web_config(dir: &Path, password: &str) -> PathBuf {
+    new_certificate(dir);
     let hash = bcrypt::hash(password, 4).unwrap();
     let path = dir.join("web-config.yml");
     std::fs::write(
@@ -337,11 +353,7 @@ fn web_config_file_serves_tls_and_basic_auth_that_prometheus_scrapes() {
         .enable_all()
         .build()
         .unwrap();
-    let client = reqwest::Client::builder()
-        .use_rustls_tls()
-        .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
-        .build()
-        .unwrap();
+    let client = client_trusting(&ca);
     let get = |path: &str, auth: Option<&str>| {
         rt.block_on(async {
             let mut request = client.get(format!("{}{path}", daemon.url));
@@ -426,6 +438,24 @@ fn web_config_file_serves_tls_and_basic_auth_that_prometheus_scrapes() {
             let body: serde_json::Value = serde_json::from_str(&body).ok()?;
             (body["data"]["result"][0]["value"][1] == "1").then_some(())
         },
+    );
+
+    // A renewed certificate (cert-manager rewrites the mounted files) is served without a
+    // restart.
+    let renewed = client_trusting(&new_certificate(dir.path()));
+    let healthz = format!("{}/healthz", daemon.url);
+    wait_for(
+        "the renewed certificate served",
+        Duration::from_secs(10),
+        || {
+            let response = rt.block_on(renewed.get(&healthz).send()).ok()?;
+            (response.status() == 200).then_some(())
+        },
+    );
+    assert!(
+        rt.block_on(client_trusting(&ca).get(&healthz).send())
+            .is_err(),
+        "a new connection no longer gets the old certificate"
     );
 }
 
