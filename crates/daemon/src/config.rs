@@ -33,6 +33,10 @@ pub struct Config {
     pub settle_seconds: f64,
     /// How often the daemon checks the database for new commits.
     pub desired_poll_millis: u64,
+    /// Every listed kind is listed again this often (0: never), so a change no watch event
+    /// carried (an API server whose state went back to lower resourceVersions sends nothing
+    /// newer than a watcher's position) is found within this time.
+    pub relist_seconds: f64,
     /// driftd's own namespace: where its leader Lease lives. One setting for `serve` and the
     /// CLI (`DRIFTD_NAMESPACE`).
     pub namespace: String,
@@ -395,6 +399,7 @@ impl Default for Config {
             listen: "0.0.0.0:9477".parse().expect("valid default address"),
             settle_seconds: 5.0,
             desired_poll_millis: 500,
+            relist_seconds: 300.0,
             namespace: "driftd".into(),
             metrics: MetricsConfig::default(),
             events: EventsConfig::default(),
@@ -463,6 +468,7 @@ const ENV_KEYS: &[&str] = &[
     "listen",
     "settle_seconds",
     "desired_poll_millis",
+    "relist_seconds",
     "metrics.max_object_series",
     "events.enabled",
     "events.reporting_controller",
@@ -557,6 +563,14 @@ impl Config {
         if !(self.settle_seconds >= 0.0 && self.settle_seconds <= 3600.0) {
             return Err(bad("settle_seconds", "must be between 0 and 3600"));
         }
+        if !(self.relist_seconds == 0.0
+            || (self.relist_seconds >= 1.0 && self.relist_seconds <= 86400.0))
+        {
+            return Err(bad(
+                "relist_seconds",
+                "must be 0 (off) or between 1 and 86400",
+            ));
+        }
         if self.desired_poll_millis == 0 || self.desired_poll_millis > 60_000 {
             return Err(bad("desired_poll_millis", "must be between 1 and 60000"));
         }
@@ -605,6 +619,11 @@ impl Config {
 
     pub fn settle(&self) -> Duration {
         Duration::from_secs_f64(self.settle_seconds)
+    }
+
+    /// The periodic re-list period, `None` when off.
+    pub fn relist(&self) -> Option<Duration> {
+        (self.relist_seconds > 0.0).then(|| Duration::from_secs_f64(self.relist_seconds))
     }
 }
 

@@ -799,5 +799,38 @@ fn failed_episode_writes_are_reported_and_the_engine_goes_on() {
     assert_eq!(h.engine.outputs.store_errors.len(), 2);
     assert!(h.engine.outputs.store_errors[1].starts_with("cannot close drift episode: "));
 }
+/// A server whose state went back to lower resourceVersions (an etcd restore) sends a
+/// resuming watch nothing newer than its position, so a change can go unseen: the periodic
+/// re-list finds it, and objects stay judged (and driftd ready) while it runs.
+#[test]
+fn the_periodic_relist_finds_a_change_the_watch_missed() {
+    let mut h = Harness::start_with(&config(), &(cm("a", "1") + &cm("b", "1")));
+    h.list(&configmaps(), live(&(cm("a", "1") + &cm("b", "1"))));
+    let before = h.engine.watches.log.len();
+
+    h.engine.relist_periodically();
+    assert_eq!(h.engine.watches.log[before..], ["restart ConfigMap"]);
+    assert!(h.ready(), "a periodic re-list does not make driftd unready");
+    assert_eq!(h.class("a"), Some(DriftClass::InSync));
+
+    // The new watcher's list has the change no watch event carried, and not `b`.
+    h.list(&configmaps(), live(&cm("a", "2")));
+    assert_eq!(h.class("a"), Some(DriftClass::Modified));
+    assert_eq!(h.class("b"), Some(DriftClass::Missing));
+    h.advance(SETTLE);
+    assert_eq!(
+        h.announced(),
+        ["Detected ConfigMap/a", "Detected ConfigMap/b"]
+    );
+}
+
+#[test]
+fn a_kind_still_listing_is_not_relisted_periodically() {
+    let mut h = Harness::start_with(&config(), &cm("a", "1"));
+    let before = h.engine.watches.log.len();
+    h.engine.relist_periodically();
+    assert_eq!(h.engine.watches.log.len(), before, "its first list will do");
+}
+
 mod intents;
 mod locks;
