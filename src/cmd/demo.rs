@@ -159,8 +159,8 @@ pub async fn run_demo(
         config,
         client.clone(),
         shutdown,
-        move |addr| {
-            let _ = addr_tx.send(addr);
+        move |listening| {
+            let _ = addr_tx.send(listening.addr);
         },
     ));
     let addr = addr_rx.await.context("daemon did not start")?;

@@ -3,6 +3,7 @@
 //! out.
 
 use driftd_core::report::{DriftClass, DriftEntry, DriftFilter, DriftResponse, IntentRef};
+use driftd_core::text::escape_control;
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -75,7 +76,7 @@ pub fn fetch<T: DeserializeOwned>(
         let status = response.status();
         if !status.is_success() {
             let text = response.text().await.unwrap_or_default();
-            anyhow::bail!("{url} answered {status}: {}", text.trim());
+            anyhow::bail!("{url} answered {status}: {}", escape_control(text.trim()));
         }
         response
             .json::<T>()
@@ -131,6 +132,12 @@ pub fn render_table(body: &DriftResponse) -> String {
         }
         return out;
     }
+    // Names and values come from whoever can write to the cluster: control characters are
+    // shown escaped, never sent to the terminal.
+    let rows: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|r| r.iter().map(|c| escape_control(c).into_owned()).collect())
+        .collect();
     let widths: Vec<usize> = (0..rows[0].len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();

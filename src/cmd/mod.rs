@@ -10,6 +10,7 @@ pub mod history;
 pub mod import;
 pub mod intent;
 pub mod locks;
+mod log_fields;
 pub mod run;
 pub mod serve;
 #[cfg(feature = "sim")]
@@ -33,11 +34,13 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-/// Sets up `tracing` logs on stderr, filtered by `RUST_LOG` (default `info`).
+/// Sets up `tracing` logs on stderr, filtered by `RUST_LOG` (default `info`), with control
+/// characters in fields escaped.
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
+        .fmt_fields(log_fields::EscapedFields::default())
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

@@ -15,6 +15,10 @@ pub struct Args {
     /// HTTP listen address (overrides `listen`).
     #[arg(long)]
     pub listen: Option<std::net::SocketAddr>,
+    /// Web config file of Prometheus exporters: TLS, basic auth, headers (overrides
+    /// `http.web_config_file`).
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -26,6 +30,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(listen) = args.listen {
         config.listen = listen;
     }
+    if let Some(file) = args.web_config_file {
+        config.http.web_config_file = Some(file);
+    }
     super::runtime()?.block_on(async move {
         let client = kube::Client::try_default().await.map_err(|e| {
             anyhow::anyhow!(
@@ -36,8 +43,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             config,
             client,
             driftd_daemon::serve::shutdown_signal(),
-            |addr| {
-                println!("driftd listening on http://{addr}");
+            |listening| {
+                println!("driftd listening on {}", listening.url());
             },
         )
         .await?;

@@ -3,6 +3,7 @@
 //! Also holds the small table/age helpers `history` shares: kubectl-style output, upper-case
 //! headers, columns padded with three spaces, ages as kubectl prints them (`5m`, `3d2h`).
 
+use driftd_core::text::escape_control;
 use driftd_store::Store;
 use jiff::Timestamp;
 use std::path::{Path, PathBuf};
@@ -94,8 +95,14 @@ pub fn first_line(message: &str) -> String {
 }
 
 /// Left-aligned columns separated by three spaces (kubectl's tabwriter padding); the last
-/// column is not padded.
+/// column is not padded. Control characters in cells (names, messages and values come from
+/// whoever can commit or write to the cluster) are shown escaped, so no cell can move the
+/// cursor, forge a row or recolour the terminal.
 pub fn render_table(rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| escape_control(c).into_owned()).collect())
+        .collect();
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {
@@ -107,7 +114,7 @@ pub fn render_table(rows: &[Vec<String>]) -> String {
         })
         .collect();
     let mut out = String::new();
-    for r in rows {
+    for r in &rows {
         let mut line = String::new();
         for (c, cell) in r.iter().enumerate() {
             line.push_str(cell);
@@ -200,6 +207,19 @@ mod tests {
         assert_eq!(ago(3 * 86400 + 2 * 3600), "3d2h");
         assert_eq!(ago(40 * 86400), "40d");
         assert_eq!(ago(740 * 86400), "2y10d");
+    }
+
+    #[test]
+    fn control_characters_in_cells_are_escaped_and_columns_stay_aligned() {
+        let t = render_table(&[
+            row(&["NAME", "MESSAGE"]),
+            row(&["web\u{1b}[31m", "fix\rFORGED\tx"]),
+            row(&["db", "ok"]),
+        ]);
+        assert_eq!(
+            t,
+            "NAME          MESSAGE\nweb\\x1b[31m   fix\\rFORGED\\tx\ndb            ok\n"
+        );
     }
 
     #[test]

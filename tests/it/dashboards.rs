@@ -19,7 +19,6 @@ pub const PLANNED_NOT_YET_EXPORTED: &[&str] = &[
     "driftd_stale_config_pods",                  // issue 8
     "driftd_watch_healthy",                      // issue 10
     "driftd_watch_last_event_timestamp_seconds", // issue 10
-    "driftd_store_errors_total",                 // issue 10
 ];
 
 /// Severities the rules may use (alerts.yaml explains them).

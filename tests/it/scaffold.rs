@@ -278,6 +278,16 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn start(config: &Path, kubeconfig: &Path, extra_env: &[(&str, &str)]) -> Daemon {
+        let mut cmd = Daemon::command(config, kubeconfig);
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        Daemon::spawn(cmd)
+    }
+
+    /// `driftd serve --config CONFIG` against `kubeconfig`, to start with [`Daemon::spawn`]
+    /// after adding flags or limits.
+    pub fn command(config: &Path, kubeconfig: &Path) -> Command {
         let mut cmd = Command::new(DRIFTD);
         // driftd's leader Lease lives in its namespace (`driftd` by default, which the
         // kustomize install creates); `default` exists in every cluster.
@@ -286,12 +296,15 @@ impl Daemon {
             .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "info,driftd=debug")
             .env("DRIFTD_NAMESPACE", "default");
-        for (k, v) in extra_env {
-            cmd.env(k, v);
-        }
+        cmd
+    }
+
+    /// Runs a prepared `driftd serve` command (another wrapper, other flags) and waits until
+    /// it listens; `url` is `http://ADDR` or, with TLS, `https://ADDR`.
+    pub fn spawn(cmd: Command) -> Daemon {
         let mut proc = Proc::spawn("driftd serve", cmd);
-        let line = proc.wait_line("listening on http://", Duration::from_secs(30));
-        let url = line[line.find("http://").unwrap()..].trim().to_string();
+        let line = proc.wait_line("driftd listening on ", Duration::from_secs(30));
+        let url = line[line.find("http").unwrap()..].trim().to_string();
         Daemon { proc, url }
     }
 

@@ -33,6 +33,10 @@ pub struct Config {
     pub settle_seconds: f64,
     /// How often the daemon checks the database for new commits.
     pub desired_poll_millis: u64,
+    /// Every listed kind is listed again this often (0: never), so a change no watch event
+    /// carried (an API server whose state went back to lower resourceVersions sends nothing
+    /// newer than a watcher's position) is found within this time.
+    pub relist_seconds: f64,
     /// driftd's own namespace: where its leader Lease lives. One setting for `serve` and the
     /// CLI (`DRIFTD_NAMESPACE`).
     pub namespace: String,
@@ -43,6 +47,7 @@ pub struct Config {
     pub pulumi: PulumiConfig,
     pub unmanaged: UnmanagedConfig,
     pub secrets: SecretsConfig,
+    pub http: HttpConfig,
     /// `[[ignore]]` rules: differences a team decided are not drift.
     pub ignore: Vec<driftd_core::diff::IgnoreRule>,
     /// `[[controller_managers]]`: field managers whose fields in live `managedFields` are
@@ -156,6 +161,78 @@ fn paths<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Erro
             .collect(),
     })
 }
+
+/// `[http]`: the HTTP server's limits, so clients that connect and stay silent, send
+/// headers slowly, or never read their answer cannot take every connection (or file
+/// descriptor) and starve `/healthz`; and the optional TLS and basic-auth web config.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    /// A client must send a request's complete headers within this time of connecting (or,
+    /// on a kept-alive HTTP/1.1 connection, of the previous answer), and finish the TLS
+    /// handshake within it.
+    pub header_read_timeout_seconds: f64,
+    /// A connection with no request in progress is closed after this long.
+    pub idle_timeout_seconds: f64,
+    /// One request, from its headers to the last byte of the answer; a handler that takes
+    /// longer answers 503.
+    pub request_timeout_seconds: f64,
+    /// Open connections at most; kept below the process's file-descriptor limit. At the cap
+    /// a new connection closes the longest-idle one, so silent clients cannot lock out a
+    /// health probe.
+    pub max_connections: usize,
+    /// Requests handled at once; more are answered 503 at once. `/healthz` and `/readyz`
+    /// are not counted.
+    pub max_in_flight_requests: usize,
+    /// Prometheus exporter-toolkit web config file (`--web.config.file`): TLS, basic auth,
+    /// response headers. Relative paths inside it are relative to its directory.
+    pub web_config_file: Option<PathBuf>,
+    /// Whether `basic_auth_users` also guards `/healthz` and `/readyz`. Off by default:
+    /// kubelet probes cannot send credentials without writing them into the Pod spec.
+    pub health_requires_auth: bool,
+}
+
+impl HttpConfig {
+    pub fn header_read_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.header_read_timeout_seconds)
+    }
+
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.idle_timeout_seconds)
+    }
+
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.request_timeout_seconds)
+    }
+
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        for (key, value) in [
+            (
+                "http.header_read_timeout_seconds",
+                self.header_read_timeout_seconds,
+            ),
+            ("http.idle_timeout_seconds", self.idle_timeout_seconds),
+            ("http.request_timeout_seconds", self.request_timeout_seconds),
+        ] {
+            if !(value > 0.0 && value <= 3600.0) {
+                return Err((key, "must be greater than 0 and at most 3600".into()));
+            }
+        }
+        if self.max_connections < MIN_CONNECTIONS {
+            return Err((
+                "http.max_connections",
+                format!("must be at least {MIN_CONNECTIONS}"),
+            ));
+        }
+        if self.max_in_flight_requests == 0 {
+            return Err(("http.max_in_flight_requests", "must be at least 1".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Fewer connections than this cannot serve a scrape, a probe and an engineer at once.
+pub const MIN_CONNECTIONS: usize = 8;
 
 /// `[metrics]`
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -322,6 +399,7 @@ impl Default for Config {
             listen: "0.0.0.0:9477".parse().expect("valid default address"),
             settle_seconds: 5.0,
             desired_poll_millis: 500,
+            relist_seconds: 300.0,
             namespace: "driftd".into(),
             metrics: MetricsConfig::default(),
             events: EventsConfig::default(),
@@ -330,6 +408,7 @@ impl Default for Config {
             pulumi: PulumiConfig::default(),
             unmanaged: UnmanagedConfig::default(),
             secrets: SecretsConfig::default(),
+            http: HttpConfig::default(),
             ignore: Vec::new(),
             controller_managers: driftd_core::diff::ClusterFacts::default().controller_managers,
         }
@@ -340,6 +419,22 @@ impl Default for MetricsConfig {
     fn default() -> Self {
         MetricsConfig {
             max_object_series: 10_000,
+        }
+    }
+}
+
+impl Default for HttpConfig {
+    /// Go's `http.Server` has no limits by default; these are what a small daemon needs:
+    /// probes every few seconds, a scrape every 15-60 s, people now and then.
+    fn default() -> Self {
+        HttpConfig {
+            header_read_timeout_seconds: 10.0,
+            idle_timeout_seconds: 60.0,
+            request_timeout_seconds: 30.0,
+            max_connections: 512,
+            max_in_flight_requests: 64,
+            web_config_file: None,
+            health_requires_auth: false,
         }
     }
 }
@@ -373,6 +468,7 @@ const ENV_KEYS: &[&str] = &[
     "listen",
     "settle_seconds",
     "desired_poll_millis",
+    "relist_seconds",
     "metrics.max_object_series",
     "events.enabled",
     "events.reporting_controller",
@@ -385,6 +481,13 @@ const ENV_KEYS: &[&str] = &[
     "secrets.encryption_key_file",
     "secrets.previous_encryption_key_files",
     "secrets.hash_key_file",
+    "http.header_read_timeout_seconds",
+    "http.idle_timeout_seconds",
+    "http.request_timeout_seconds",
+    "http.max_connections",
+    "http.max_in_flight_requests",
+    "http.web_config_file",
+    "http.health_requires_auth",
     "locks.auto_release_after",
     "pulumi.scan_seconds",
     "pulumi.max_lock_age",
@@ -460,6 +563,14 @@ impl Config {
         if !(self.settle_seconds >= 0.0 && self.settle_seconds <= 3600.0) {
             return Err(bad("settle_seconds", "must be between 0 and 3600"));
         }
+        if !(self.relist_seconds == 0.0
+            || (self.relist_seconds >= 1.0 && self.relist_seconds <= 86400.0))
+        {
+            return Err(bad(
+                "relist_seconds",
+                "must be 0 (off) or between 1 and 86400",
+            ));
+        }
         if self.desired_poll_millis == 0 || self.desired_poll_millis > 60_000 {
             return Err(bad("desired_poll_millis", "must be between 1 and 60000"));
         }
@@ -492,6 +603,9 @@ impl Config {
         if let Err((key, reason)) = self.leader_election.check() {
             return Err(bad(key, &reason));
         }
+        if let Err((key, reason)) = self.http.check() {
+            return Err(bad(key, &reason));
+        }
         if !(self.pulumi.scan_seconds >= 1.0 && self.pulumi.scan_seconds <= 3600.0) {
             return Err(bad("pulumi.scan_seconds", "must be between 1 and 3600"));
         }
@@ -505,6 +619,11 @@ impl Config {
 
     pub fn settle(&self) -> Duration {
         Duration::from_secs_f64(self.settle_seconds)
+    }
+
+    /// The periodic re-list period, `None` when off.
+    pub fn relist(&self) -> Option<Duration> {
+        (self.relist_seconds > 0.0).then(|| Duration::from_secs_f64(self.relist_seconds))
     }
 }
 

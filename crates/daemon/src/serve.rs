@@ -8,8 +8,9 @@
 
 use crate::config::Config;
 use crate::drift::{Clock, DriftIndex, Engine, EngineError, SystemClock};
-use crate::export::http::{self, Handles};
+use crate::export::http::{self, server, Handles};
 use crate::export::publisher::Publisher;
+use crate::export::web_config::{WebConfig, WebConfigError};
 use crate::export::{events, metrics::Metrics};
 use crate::leader::{self, Elector, KubeLease, Leadership};
 use crate::watch::Supervisor;
@@ -39,18 +40,49 @@ pub enum ServeError {
     },
     #[error("drift engine: {0}")]
     Engine(#[from] EngineError),
+    /// The web config file (`http.web_config_file`, `--web.config.file`).
+    #[error(transparent)]
+    WebConfig(#[from] WebConfigError),
+    /// The file-descriptor limit leaves too few connections.
     #[error("HTTP server: {0}")]
-    Http(#[source] std::io::Error),
+    Limits(String),
 }
 
-/// Runs the daemon until `shutdown` completes. `on_listening` is told the bound address
-/// (useful with port 0).
+/// Where the HTTP server listens, once it does.
+#[derive(Debug, Clone, Copy)]
+pub struct Listening {
+    /// The bound address (useful with port 0).
+    pub addr: SocketAddr,
+    /// Whether it speaks HTTPS (the web config has `tls_server_config`).
+    pub tls: bool,
+}
+
+impl Listening {
+    /// `http://ADDR` or `https://ADDR`.
+    pub fn url(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
+    }
+}
+
+/// Runs the daemon until `shutdown` completes. `on_listening` is told where the HTTP server
+/// listens.
 pub async fn run(
     config: Config,
     client: kube::Client,
     shutdown: impl Future<Output = ()> + Send + 'static,
-    on_listening: impl FnOnce(SocketAddr),
+    on_listening: impl FnOnce(Listening),
 ) -> Result<(), ServeError> {
+    // The web config and the descriptor limit are checked before the database is touched.
+    let web = match &config.http.web_config_file {
+        Some(path) => WebConfig::load(path)?,
+        None => WebConfig::default(),
+    };
+    let (max_connections, note) =
+        server::fd_budget(config.http.max_connections).map_err(ServeError::Limits)?;
+    if let Some(note) = note {
+        tracing::warn!("{note}");
+    }
     let keys = config.secrets.load_keys().map_err(ServeError::Database)?;
     let store = Store::open_with_keys(&config.database, keys).map_err(ServeError::Database)?;
     let index = Arc::new(RwLock::new(DriftIndex::new(
@@ -85,12 +117,21 @@ pub async fn run(
         .await
         .map_err(listen_error)?;
     let addr = listener.local_addr().map_err(listen_error)?;
-    tracing::info!(%addr, "HTTP server listening: /drift /locks /metrics /healthz /readyz");
+    tracing::info!(
+        %addr,
+        tls = web.tls.is_some(),
+        basic_auth = !web.users.is_empty(),
+        max_connections,
+        "HTTP server listening: /drift /locks /metrics /healthz /readyz"
+    );
     // Poll `shutdown` once before telling anyone we listen: the signal handlers it installs
     // on first poll are then in place, so a SIGTERM right after is a clean shutdown.
     let mut shutdown = Box::pin(shutdown);
     let shutdown_requested = futures::FutureExt::now_or_never(shutdown.as_mut()).is_some();
-    on_listening(addr);
+    on_listening(Listening {
+        addr,
+        tls: web.tls.is_some(),
+    });
 
     let (events, event_task) = match config.events.enabled {
         true => {
@@ -126,10 +167,26 @@ pub async fn run(
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut server_stop = stop_rx.clone();
-    let router = http::router(Handles { index, metrics });
-    let server = axum::serve(listener, router).with_graceful_shutdown(async move {
-        let _ = server_stop.wait_for(|s| *s).await;
-    });
+    let connection_metrics = server::ConnectionMetrics::default();
+    metrics.register(Box::new(connection_metrics.open.clone()));
+    metrics.register(Box::new(connection_metrics.closed.clone()));
+    let app = http::app(Handles { index, metrics }, &config.http, &web);
+    let limits = server::Limits {
+        header_read_timeout: config.http.header_read_timeout(),
+        idle_timeout: config.http.idle_timeout(),
+        request_timeout: config.http.request_timeout(),
+        max_connections,
+    };
+    let server = server::serve(
+        listener,
+        app,
+        limits,
+        web.tls,
+        connection_metrics,
+        async move {
+            let _ = server_stop.wait_for(|s| *s).await;
+        },
+    );
     let mut engine_stop = stop_rx;
     let (drained_tx, drained) = tokio::sync::oneshot::channel::<()>();
     let engine = async move {
@@ -164,9 +221,8 @@ pub async fn run(
         tracing::info!("shutting down");
         let _ = stop_tx.send(true);
     });
-    let (engine_result, server_result, ()) = tokio::join!(engine, server, election);
+    let (engine_result, (), ()) = tokio::join!(engine, server, election);
     engine_result?;
-    server_result.map_err(ServeError::Http)?;
     Ok(())
 }
 

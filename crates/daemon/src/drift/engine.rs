@@ -78,6 +78,8 @@ pub struct Engine<W, O> {
     /// ones and those only an open intent wants.
     tracked: BTreeMap<ObjectKey, TypeKey>,
     lists: Lists,
+    /// Period of the periodic re-list (`relist_seconds`); `None`: off.
+    relist: Option<Duration>,
     /// Live copies of tracked objects only: memory follows the desired state.
     live: HashMap<ObjectKey, Value>,
     autoscalers: Autoscalers,
@@ -136,6 +138,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             intents: IntentSet::default(),
             tracked: BTreeMap::new(),
             lists: Lists::default(),
+            relist: config.relist(),
             live: HashMap::new(),
             autoscalers: Autoscalers::default(),
             coverage: Coverage::new(&config.unmanaged)?,
@@ -182,6 +185,9 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let mut recount_tick = tokio::time::interval(RECOUNT_PERIOD);
         recount_tick.tick().await;
         let mut scan_tick = tokio::time::interval(self.locks.scan_period());
+        let relist_period = self.relist.unwrap_or(Duration::from_secs(86400));
+        let mut relist_tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + relist_period, relist_period);
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -200,6 +206,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 _ = poll.tick() => {
                     if let Err(err) = self.poll_desired() {
                         tracing::error!(error = %err, "cannot read the desired state; keeping the last one");
+                        self.outputs.store_error("cannot read the desired state", &err);
                     }
                 }
                 _ = settle_tick.tick() => self.settle_due(),
@@ -208,8 +215,16 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 _ = lock_tick.tick() => self.intents_aged(),
                 _ = recount_tick.tick() => self.recount_intents(),
                 _ = scan_tick.tick() => self.scan_pulumi_locks(),
+                _ = relist_tick.tick(), if self.relist.is_some() => self.relist_periodically(),
             }
         }
+    }
+
+    /// Lists every listed kind again (`relist_seconds`): a change the watches never
+    /// delivered is found within one period.
+    pub fn relist_periodically(&mut self) {
+        let kinds = self.lists.relist_listed(&mut self.watches);
+        tracing::debug!(kinds, "periodic re-list");
     }
 
     /// Loads the desired state and the open intents if someone wrote since the last load.
@@ -339,6 +354,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         if self.settling.forget(key).is_some() {
             if let Err(err) = self.store.resolve_drift(key, now) {
                 tracing::error!(object = %key, error = %err, "cannot close drift episode");
+                self.outputs.store_error("cannot close drift episode", &err);
             }
         }
     }
@@ -589,6 +605,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                         &drift.paths,
                     ) {
                         tracing::error!(object = %key, error = %err, "cannot record drift episode");
+                        self.outputs
+                            .store_error("cannot record drift episode", &err);
                     }
                     tracing::info!(object = %key, class = drift.class.as_str(), paths = ?drift.paths, "drift detected");
                     self.outputs.announce(Announcement::Detected, &entry, live);
@@ -596,6 +614,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 None => {
                     if let Err(err) = self.store.resolve_drift(&key, self.clock.wall()) {
                         tracing::error!(object = %key, error = %err, "cannot close drift episode");
+                        self.outputs.store_error("cannot close drift episode", &err);
                     }
                     tracing::info!(object = %key, "drift resolved");
                     self.outputs.announce(Announcement::Resolved, &entry, live);
@@ -618,6 +637,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                     .record_drift(key, &entry.source, drift.class.as_str(), now, &drift.paths)
             {
                 tracing::error!(object = %key, error = %err, "cannot update drift episode");
+                self.outputs
+                    .store_error("cannot update drift episode", &err);
             }
         }
     }

@@ -182,6 +182,24 @@ impl Lists {
         }
     }
 
+    /// Lists every listed kind again (a periodic re-list): whatever a watch missed (a
+    /// server whose state went back to lower resourceVersions sends nothing newer than a
+    /// client's position) is found by the list. Objects keep being judged on their live
+    /// copies meanwhile, so readiness does not drop. Returns how many kinds re-list.
+    pub fn relist_listed(&mut self, control: &mut impl WatchControl) -> usize {
+        let mut count = 0;
+        for (kind, watched) in &mut self.kinds {
+            if watched.state == ListState::Listed {
+                watched.state = ListState::Restarting {
+                    waiting: BTreeSet::new(),
+                };
+                watched.watcher = control.start(kind);
+                count += 1;
+            }
+        }
+        count
+    }
+
     /// Whether `watcher` is the current watcher of `kind` (else its messages are stale).
     pub fn is_current(&self, kind: &TypeKey, watcher: WatcherId) -> bool {
         self.kinds.get(kind).is_some_and(|w| w.watcher == watcher)

@@ -6,6 +6,7 @@ use super::locks::PodRef;
 use crate::watch::WatchError;
 use driftd_core::report::{DriftEntry, StaleLock};
 use driftd_k8s::TypeKey;
+use driftd_store::StoreError;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -37,6 +38,8 @@ pub trait Outputs {
     fn compared(&mut self, took: Duration);
     /// Announces a settled transition of `entry`; `live` is the live object, if it exists.
     fn announce(&mut self, announcement: Announcement, entry: &DriftEntry, live: Option<&Value>);
+    /// A database read or write failed while doing `what`; the engine goes on without it.
+    fn store_error(&mut self, what: &str, error: &StoreError);
     /// Announces a lock transition; `pod` is its holder pod, when it is one.
     fn announce_lock(&mut self, what: LockAnnouncement, lock: &StaleLock, pod: Option<&PodRef>);
 }

@@ -1,7 +1,16 @@
 //! The HTTP API for on-call engineers and Prometheus: `GET /drift`, `/locks`, `/metrics`,
-//! `/healthz`, `/readyz`.
+//! `/healthz`, `/readyz`. The routes are here; `app` puts limits and authentication in front
+//! of them, `server` drives the connections.
+
+mod app;
+mod auth;
+pub mod server;
+
+pub use app::{App, HEALTH_PATHS};
 
 use super::metrics::Metrics;
+use super::web_config::WebConfig;
+use crate::config::HttpConfig;
 use crate::drift::SharedIndex;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
@@ -10,6 +19,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use driftd_core::report::{DriftFilter, DriftResponse, LocksResponse};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 /// What the handlers read: the drift index and the metrics rendered from it.
 #[derive(Clone)]
@@ -28,6 +38,21 @@ pub fn router(handles: Handles) -> Router {
         .with_state(handles)
 }
 
+/// The routes behind `[http]`'s request limits and the web config's authentication and
+/// headers.
+pub fn app(handles: Handles, config: &HttpConfig, web: &WebConfig) -> App {
+    App::new(
+        router(handles),
+        app::AppSettings {
+            max_in_flight_requests: config.max_in_flight_requests,
+            request_timeout: config.request_timeout(),
+            auth: auth::BasicAuth::new(web.users.clone()),
+            health_requires_auth: config.health_requires_auth,
+            headers: web.headers.clone(),
+        },
+    )
+}
+
 /// `GET /drift?source=&namespace=&kind=&class=`; an unknown filter or class is a 400 that
 /// lists the valid ones (an empty list would read as "no drift").
 async fn drift(
@@ -37,7 +62,10 @@ async fn drift(
     let filter = match DriftFilter::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     {
         Ok(filter) => filter,
-        Err(err) => return (StatusCode::BAD_REQUEST, format!("{err}\n")).into_response(),
+        Err(err) => {
+            let text = driftd_core::text::escape_control(&err.to_string()).into_owned();
+            return (StatusCode::BAD_REQUEST, format!("{text}\n")).into_response();
+        }
     };
     let response = {
         let index = handles.index.read().unwrap();
@@ -77,14 +105,25 @@ async fn metrics(State(handles): State<Handles>) -> Response {
         .into_response()
 }
 
+/// 503 until every watcher finished its first list. Failed database operations do not make
+/// driftd unready (a 503 takes the pod out of its Service, yet `/drift` and `/metrics` are
+/// still right from memory; only drift episodes go unrecorded), but the body says them, and
+/// `driftd_store_errors_total` counts them for alerting.
 async fn readyz(State(handles): State<Handles>) -> Response {
-    if handles.index.read().unwrap().ready() {
-        (StatusCode::OK, "ready\n").into_response()
+    let store = handles.metrics.store_errors.summary(SystemTime::now());
+    let ready = handles.index.read().unwrap().ready();
+    let (status, mut body) = if ready {
+        (StatusCode::OK, "ready".to_string())
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: waiting for watchers to finish their first list\n",
+            "not ready: waiting for watchers to finish their first list".to_string(),
         )
-            .into_response()
+    };
+    if let Some(store) = store {
+        body.push_str("; but ");
+        body.push_str(&store);
     }
+    body.push('\n');
+    (status, body).into_response()
 }

@@ -50,6 +50,8 @@ pub struct Metrics {
     pub watch_errors: IntCounterVec,
     pub diff_duration: Histogram,
     pub events_dropped: IntCounter,
+    /// `driftd_store_errors_total` and the last failure, which `/readyz` says.
+    pub store_errors: super::store_errors::StoreErrors,
 }
 
 impl Metrics {
@@ -88,6 +90,7 @@ impl Metrics {
             "Kubernetes Events not published (queue full, API error, or leadership lost first).",
         )
         .unwrap();
+        let store_errors = super::store_errors::StoreErrors::default();
         let build_info = Gauge::with_opts(
             Opts::new("driftd_build_info", "Build metadata; always 1.")
                 .const_label("version", env!("CARGO_PKG_VERSION")),
@@ -107,6 +110,7 @@ impl Metrics {
             Box::new(watch_errors.clone()),
             Box::new(diff_duration.clone()),
             Box::new(events_dropped.clone()),
+            Box::new(store_errors.counter()),
             Box::new(build_info),
             Box::new(leader),
             Box::new(IndexFamilies::new(index)),
@@ -121,6 +125,7 @@ impl Metrics {
             watch_errors,
             diff_duration,
             events_dropped,
+            store_errors,
         }
     }
 

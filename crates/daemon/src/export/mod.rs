@@ -6,3 +6,5 @@ pub mod events;
 pub mod http;
 pub mod metrics;
 pub mod publisher;
+pub mod store_errors;
+pub mod web_config;

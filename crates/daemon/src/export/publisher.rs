@@ -9,6 +9,7 @@ use crate::leader::Leadership;
 use crate::watch::WatchError;
 use driftd_core::report::{DriftEntry, StaleLock};
 use driftd_k8s::TypeKey;
+use driftd_store::StoreError;
 use k8s_openapi::api::core::v1::ObjectReference;
 use serde_json::Value;
 use std::sync::Arc;
@@ -77,6 +78,10 @@ impl Outputs for Publisher {
             Announcement::Resolved => EventRequest::resolved(entry, live),
         };
         sink.send(request, &self.metrics);
+    }
+
+    fn store_error(&mut self, what: &str, error: &StoreError) {
+        self.metrics.store_errors.record(what, error);
     }
 
     fn announce_lock(&mut self, what: LockAnnouncement, lock: &StaleLock, pod: Option<&PodRef>) {

@@ -165,6 +165,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             }
             Err(err) => {
                 tracing::error!(intent = id, error = %err, "cannot release stale lock; leaving it to people");
+                self.outputs
+                    .store_error("cannot release a stale lock", &err);
                 self.locks.release_failed.insert(id);
             }
         }

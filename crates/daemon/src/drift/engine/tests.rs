@@ -62,6 +62,8 @@ struct Recorded {
     watch_events: BTreeMap<String, u64>,
     watch_errors: BTreeMap<String, u64>,
     comparisons: usize,
+    /// `what: error` of failed store operations.
+    store_errors: Vec<String>,
 }
 
 impl Outputs for Recorded {
@@ -93,6 +95,10 @@ impl Outputs for Recorded {
         let on = pod.map_or("-".to_string(), |p| format!("{}/{}", p.namespace, p.name));
         self.announcements
             .push(format!("{what:?} {} {} on {on}", lock.kind, lock.id));
+    }
+
+    fn store_error(&mut self, what: &str, error: &StoreError) {
+        self.store_errors.push(format!("{what}: {error}"));
     }
 }
 
@@ -761,6 +767,69 @@ fn sources_and_expired_rules_are_published() {
         ["other", "shop"]
     );
     assert_eq!(index.rules_expired(), 1);
+}
+
+/// A database that stops taking writes under a running daemon: drift is still judged and
+/// announced, and every failed write is reported (for `driftd_store_errors_total` and
+/// `/readyz`), not only logged.
+#[test]
+fn failed_episode_writes_are_reported_and_the_engine_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("driftd.db");
+    let mut store = Store::open(&path).unwrap();
+    commit(&mut store, "shop", &cm("a", "1"));
+    let mut h = Harness::new(store, &config(), "2026-11-30T10:00:00Z");
+    h.load();
+    h.list(&configmaps(), live(&cm("a", "1")));
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("DROP TABLE episodes")
+        .unwrap();
+
+    h.apply(one(&cm("a", "2")));
+    h.advance(SETTLE);
+    assert_eq!(h.class("a"), Some(DriftClass::Modified));
+    assert_eq!(h.announced(), ["Detected ConfigMap/a"]);
+    assert_eq!(
+        h.engine.outputs.store_errors,
+        ["cannot record drift episode: database: no such table: episodes"]
+    );
+    h.apply(one(&cm("a", "1")));
+    h.advance(SETTLE);
+    assert_eq!(h.engine.outputs.store_errors.len(), 2);
+    assert!(h.engine.outputs.store_errors[1].starts_with("cannot close drift episode: "));
+}
+/// A server whose state went back to lower resourceVersions (an etcd restore) sends a
+/// resuming watch nothing newer than its position, so a change can go unseen: the periodic
+/// re-list finds it, and objects stay judged (and driftd ready) while it runs.
+#[test]
+fn the_periodic_relist_finds_a_change_the_watch_missed() {
+    let mut h = Harness::start_with(&config(), &(cm("a", "1") + &cm("b", "1")));
+    h.list(&configmaps(), live(&(cm("a", "1") + &cm("b", "1"))));
+    let before = h.engine.watches.log.len();
+
+    h.engine.relist_periodically();
+    assert_eq!(h.engine.watches.log[before..], ["restart ConfigMap"]);
+    assert!(h.ready(), "a periodic re-list does not make driftd unready");
+    assert_eq!(h.class("a"), Some(DriftClass::InSync));
+
+    // The new watcher's list has the change no watch event carried, and not `b`.
+    h.list(&configmaps(), live(&cm("a", "2")));
+    assert_eq!(h.class("a"), Some(DriftClass::Modified));
+    assert_eq!(h.class("b"), Some(DriftClass::Missing));
+    h.advance(SETTLE);
+    assert_eq!(
+        h.announced(),
+        ["Detected ConfigMap/a", "Detected ConfigMap/b"]
+    );
+}
+
+#[test]
+fn a_kind_still_listing_is_not_relisted_periodically() {
+    let mut h = Harness::start_with(&config(), &cm("a", "1"));
+    let before = h.engine.watches.log.len();
+    h.engine.relist_periodically();
+    assert_eq!(h.engine.watches.log.len(), before, "its first list will do");
 }
 
 mod intents;

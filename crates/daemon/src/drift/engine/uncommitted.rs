@@ -86,7 +86,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         {
             Ok(IntentChange::Changed) => self.tracking_changed(),
             Ok(IntentChange::Renewed) => self.intents_aged(),
-            Err(err) => tracing::error!(error = %err, "cannot read intents; keeping the last ones"),
+            Err(err) => {
+                tracing::error!(error = %err, "cannot read intents; keeping the last ones");
+                self.outputs.store_error("cannot read intents", &err);
+            }
         }
     }
 
@@ -100,6 +103,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                     holder = %open.info.holder, "intent expired: its holder stopped renewing it");
                 if let Err(err) = self.store.record_intent_expiry(open.info.id, &self.actor) {
                     tracing::error!(intent = open.info.id, error = %err, "cannot record the expiry");
+                    self.outputs
+                        .store_error("cannot record an intent's expiry", &err);
                 }
             }
         }
@@ -118,7 +123,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     pub fn recount_intents(&mut self) {
         match self.intents.recount(&self.store, self.clock.wall()) {
             Ok(()) => self.publish_intents(),
-            Err(err) => tracing::error!(error = %err, "cannot count intents"),
+            Err(err) => {
+                tracing::error!(error = %err, "cannot count intents");
+                self.outputs.store_error("cannot count intents", &err);
+            }
         }
     }
 

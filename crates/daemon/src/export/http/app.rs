@@ -1,0 +1,217 @@
+//! The path of one request through the limits, before the router:
+//!
+//! - `/healthz` and `/readyz` bypass the in-flight limit and the request timeout (they
+//!   read one flag), so probes answer while `/drift` is overloaded, and by default need no
+//!   credentials (kubelet cannot send them without writing them into the Pod spec);
+//! - everything else needs the `basic_auth_users` credentials when some are configured, and
+//!   counts against `max_in_flight_requests` (tower's `ConcurrencyLimit`, with `LoadShed`
+//!   answering 503 at once rather than queueing) and `request_timeout_seconds`
+//!   (tower-http's `Timeout`, 503);
+//! - every answer, 401 and 503 included, carries the web config's `headers`.
+
+use super::auth::BasicAuth;
+use axum::body::Body;
+use axum::error_handling::HandleErrorLayer;
+use axum::http::{header, HeaderName, HeaderValue, Request, Response, StatusCode};
+use axum::response::IntoResponse;
+use axum::Router;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tower::util::BoxCloneSyncService;
+use tower::{BoxError, ServiceBuilder, ServiceExt};
+use tower_http::timeout::TimeoutLayer;
+
+/// Paths answered outside the in-flight limit and, unless configured, without credentials.
+pub const HEALTH_PATHS: [&str; 2] = ["/healthz", "/readyz"];
+
+/// What the request path needs besides the router.
+pub struct AppSettings {
+    pub max_in_flight_requests: usize,
+    pub request_timeout: Duration,
+    pub auth: Option<BasicAuth>,
+    pub health_requires_auth: bool,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+/// The whole application as the connections call it; cheap to clone.
+#[derive(Clone)]
+pub struct App {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    health: Router,
+    limited: BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>,
+    auth: Option<BasicAuth>,
+    health_requires_auth: bool,
+    headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl App {
+    pub fn new(router: Router, settings: AppSettings) -> App {
+        let limited = ServiceBuilder::new()
+            .layer(HandleErrorLayer::new(|err: BoxError| async move {
+                overloaded(&err)
+            }))
+            .load_shed()
+            .concurrency_limit(settings.max_in_flight_requests)
+            .layer(TimeoutLayer::with_status_code(
+                StatusCode::SERVICE_UNAVAILABLE,
+                settings.request_timeout,
+            ))
+            .service(router.clone());
+        App {
+            inner: Arc::new(Inner {
+                health: router,
+                limited: BoxCloneSyncService::new(limited),
+                auth: settings.auth,
+                health_requires_auth: settings.health_requires_auth,
+                headers: settings.headers,
+            }),
+        }
+    }
+
+    /// Answers one request.
+    pub async fn handle(&self, request: Request<Body>) -> Response<Body> {
+        let inner = &self.inner;
+        let health = HEALTH_PATHS.contains(&request.uri().path());
+        let guarded = inner
+            .auth
+            .as_ref()
+            .filter(|_| !health || inner.health_requires_auth);
+        let mut response = match guarded {
+            Some(auth) if !auth.allows(request.headers()).await => unauthorized(),
+            _ if health => match inner.health.clone().oneshot(request).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            },
+            _ => match inner.limited.clone().oneshot(request).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            },
+        };
+        for (name, value) in &inner.headers {
+            response.headers_mut().insert(name.clone(), value.clone());
+        }
+        response
+    }
+}
+
+/// exporter-toolkit's answer: `WWW-Authenticate: Basic` and Go's `http.Error` body.
+fn unauthorized() -> Response<Body> {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Basic")],
+        "Unauthorized\n",
+    )
+        .into_response()
+}
+
+/// `LoadShed` refused the request: every in-flight slot is taken.
+fn overloaded(err: &BoxError) -> Response<Body> {
+    tracing::debug!(error = %err, "request shed: max_in_flight_requests reached");
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, "1")],
+        "overloaded: too many requests in flight (http.max_in_flight_requests); retry\n",
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::routing::get;
+    use std::collections::BTreeMap;
+
+    /// `/slow` holds its slot until told to finish.
+    fn app(
+        max_in_flight: usize,
+        timeout: Duration,
+        users: BTreeMap<String, String>,
+    ) -> (App, Arc<tokio::sync::Notify>) {
+        let release = Arc::new(tokio::sync::Notify::new());
+        let wait = release.clone();
+        let router = Router::new()
+            .route("/healthz", get(|| async { "ok\n" }))
+            .route("/fast", get(|| async { "fast\n" }))
+            .route(
+                "/slow",
+                get(move || {
+                    let wait = wait.clone();
+                    async move {
+                        wait.notified().await;
+                        "slow\n"
+                    }
+                }),
+            );
+        let settings = AppSettings {
+            max_in_flight_requests: max_in_flight,
+            request_timeout: timeout,
+            auth: BasicAuth::new(users),
+            health_requires_auth: false,
+            headers: vec![(
+                HeaderName::from_static("x-frame-options"),
+                HeaderValue::from_static("deny"),
+            )],
+        };
+        (App::new(router, settings), release)
+    }
+
+    fn get_req(path: &str) -> Request<Body> {
+        Request::get(path).body(Body::empty()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_full_in_flight_budget_sheds_requests_but_not_health_probes() {
+        let (app, release) = app(1, Duration::from_secs(30), BTreeMap::new());
+        let busy = tokio::spawn({
+            let app = app.clone();
+            async move { app.handle(get_req("/slow")).await.status() }
+        });
+        // Wait until the slow request holds the only slot.
+        let shed = loop {
+            let response = app.handle(get_req("/fast")).await;
+            if response.status() == StatusCode::SERVICE_UNAVAILABLE {
+                break response;
+            }
+            tokio::task::yield_now().await;
+        };
+        assert_eq!(shed.headers()["retry-after"], "1");
+        assert_eq!(shed.headers()["x-frame-options"], "deny");
+        assert_eq!(
+            app.handle(get_req("/healthz")).await.status(),
+            StatusCode::OK
+        );
+        release.notify_one();
+        assert_eq!(busy.await.unwrap(), StatusCode::OK);
+        assert_eq!(app.handle(get_req("/fast")).await.status(), StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn a_slow_handler_answers_503_at_the_request_timeout() {
+        let (app, _release) = app(4, Duration::from_millis(50), BTreeMap::new());
+        let response = app.handle(get_req("/slow")).await;
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+
+    #[tokio::test]
+    async fn credentials_guard_everything_but_health_probes() {
+        let users = BTreeMap::from([("u".to_string(), bcrypt::hash("p", 4).unwrap())]);
+        let (app, _release) = app(4, Duration::from_secs(30), users);
+        let response = app.handle(get_req("/fast")).await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(response.headers()["www-authenticate"], "Basic");
+        assert_eq!(response.headers()["x-frame-options"], "deny");
+        assert_eq!(
+            app.handle(get_req("/healthz")).await.status(),
+            StatusCode::OK
+        );
+        let mut authed = get_req("/fast");
+        authed
+            .headers_mut()
+            .insert(header::AUTHORIZATION, "Basic dTpw".parse().unwrap());
+        assert_eq!(app.handle(authed).await.status(), StatusCode::OK);
+    }
+}
