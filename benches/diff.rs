@@ -26,6 +26,7 @@ fn example_deployment() -> Value {
     let objects = driftd_core::manifest::load(&[file], &Default::default())
         .unwrap_or_else(|e| panic!("example app: {e}"));
     objects
+        .objects
         .into_iter()
         .find(|o| o.key.kind == "Deployment")
         .expect("the example app has a Deployment")

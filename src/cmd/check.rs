@@ -18,6 +18,7 @@
 use anyhow::Context;
 use driftd_core::diff::{ClusterFacts, CompareInput, Comparison, Differ, DriftClass};
 use driftd_core::manifest::{self, LoadOptions, ManifestObject};
+use driftd_k8s::kinds;
 use driftd_k8s::ObjectKey;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -49,6 +50,11 @@ pub struct Args {
     /// Namespace for namespaced desired objects that do not name one, as `kubectl -n`.
     #[arg(long, short = 'n', default_value = "default")]
     pub namespace: String,
+    /// Allow desired files without any object (then nothing can drift), as `commit` does.
+    #[arg(long)]
+    pub allow_empty: bool,
+    #[command(flatten)]
+    pub input: super::commit::InputArgs,
 }
 
 /// One compared object that drifts.
@@ -69,33 +75,48 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => driftd_daemon::config::Config::default(),
     };
     let rules = config.rule_set();
-    let desired = manifest::load(
-        &args.desired,
-        &LoadOptions {
-            default_namespace: args.namespace.clone(),
-            ..Default::default()
-        },
-    )
-    .context("desired files")?;
+    // The live side first: a custom resource in the desired files takes its scope from
+    // the cluster's CRDs, or from its live objects (read back from a cluster, a namespaced
+    // object always has a namespace), when no CRD in the desired files tells it.
+    let mut live_options = LoadOptions {
+        from_cluster: true,
+        ..LoadOptions::default()
+    };
+    args.input.apply(&mut live_options);
+    let live = super::commit::read_input(&args.live, &live_options)
+        .context("live files")?
+        .objects;
+    let mut desired_options = LoadOptions {
+        default_namespace: args.namespace.clone(),
+        ..LoadOptions::default()
+    };
+    args.input.apply(&mut desired_options);
+    for o in &live {
+        if let Some((gk, namespaced)) = manifest::crd_scope(&o.key.kind, &o.object) {
+            desired_options.custom_scopes.insert(gk, namespaced);
+        }
+    }
+    for o in &live {
+        if !kinds::is_builtin_group(&o.key.group) {
+            desired_options
+                .custom_scopes
+                .entry((o.key.group.clone(), o.key.kind.clone()))
+                .or_insert(o.key.namespace.is_some());
+        }
+    }
+    let loaded =
+        super::commit::read_input(&args.desired, &desired_options).context("desired files")?;
+    if loaded.objects.is_empty() && !args.allow_empty {
+        return Err(super::commit::no_objects(
+            &args.desired,
+            loaded.skipped.len(),
+        ));
+    }
+    let desired = loaded.objects;
     for d in &desired {
         driftd_core::diff::validate_annotations(&d.object)
             .map_err(|e| anyhow::anyhow!("{}: {e}", d.origin))?;
     }
-    // Live custom resources take their scope from CRDs in the desired input, so both sides
-    // key a cluster-scoped custom resource the same way.
-    let custom_scopes = desired
-        .iter()
-        .filter(|o| o.key.group == "apiextensions.k8s.io")
-        .filter_map(|o| manifest::crd_scope(&o.key.kind, &o.object))
-        .collect();
-    let live = manifest::load(
-        &args.live,
-        &LoadOptions {
-            custom_scopes,
-            ..Default::default()
-        },
-    )
-    .context("live files")?;
 
     let live_by_key: HashMap<&ObjectKey, &ManifestObject> =
         live.iter().map(|o| (&o.key, o)).collect();

@@ -6,7 +6,7 @@
 
 use super::store::{self, KeyArgs};
 use anyhow::Context;
-use driftd_core::manifest::{self, LoadOptions, ManifestObject};
+use driftd_core::manifest::{self, Cause, LoadOptions, Loaded, ManifestError, ManifestObject};
 use driftd_store::{validate_source_name, CommitOutcome, CommitRequest, Store};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -38,32 +38,143 @@ pub struct DesiredArgs {
     pub allow_empty: bool,
     #[command(flatten)]
     pub keys: KeyArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// How input is read: what `commit` (and `intent begin`, `run`) and `check` share.
+#[derive(Debug, Clone, clap::Args)]
+pub struct InputArgs {
+    /// Declares a kind namespaced when no CustomResourceDefinition in the input or committed
+    /// earlier defines it (an aggregated API, a CRD installed by other means): `Kind.group`,
+    /// e.g. `PodMetrics.metrics.k8s.io`. Repeatable.
+    #[arg(long = "namespaced", value_name = "KIND.GROUP", value_parser = parse_kind_group)]
+    pub namespaced: Vec<(String, String)>,
+    /// Declares a kind cluster-scoped, as `--namespaced` does. Repeatable.
+    #[arg(long = "cluster-scoped", value_name = "KIND.GROUP", value_parser = parse_kind_group)]
+    pub cluster_scoped: Vec<(String, String)>,
+    /// Largest input, all files together (bytes, or with a Ki/Mi/Gi suffix).
+    #[arg(long, value_name = "SIZE", default_value = "64Mi", value_parser = parse_size)]
+    pub max_input_size: usize,
+}
+
+impl InputArgs {
+    /// Adds the declared scopes and the size limit to `options`.
+    pub fn apply(&self, options: &mut LoadOptions) {
+        for ((kind, group), namespaced) in self
+            .namespaced
+            .iter()
+            .map(|k| (k, true))
+            .chain(self.cluster_scoped.iter().map(|k| (k, false)))
+        {
+            options
+                .custom_scopes
+                .insert((group.clone(), kind.clone()), namespaced);
+        }
+        options.max_total_bytes = self.max_input_size;
+    }
+}
+
+/// `Kind.group` (the group may have dots: `Widget.example.com`) into (kind, group).
+fn parse_kind_group(text: &str) -> Result<(String, String), String> {
+    match text.split_once('.') {
+        Some((kind, group)) if !kind.is_empty() && !group.is_empty() => {
+            Ok((kind.to_string(), group.to_string()))
+        }
+        _ => Err(format!(
+            "`{text}` is not KIND.GROUP (e.g. PodMetrics.metrics.k8s.io)"
+        )),
+    }
+}
+
+/// `1048576`, `512Ki`, `64Mi`, `1Gi`.
+fn parse_size(text: &str) -> Result<usize, String> {
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, ""),
+    };
+    let shift = match unit {
+        "" => 0,
+        "Ki" => 10,
+        "Mi" => 20,
+        "Gi" => 30,
+        _ => return Err(format!("`{text}`: use bytes or a Ki, Mi or Gi suffix")),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("`{text}` is not a size"))
+}
+
+/// Reads the input as `commit` and `check` read it: warnings and skipped objects are
+/// printed on stderr, an unknown kind's error says how to declare its scope.
+pub fn read_input(paths: &[PathBuf], options: &LoadOptions) -> anyhow::Result<Loaded> {
+    let loaded = manifest::load(paths, options).map_err(with_scope_hint)?;
+    for warning in &loaded.warnings {
+        eprintln!("warning: {warning}");
+    }
+    for skipped in &loaded.skipped {
+        eprintln!("warning: {skipped}");
+    }
+    Ok(loaded)
+}
+
+/// An unknown kind's error with the flags that declare its scope.
+fn with_scope_hint(err: ManifestError) -> anyhow::Error {
+    match &err.cause {
+        Cause::UnknownKind { kind_group } => {
+            anyhow::anyhow!("{err} (--namespaced {kind_group} or --cluster-scoped {kind_group})")
+        }
+        _ => anyhow::Error::new(err),
+    }
+}
+
+/// The refusal of an input without objects, the same for `commit` and `check`.
+pub fn no_objects(files: &[PathBuf], skipped: usize) -> anyhow::Error {
+    let files = files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let skipped = if skipped > 0 {
+        format!(
+            " ({} skipped: generateName without a name)",
+            count(skipped, "object")
+        )
+    } else {
+        String::new()
+    };
+    anyhow::anyhow!(
+        "no objects found in {files}{skipped}; pass --allow-empty to record an empty object set"
+    )
 }
 
 impl DesiredArgs {
     /// Validates the input, then opens the database (creating it only now that the input
     /// has proven valid) and returns it with the objects.
     pub fn load(&self) -> anyhow::Result<(Store, Vec<ManifestObject>)> {
+        self.load_all()
+            .map(|(store, loaded)| (store, loaded.objects))
+    }
+
+    /// [`DesiredArgs::load`] with what was skipped.
+    pub fn load_all(&self) -> anyhow::Result<(Store, Loaded)> {
         validate_source_name(&self.source)?;
         let Prepared {
             store,
-            options,
+            mut options,
             committed_crds,
         } = prepare(&self.db, &self.namespace, &self.keys)?;
-        let objects = manifest::load(&self.files, &options)?;
-        if objects.is_empty() && !self.allow_empty {
-            anyhow::bail!(
-                "no objects found in {}; pass --allow-empty to record an empty object set",
-                self.files
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+        self.input.apply(&mut options);
+        let loaded = read_input(&self.files, &options)?;
+        if loaded.objects.is_empty() && !self.allow_empty {
+            return Err(no_objects(&self.files, loaded.skipped.len()));
         }
-        warn_pruned_fields(&committed_crds, &objects);
+        warn_pruned_fields(&committed_crds, &loaded.objects);
         let store = open_or_create(store, &self.db, &self.keys)?;
-        Ok((store, objects))
+        Ok((store, loaded))
     }
 
     pub fn author(&self) -> String {
@@ -102,6 +213,7 @@ pub fn prepare(db: &Path, namespace: &str, keys: &KeyArgs) -> anyhow::Result<Pre
     let options = LoadOptions {
         default_namespace: namespace.to_string(),
         custom_scopes,
+        ..LoadOptions::default()
     };
     Ok(Prepared {
         store,
@@ -157,17 +269,24 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let desired = &args.desired;
-    let (mut store, objects) = desired.load()?;
+    let (mut store, loaded) = desired.load_all()?;
     let outcome = store
         .commit(&CommitRequest {
             source: &desired.source,
             message: &desired.message,
             author: &desired.author(),
-            objects: &objects,
+            objects: &loaded.objects,
             committed_at: None,
         })
         .with_context(|| format!("commit to source {:?} refused", desired.source))?;
-    println!("{}", describe_outcome(&outcome));
+    let skipped = match loaded.skipped.len() {
+        0 => String::new(),
+        n => format!(
+            "; {} skipped: generateName without a name",
+            count(n, "object")
+        ),
+    };
+    println!("{}{skipped}", describe_outcome(&outcome));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -8,12 +8,12 @@ use std::process::{Command, Output, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_driftd");
 
-fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/manifests")
 }
 
 /// Runs driftd with `args`, optional stdin, and a clean environment for the db default.
-fn driftd(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+pub(crate) fn driftd(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     let mut cmd = Command::new(BIN);
     cmd.args(args)
         .current_dir(dir)
@@ -37,16 +37,16 @@ fn driftd(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[track_caller]
-fn assert_ok(o: &Output) -> String {
+pub(crate) fn assert_ok(o: &Output) -> String {
     assert!(
         o.status.success(),
         "exit {:?}\nstdout: {}\nstderr: {}",
@@ -58,7 +58,7 @@ fn assert_ok(o: &Output) -> String {
 }
 
 /// sha256 of the database file and its WAL (if any): "byte-for-byte unchanged" made checkable.
-fn db_fingerprint(db: &Path) -> (String, Option<String>) {
+pub(crate) fn db_fingerprint(db: &Path) -> (String, Option<String>) {
     let hash = |p: &Path| hex::encode(Sha256::digest(std::fs::read(p).unwrap()));
     let wal = PathBuf::from(format!("{}-wal", db.display()));
     (hash(db), wal.exists().then(|| hash(&wal)))
@@ -504,9 +504,32 @@ fn custom_resources_take_their_scope_from_crds_committed_by_another_source() {
         &["commit", "--db", "d.db", "--source", "platform", "-f", "-"],
         Some(crd),
     ));
-    assert_ok(&driftd(
+    // Widget has no CRD anywhere: refused, never assumed namespaced, until declared.
+    let out = driftd(
         dir.path(),
         &["commit", "--db", "d.db", "--source", "app", "-f", "-"],
+        Some(crs),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("<stdin>: document 1: kind Widget in group \"example.com\" is neither built in nor defined by a CustomResourceDefinition")
+            && err.contains("--namespaced Widget.example.com or --cluster-scoped Widget.example.com"),
+        "{err}"
+    );
+    assert_ok(&driftd(
+        dir.path(),
+        &[
+            "commit",
+            "--db",
+            "d.db",
+            "--source",
+            "app",
+            "--namespaced",
+            "Widget.example.com",
+            "-f",
+            "-",
+        ],
         Some(crs),
     ));
     let state = Store::open(&dir.path().join("d.db"))
@@ -531,6 +554,6 @@ fn custom_resources_take_their_scope_from_crds_committed_by_another_source() {
     assert_eq!(
         ns("Widget").as_deref(),
         Some("default"),
-        "unknown: namespaced"
+        "namespaced as declared"
     );
 }

@@ -75,8 +75,44 @@ fn load_cases() -> Vec<Case> {
 }
 
 fn desired_objects(case: &Case) -> Vec<manifest::ManifestObject> {
-    manifest::parse_text(&case.desired_text, "desired.yaml", &LoadOptions::default())
+    let mut options = LoadOptions::default();
+    if let Some(crd) = &case.crd {
+        options.custom_scopes.extend(crd_scopes(crd));
+    }
+    // Kinds the case defines no CRD for take their scope from the live objects, as `check`
+    // does: the cluster they came from served them.
+    for item in live_items(&case.live) {
+        if let (Some((group, _)), Some(kind)) = (
+            item["apiVersion"].as_str().and_then(|v| v.split_once('/')),
+            item["kind"].as_str(),
+        ) {
+            let namespaced = item["metadata"]["namespace"].is_string();
+            options
+                .custom_scopes
+                .entry((group.to_string(), kind.to_string()))
+                .or_insert(namespaced);
+        }
+    }
+    manifest::parse_text(&case.desired_text, "desired.yaml", &options)
         .unwrap_or_else(|e| panic!("{}: {e}", case.name))
+}
+
+/// ((group, kind), namespaced) of every CRD in a case's `crd.yaml`: the scope a cluster
+/// serving that CRD gives its custom resources (scope is never guessed).
+fn crd_scopes(crd_yaml: &Path) -> Vec<((String, String), bool)> {
+    let text = std::fs::read_to_string(crd_yaml).unwrap();
+    manifest::parse_text(&text, "crd.yaml", &LoadOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", crd_yaml.display()))
+        .iter()
+        .map(|o| {
+            let spec = &o.object["spec"];
+            let key = (
+                spec["group"].as_str().unwrap().to_string(),
+                spec["names"]["kind"].as_str().unwrap().to_string(),
+            );
+            (key, spec["scope"] == "Namespaced")
+        })
+        .collect()
 }
 
 fn live_items(live: &Value) -> Vec<&Value> {

@@ -30,7 +30,7 @@ fn in_sync_cases() -> Vec<PathBuf> {
 fn desired_objects(desired: &Path, dir: &Path) -> Vec<Value> {
     let empty = dir.join("empty.json");
     std::fs::write(&empty, r#"{"apiVersion":"v1","kind":"List","items":[]}"#).unwrap();
-    let out = driftd(&[
+    let mut args: Vec<String> = [
         "check",
         "--desired",
         desired.to_str().unwrap(),
@@ -38,10 +38,45 @@ fn desired_objects(desired: &Path, dir: &Path) -> Vec<Value> {
         empty.to_str().unwrap(),
         "--format",
         "json",
-    ]);
+    ]
+    .map(String::from)
+    .into();
+    args.extend(custom_scope_flags(&desired.with_file_name("live.json")));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = driftd(&args);
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|_| panic!("check output: {}", String::from_utf8_lossy(&out.stderr)));
     report["objects"].as_array().unwrap().clone()
+}
+
+/// `--namespaced`/`--cluster-scoped` for the custom kinds of the case's live objects: the
+/// cluster they came from served them with that scope, and `check` never guesses one.
+fn custom_scope_flags(live_json: &Path) -> Vec<String> {
+    let live: Value = serde_json::from_str(&std::fs::read_to_string(live_json).unwrap()).unwrap();
+    let items = match live["items"].as_array() {
+        Some(items) => items.clone(),
+        None => vec![live],
+    };
+    let mut flags = Vec::new();
+    for item in &items {
+        let (Some(api_version), Some(kind)) = (item["apiVersion"].as_str(), item["kind"].as_str())
+        else {
+            continue;
+        };
+        let Some((group, _)) = api_version.split_once('/') else {
+            continue;
+        };
+        if driftd_k8s::kinds::builtin(api_version, kind).is_some() {
+            continue;
+        }
+        let flag = if item["metadata"]["namespace"].is_string() {
+            "--namespaced"
+        } else {
+            "--cluster-scoped"
+        };
+        flags.extend([flag.to_string(), format!("{kind}.{group}")]);
+    }
+    flags
 }
 
 fn resource_arg(api_version: &str, kind: &str) -> String {

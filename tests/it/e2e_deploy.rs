@@ -8,7 +8,6 @@ use crate::dashboards::{kubectl_local, repo_file, yaml_file_to_json, yaml_to_jso
 use crate::scaffold::*;
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const READ: &[&str] = &["get", "list", "watch"];
@@ -338,23 +337,7 @@ fn base_applies_and_driftd_reports_it_in_sync() {
 /// The Prometheus Operator's CRDs as upstream ships them (SOURCES.md in the shared folder,
 /// `../shared/` next to the repository; from a git worktree, next to its main checkout).
 fn upstream_operator_crds() -> String {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut candidates: Vec<PathBuf> = vec![repo.join("../shared")];
-    let common = std::process::Command::new("git")
-        .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
-        .current_dir(repo)
-        .output();
-    if let Ok(out) = common {
-        let git_dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        candidates.push(git_dir.join("../../shared"));
-    }
-    let file = candidates
-        .iter()
-        .map(|c| c.join("upstream-samples/operator-crds-trimmed.yaml"))
-        .find(|f| f.exists())
-        .unwrap_or_else(|| {
-            panic!("upstream-samples/operator-crds-trimmed.yaml not found in {candidates:?}")
-        });
+    let file = shared_dir().join("upstream-samples/operator-crds-trimmed.yaml");
     let text = std::fs::read_to_string(file).unwrap();
     // Documents are separated by `---` and named by a `# --- <crd name>` line.
     text.split("\n---\n")

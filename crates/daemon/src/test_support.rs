@@ -35,9 +35,19 @@ pub fn entry(source: &str, key: &ObjectKey, class: DriftClass, since: Timestamp)
     }
 }
 
+/// The objects of `yaml` as `commit` reads them; the tests' custom kind `Widget.example.com`
+/// is declared namespaced (`--namespaced`), as no CRD comes with it.
+pub fn parse(yaml: &str) -> Vec<manifest::ManifestObject> {
+    let mut options = LoadOptions::default();
+    options
+        .custom_scopes
+        .insert(("example.com".into(), "Widget".into()), true);
+    manifest::parse_text(yaml, "test.yaml", &options).unwrap()
+}
+
 /// Commits the objects of `yaml` as the whole of `source`.
 pub fn commit(store: &mut Store, source: &str, yaml: &str) {
-    let objects = manifest::parse_text(yaml, "test.yaml", &LoadOptions::default()).unwrap();
+    let objects = parse(yaml);
     store
         .commit(&CommitRequest {
             source,

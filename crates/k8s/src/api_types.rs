@@ -141,6 +141,94 @@ fn field_at(ty: &str, path: &[&str]) -> Option<&'static Field> {
     field_at(field.child?, rest)
 }
 
+const QUANTITY: &str = "apimachinery/pkg/api/resource.Quantity";
+
+/// Whether the Go type of a built-in kind has a `status` field: kube-apiserver serves a
+/// `/status` subresource for each such kind (its registry's status strategy).
+pub fn has_status(group: &str, version: &str, kind: &str) -> bool {
+    TABLE
+        .kinds
+        .get(&(group, version, kind))
+        .and_then(|root| TABLE.types.get(root))
+        .is_some_and(|fields| fields.contains_key("status"))
+}
+
+/// The Go struct (without its package, e.g. `DeploymentSpec`) whose field `path` (field
+/// names, list positions left out) ends at: how Go's JSON decoder names a field in a type
+/// error (`Go struct field DeploymentSpec.spec.replicas`). `None` outside the known types.
+pub fn struct_of_field(api_version: &str, kind: &str, path: &[&str]) -> Option<&'static str> {
+    let (group, version) = crate::kinds::split_api_version(api_version);
+    let mut ty: &'static str = TABLE.kinds.get(&(group, version, kind))?;
+    let mut rest = path;
+    loop {
+        let (first, tail) = rest.split_first()?;
+        let field = TABLE.types.get(ty)?.get(*first)?;
+        if tail.is_empty() {
+            return Some(ty.rsplit('.').next().unwrap_or(ty));
+        }
+        rest = tail.get(field.maps..)?;
+        if rest.is_empty() {
+            return Some(ty.rsplit('.').next().unwrap_or(ty));
+        }
+        ty = field.child?;
+    }
+}
+
+/// Calls `f` with the field path (kube's notation: `spec.containers[0].resources.limits[cpu]`)
+/// and value of every `resource.Quantity` of a built-in object, found through its Go types.
+/// Nothing for kinds the table does not know.
+pub fn for_each_quantity(object: &Value, mut f: impl FnMut(&str, &Value)) {
+    let (Some(api_version), Some(kind)) = (
+        object.get("apiVersion").and_then(Value::as_str),
+        object.get("kind").and_then(Value::as_str),
+    ) else {
+        return;
+    };
+    let (group, version) = crate::kinds::split_api_version(api_version);
+    if let Some(root) = TABLE.kinds.get(&(group, version, kind)) {
+        quantities_in(root, object, String::new(), &mut f);
+    }
+}
+
+fn quantities_in(ty: &str, v: &Value, path: String, f: &mut impl FnMut(&str, &Value)) {
+    let (Some(fields), Value::Object(map)) = (TABLE.types.get(ty), v) else {
+        return;
+    };
+    for (key, child) in map {
+        let Some(field) = fields.get(key.as_str()) else {
+            continue;
+        };
+        let Some(child_ty) = field.child else {
+            continue;
+        };
+        let here = if path.is_empty() {
+            key.clone()
+        } else {
+            format!("{path}.{key}")
+        };
+        typed_value(child_ty, field.maps, child, here, f);
+    }
+}
+
+/// A value of type `ty` under `maps` levels of maps, possibly inside lists.
+fn typed_value(ty: &str, maps: usize, v: &Value, path: String, f: &mut impl FnMut(&str, &Value)) {
+    match v {
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                typed_value(ty, maps, item, format!("{path}[{i}]"), f);
+            }
+        }
+        Value::Object(entries) if maps > 0 => {
+            for (k, item) in entries {
+                typed_value(ty, maps - 1, item, format!("{path}[{k}]"), f);
+            }
+        }
+        _ if maps > 0 => {}
+        _ if ty == QUANTITY => f(&path, v),
+        _ => quantities_in(ty, v, path, f),
+    }
+}
+
 /// The JSON names of ObjectMeta's fields: what `metadata` keeps when kube-apiserver decodes
 /// it into the Go type (a custom resource's root or embedded `metadata` loses anything else).
 pub fn object_meta_fields() -> impl Iterator<Item = &'static str> {

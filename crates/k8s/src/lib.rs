@@ -11,6 +11,10 @@ pub mod merge_keys;
 pub mod quantity;
 pub mod secret;
 pub mod selector;
+pub mod validation;
+
+#[cfg(test)]
+mod fuzz_tests;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -45,7 +45,24 @@
 //!   resourceVersion get `410 Expired`.
 //! - `POST /_sim/close-watches`: end every open watch stream (clients must re-watch).
 //! - `POST /_sim/history-limit` `{"limit": N}`: how many past changes watches can resume from.
-//! - `GET /_sim/stats`: `{"resourceVersion": "...", "openWatches": N}`.
+//! - `GET /_sim/stats`: `{"resourceVersion", "openWatches", "objects", "storedBytes",
+//!   "historyLength", "controllers", "watchEvents", "watchBytes"}` and, after a bulk edit,
+//!   `"bulkEdit"` (its report with the watch delivery measured up to now).
+//!
+//! # Benchmarks
+//! In process, so HTTP does not limit them (also [`Simulator::bulk_load`] and
+//! [`Simulator::bulk_edit`]):
+//! - `POST /_sim/bulk-load` with a JSON array, a `List` or NDJSON of objects: each created in
+//!   order as `kubectl create` would (server defaults, one resourceVersion and watch event
+//!   each); answers `{"created", "failed", "errors", "resourceVersion", "seconds",
+//!   "objectsPerSecond"}`.
+//! - `POST /_sim/bulk-edit` `{"count": M, "kinds": ["configmaps", ...]?, "rate": R?}`: M
+//!   modifications made by the simulator itself, cycling through existing objects; answers
+//!   `{"made", "failed", "seconds", "writesPerSecond", "resourceVersion",
+//!   "watchEventsDelivered", "deliverySeconds", "deliveryEventsPerSecond"}`, the delivery
+//!   counting watch events written to every open stream since the edit started.
+//!
+//! [`SimOptions::controllers`] `false` runs no controller at all, for pure-load benchmarks.
 
 mod controller;
 mod discovery;
@@ -62,7 +79,9 @@ pub mod store;
 mod table;
 pub mod testing;
 
+pub use http::admin::{BulkEditOutcome, DeliveryStats};
 pub use http::Fault;
+pub use store::bulk::{BulkEdit, BulkEditReport, BulkLoadReport};
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -77,7 +96,9 @@ pub struct SimOptions {
     pub history_limit: usize,
     /// How often watches with `allowWatchBookmarks` get a BOOKMARK.
     pub bookmark_interval: Duration,
-    /// Run the in-process Deployment controller.
+    /// Run the in-process controllers (workloads, namespaces' system objects, claim
+    /// binding); off for pure-load benchmarks, where the store then does only what requests
+    /// ask.
     pub controllers: bool,
 }
 
@@ -127,12 +148,19 @@ impl Simulator {
             bookmark_interval: opts.bookmark_interval,
             open_watches: Default::default(),
             addr: addr.to_string(),
+            delivery: Default::default(),
+            last_edit: Default::default(),
+            controllers: opts.controllers,
         });
-        if opts.controllers {
+        // The controllers' queue starts here, so nothing the server accepts escapes them.
+        let controller_feed = opts.controllers.then(|| {
             controller::seed(&app.store);
-        }
+            app.store.feed(controller::wanted)
+        });
+        // No body limit: `/_sim/bulk-load` takes the whole load in one request.
         let router = axum::Router::new()
             .fallback(http::handle)
+            .layer(axum::extract::DefaultBodyLimit::disable())
             .with_state(app.clone());
         let (stop, mut stopped) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
@@ -147,8 +175,8 @@ impl Simulator {
             }
         });
         let mut tasks = Vec::new();
-        if opts.controllers {
-            tasks.push(tokio::spawn(controller::run(app.store.clone())));
+        if let Some(feed) = controller_feed {
+            tasks.push(tokio::spawn(controller::run(app.store.clone(), feed)));
         }
         tracing::info!(%addr, "simulator listening");
         Ok(Simulator {
@@ -252,5 +280,27 @@ preferences: {{}}
     /// Watch streams currently open (tests wait on this instead of sleeping).
     pub fn open_watches(&self) -> usize {
         self.app.open_watches.load(Ordering::SeqCst)
+    }
+
+    /// Creates `objects` in order as `kubectl create` would (server defaults, one
+    /// resourceVersion and one watch event each), without HTTP. Blocking: from async code,
+    /// call it on a blocking thread. Same as `POST /_sim/bulk-load`.
+    pub fn bulk_load(
+        &self,
+        objects: impl IntoIterator<Item = serde_json::Value>,
+    ) -> BulkLoadReport {
+        self.app.store.bulk_load(objects)
+    }
+
+    /// Makes `spec.count` modifications itself and reports them with the watch delivery
+    /// measured until it returns. Blocking, as [`Simulator::bulk_load`]. Same as
+    /// `POST /_sim/bulk-edit`.
+    pub fn bulk_edit(&self, spec: &BulkEdit) -> Result<BulkEditOutcome, status::ApiError> {
+        http::admin::bulk_edit(&self.app, spec)
+    }
+
+    /// What `GET /_sim/stats` answers.
+    pub fn stats(&self) -> serde_json::Value {
+        http::admin::stats(&self.app)
     }
 }

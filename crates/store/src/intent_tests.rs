@@ -15,7 +15,7 @@ fn objects(text: &str) -> Vec<ManifestObject> {
 
 fn cm(name: &str, value: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: {value}\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: \"{value}\"\n---\n"
     )
 }
 
@@ -133,7 +133,7 @@ fn begin_records_a_pending_intent_with_its_objects_and_takes_the_lock() {
         .collect();
     assert_eq!(names, ["a", "b"]);
     assert_eq!(open[0].objects[0].api_version, "v1");
-    assert_eq!(open[0].objects[0].object["data"]["k"], 1);
+    assert_eq!(open[0].objects[0].object["data"]["k"], "1");
 
     // Nothing committed yet: the source has no revision and is not listed as a source.
     assert!(f.store.desired_state().unwrap().objects.is_empty());
@@ -302,9 +302,9 @@ fn commit_makes_a_new_revision_in_commit_order_and_unchanged_content_says_so() {
     let a = state.objects.iter().find(|o| o.key.name == "a").unwrap();
     assert_eq!(
         (a.revision, &a.object["data"]["k"]),
-        (r3.id, &Value::from(2))
+        (r3.id, &Value::from("2"))
     );
-    assert_eq!(a.previous.as_ref().unwrap()["data"]["k"], 1);
+    assert_eq!(a.previous.as_ref().unwrap()["data"]["k"], "1");
 
     // The lock is free again; the same content once more commits as "unchanged".
     let again = f

@@ -7,7 +7,7 @@ fn objects(text: &str) -> Vec<ManifestObject> {
 
 fn cm(name: &str, value: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: {value}\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: \"{value}\"\n---\n"
     )
 }
 
@@ -36,7 +36,7 @@ fn commit_then_unchanged_then_new_revision() {
     assert_eq!(r1.object_count, 2);
     assert_eq!(r1.source, "web");
     // Same content in another order and key order: unchanged.
-    let reordered = "apiVersion: v1\nkind: ConfigMap\ndata: {k: 1}\nmetadata: {name: b}\n---\n"
+    let reordered = "apiVersion: v1\nkind: ConfigMap\ndata: {k: \"1\"}\nmetadata: {name: b}\n---\n"
         .to_string()
         + &cm("a", "1");
     match commit(&mut store, "web", &reordered).unwrap() {
@@ -70,8 +70,8 @@ fn desired_state_has_newest_revisions_and_previous_objects() {
     let find = |name: &str| state.objects.iter().find(|o| o.key.name == name);
     let a = find("a").unwrap();
     assert_eq!(a.revision, r2.id);
-    assert_eq!(a.object["data"]["k"], 2);
-    assert_eq!(a.previous.as_ref().unwrap()["data"]["k"], 1);
+    assert_eq!(a.object["data"]["k"], "2");
+    assert_eq!(a.previous.as_ref().unwrap()["data"]["k"], "1");
     assert!(find("b").is_none(), "b was removed in the newest revision");
     assert!(find("c").unwrap().previous.is_none(), "c is new");
     assert_eq!(find("d").unwrap().source, "db");

@@ -570,6 +570,9 @@ fn build_patch(kept: &[(Vec<Seg>, Change)]) -> json_patch::Patch {
 mod tests;
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod proptests;
 
 #[cfg(test)]

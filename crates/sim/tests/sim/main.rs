@@ -1,6 +1,7 @@
 //! The simulator's own tests: its wire protocol as the real `kube` client sees it
 //! (`protocol`) and the real kubectl driving it as a user would (`kubectl`).
 
+mod bench;
 mod kubectl;
 mod protocol;
 mod support;

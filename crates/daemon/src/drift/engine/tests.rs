@@ -7,7 +7,6 @@ use crate::drift::clock::ManualClock;
 use crate::drift::index::DriftIndex;
 use crate::test_support::commit;
 use crate::watch::{WatchError, WatcherId};
-use driftd_core::manifest::{self, LoadOptions};
 use serde_json::json;
 use std::sync::RwLock;
 
@@ -129,8 +128,7 @@ fn cm(name: &str, value: &str) -> String {
 }
 
 fn objects(yaml: &str) -> Vec<Value> {
-    manifest::parse_text(yaml, "test.yaml", &LoadOptions::default())
-        .unwrap()
+    crate::test_support::parse(yaml)
         .into_iter()
         .map(|o| o.object)
         .collect()

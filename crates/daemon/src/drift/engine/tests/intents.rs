@@ -13,7 +13,7 @@ impl Harness {
 
     /// Begins an intent of `source` for `yaml`, held by `holder`, and loads it.
     pub(super) fn begin(&mut self, source: &str, yaml: &str, holder: &str, ttl_secs: u64) -> i64 {
-        let objects = manifest::parse_text(yaml, "app.yaml", &LoadOptions::default()).unwrap();
+        let objects = crate::test_support::parse(yaml);
         let intent = self
             .engine
             .store

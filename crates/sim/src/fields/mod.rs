@@ -71,6 +71,15 @@ impl Walker<'_> {
     fn added(&mut self, names: &mut Vec<String>, path: &mut Path, new: &Value) {
         // Only a field itself (not an item of a list held in that field) can be always-present.
         let is_field = path.last().is_some_and(|e| e.starts_with("f:"));
+        if self.member_when_added(names, is_field, new) {
+            self.changed.insert(path.clone());
+        }
+        self.children(names, path, None, new);
+    }
+
+    /// Whether an added node is itself a member: not a Go field that is always serialized
+    /// and has children of its own (those own it).
+    fn member_when_added(&self, names: &[String], is_field: bool, new: &Value) -> bool {
         let always = is_field
             && names
                 .last()
@@ -80,10 +89,7 @@ impl Walker<'_> {
             Value::Array(a) => !a.is_empty() && self.keys(names).is_some(),
             _ => false,
         };
-        if !(always && has_children) {
-            self.changed.insert(path.clone());
-        }
-        self.children(names, path, None, new);
+        !(always && has_children)
     }
 
     fn keys(&self, names: &[String]) -> Option<Vec<&'static str>> {
@@ -249,9 +255,112 @@ pub fn to_fields_v1(set: &BTreeSet<Vec<String>>) -> Value {
     render(&root)
 }
 
+/// A FieldsV1 tree under construction: whether the node itself is a member, and its
+/// children by `f:`/`k:` element (sorted, as [`to_fields_v1`] renders them).
+#[derive(Default)]
+struct Tree {
+    member: bool,
+    children: BTreeMap<String, Tree>,
+}
+
+impl Tree {
+    fn render(&self) -> Value {
+        let mut m = Map::new();
+        if self.member && !self.children.is_empty() {
+            m.insert(".".into(), json!({}));
+        }
+        for (k, c) in &self.children {
+            m.insert(k.clone(), c.render());
+        }
+        Value::Object(m)
+    }
+
+    fn is_empty(&self) -> bool {
+        !self.member && self.children.iter().all(|(_, c)| c.is_empty())
+    }
+}
+
+impl Walker<'_> {
+    /// What [`Walker::added`] marks for a whole new value, built as a tree directly (the
+    /// create path: every field is new, so no paths need comparing).
+    fn added_tree(&self, names: &mut Vec<String>, is_field: bool, new: &Value, into: &mut Tree) {
+        if self.member_when_added(names, is_field, new) {
+            into.member = true;
+        }
+        self.children_tree(names, new, into);
+    }
+
+    fn children_tree(&self, names: &mut Vec<String>, new: &Value, into: &mut Tree) {
+        match new {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    names.push(k.clone());
+                    let child = into.children.entry(format!("f:{k}")).or_default();
+                    self.added_tree(names, true, v, child);
+                    names.pop();
+                }
+            }
+            Value::Array(items) => {
+                let Some(keys) = self.keys(names) else { return };
+                for item in items {
+                    if let Some(k) = item_key(item, &keys) {
+                        let child = into.children.entry(k).or_default();
+                        self.added_tree(names, false, item, child);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// [`record`] for a create by an Update (no earlier version, no earlier entries): the new
+/// manager owns every field, rendered straight from the object.
+fn record_created(kind: &str, new: &mut Value, w: &Write) {
+    let walker = Walker {
+        kind,
+        changed: Set::new(),
+        removed: Set::new(),
+    };
+    let mut tree = Tree::default();
+    walker.children_tree(&mut Vec::new(), &ownable(new, w.subresource), &mut tree);
+    tree.member = false;
+    let Some(md) = new.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if tree.is_empty() {
+        md.remove("managedFields");
+        return;
+    }
+    let mut entry = Map::new();
+    if !w.manager.is_empty() {
+        entry.insert("manager".into(), json!(w.manager));
+    }
+    entry.insert("operation".into(), json!("Update"));
+    entry.insert("apiVersion".into(), json!(w.api_version));
+    entry.insert("time".into(), json!(w.time));
+    entry.insert("fieldsType".into(), json!("FieldsV1"));
+    entry.insert("fieldsV1".into(), tree.render());
+    if let Some(s) = w.subresource {
+        entry.insert("subresource".into(), json!(s));
+    }
+    md.insert("managedFields".into(), json!([entry]));
+}
+
 /// Updates `new.metadata.managedFields` for a write that turned `old` into `new`.
 /// `old` is `None` on create. Entries already on `new` are taken as the prior state.
 pub fn record(kind: &str, old: Option<&Value>, new: &mut Value, w: &Write) {
+    let no_prior = new
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    if old.is_none() && no_prior {
+        return record_created(kind, new, w);
+    }
+    record_diff(kind, old, new, w)
+}
+
+fn record_diff(kind: &str, old: Option<&Value>, new: &mut Value, w: &Write) {
     let empty = json!({});
     let old_own = ownable(old.unwrap_or(&empty), w.subresource);
     let new_own = ownable(new, w.subresource);
@@ -276,6 +385,7 @@ pub fn record(kind: &str, old: Option<&Value>, new: &mut Value, w: &Write) {
         let is_mine = e.get("manager").and_then(Value::as_str).unwrap_or("") == w.manager
             && e.get("operation").and_then(Value::as_str) == Some("Update")
             && e.get("subresource").and_then(Value::as_str).unwrap_or("") == sub;
+        let before = fields.len();
         let kept: Set = fields
             .into_iter()
             .filter(|p| !removed.iter().any(|r| p.starts_with(r)))
@@ -283,6 +393,9 @@ pub fn record(kind: &str, old: Option<&Value>, new: &mut Value, w: &Write) {
             .collect();
         if is_mine {
             mine = Some((e, kept));
+        } else if kept.len() == before && !kept.is_empty() {
+            // Another manager's entry this write does not touch stays as it is.
+            entries.push(e);
         } else if !kept.is_empty() {
             let mut e = e;
             e["fieldsV1"] = to_fields_v1(&kept);
@@ -554,132 +667,4 @@ pub fn record_apply(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn w(manager: &str) -> Write<'_> {
-        Write {
-            manager,
-            subresource: None,
-            api_version: "apps/v1",
-            time: "2026-01-01T00:00:00Z",
-        }
-    }
-
-    #[test]
-    fn create_owns_keyed_containers_and_labels() {
-        let mut d = json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "web", "labels": {"app": "web"}},
-            "spec": {"replicas": 1, "template": {"spec": {"containers": [
-                {"name": "app", "image": "nginx", "ports": [{"containerPort": 80, "protocol": "TCP"}]}]}}}});
-        record("Deployment", None, &mut d, &w("kubectl-create"));
-        let mf = &d["metadata"]["managedFields"][0];
-        assert_eq!(mf["manager"], "kubectl-create");
-        let f = &mf["fieldsV1"];
-        assert_eq!(f["f:metadata"]["f:labels"], json!({".": {}, "f:app": {}}));
-        assert!(f["f:spec"].get(".").is_none());
-        let c = &f["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"app\"}"];
-        assert_eq!(c["."], json!({}));
-        assert_eq!(c["f:image"], json!({}));
-        assert!(
-            c["f:ports"]["k:{\"containerPort\":80,\"protocol\":\"TCP\"}"]["f:containerPort"]
-                .is_object()
-        );
-        assert!(f["f:metadata"].get("f:name").is_none());
-    }
-
-    #[test]
-    fn update_moves_ownership_of_changed_fields_only() {
-        let mut old = json!({"metadata": {"name": "web"},
-            "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "app", "image": "nginx:1"}]}}}});
-        record("Deployment", None, &mut old, &w("kubectl-create"));
-        let mut new = old.clone();
-        new["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:2");
-        record("Deployment", Some(&old), &mut new, &w("kubectl-set"));
-        let mfs = new["metadata"]["managedFields"].as_array().unwrap();
-        assert_eq!(mfs.len(), 2);
-        let create = &mfs[0]["fieldsV1"]["f:spec"];
-        let set = &mfs[1]["fieldsV1"]["f:spec"];
-        let key = "k:{\"name\":\"app\"}";
-        assert!(create["f:template"]["f:spec"]["f:containers"][key]
-            .get("f:image")
-            .is_none());
-        assert!(create["f:replicas"].is_object());
-        assert_eq!(
-            set["f:template"]["f:spec"]["f:containers"][key]["f:image"],
-            json!({})
-        );
-        assert!(set.get("f:replicas").is_none());
-    }
-
-    #[test]
-    fn status_writes_own_only_status() {
-        let old = json!({"metadata": {"name": "web"}, "spec": {"replicas": 1}});
-        let mut new = json!({"metadata": {"name": "web"}, "spec": {"replicas": 1},
-            "status": {"replicas": 1, "conditions": [{"type": "Available", "status": "True"}]}});
-        let wr = Write {
-            subresource: Some("status"),
-            ..w("kube-controller-manager")
-        };
-        record("Deployment", Some(&old), &mut new, &wr);
-        let mf = &new["metadata"]["managedFields"][0];
-        assert_eq!(mf["subresource"], "status");
-        assert!(mf["fieldsV1"].get("f:spec").is_none());
-        assert!(
-            mf["fieldsV1"]["f:status"]["f:conditions"]["k:{\"type\":\"Available\"}"]["f:status"]
-                .is_object()
-        );
-    }
-
-    #[test]
-    fn fields_v1_round_trips() {
-        let v = json!({"f:metadata": {"f:labels": {".": {}, "f:app": {}}}, "f:spec": {"f:replicas": {}}});
-        assert_eq!(to_fields_v1(&parse_fields_v1(&v)), v);
-    }
-
-    #[test]
-    fn apply_sets_paths_and_removal() {
-        let config = json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "web", "labels": {"app": "web"}},
-            "spec": {"template": {"spec": {"containers": [
-                {"name": "app", "image": "nginx", "env": [{"name": "A", "value": "1"}]}]}}}});
-        let set = applied_set("Deployment", &config);
-        let item = |rest: &[&str]| -> Vec<String> {
-            [
-                "f:spec",
-                "f:template",
-                "f:spec",
-                "f:containers",
-                "k:{\"name\":\"app\"}",
-            ]
-            .iter()
-            .chain(rest)
-            .map(|s| s.to_string())
-            .collect()
-        };
-        assert!(set.contains(&item(&[])), "keyed list items are members");
-        assert!(set.contains(&item(&["f:image"])));
-        assert!(
-            !set.contains(&vec!["f:spec".to_string()]),
-            "structs are not members"
-        );
-        assert!(
-            !set.iter()
-                .any(|p| p.iter().any(|e| e == "f:name" && p.len() == 2)),
-            "metadata.name is not owned"
-        );
-        assert_eq!(
-            describe(&item(&["f:image"])),
-            ".spec.template.spec.containers[name=\"app\"].image"
-        );
-
-        let env_item = item(&["f:env", "k:{\"name\":\"A\"}"]);
-        assert_eq!(value_at(&config, &env_item).unwrap()["value"], "1");
-        let mut obj = config.clone();
-        remove_at(&mut obj, &env_item);
-        assert_eq!(
-            obj["spec"]["template"]["spec"]["containers"][0]["env"],
-            json!([])
-        );
-    }
-}
+mod tests;

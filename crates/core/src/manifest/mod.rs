@@ -1,0 +1,270 @@
+//! Parse and validate desired-state files: YAML multi-document streams, JSON objects, and
+//! `kind: List` / `*List` wrappers, as `kubectl apply -f` and `helm template` produce them.
+//!
+//! What is accepted is what kube-apiserver accepts on create (`driftd_k8s::validation`: names
+//! per kind, namespaces, labels, annotations, field types, base64, quantities), refused with
+//! kube-apiserver's own words, so nothing is stored that a cluster could never hold.
+//! Scope is never guessed: built-in kinds take theirs from the kinds table, custom resources
+//! from a CustomResourceDefinition in the same input or known from elsewhere
+//! ([`LoadOptions::custom_scopes`]: CRDs committed earlier, declared scopes, a cluster's); any
+//! other kind is refused as unknown.
+//!
+//! Loading happens in two steps: every file is split into raw documents (with their origin),
+//! then the whole input is validated at once, because a CustomResourceDefinition in one
+//! file decides the scope (and so the namespace defaulting) of custom resources in another,
+//! and because the same object must not be defined twice anywhere in one input.
+//!
+//! Some input kubectl accepts is not refused but reported: an object with a `generateName`
+//! and no name is skipped (no live object can be matched to it by name), and a key given
+//! twice in a YAML mapping keeps its last value, as kubectl does, with a warning.
+//!
+//! Error messages name file, document and field but never a Secret's value.
+
+mod read;
+mod resolve;
+mod yaml;
+
+#[cfg(test)]
+pub(crate) mod fuzz;
+#[cfg(test)]
+mod tests;
+
+use driftd_k8s::{kinds, ObjectKey};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Where an object came from, so errors and listings can point at it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The path as given (or `-` / `<stdin>` for standard input).
+    pub file: String,
+    /// 0-based index of the YAML document (or JSON value) in the file.
+    pub document: usize,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: document {}", self.file, self.document)
+    }
+}
+
+/// One desired object, validated, with defaults a client would add (namespace).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManifestObject {
+    pub origin: Origin,
+    pub key: ObjectKey,
+    pub api_version: String,
+    pub object: Value,
+}
+
+/// What kind of problem a [`ManifestError`] is, which decides how it reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cause {
+    /// Unreadable or malformed input; with a field, the reason reads as a predicate
+    /// (`field metadata.name is required`).
+    Input,
+    /// kube-apiserver would refuse the object; the reason is its message, which names the
+    /// field itself (`metadata.name: Invalid value: ...`).
+    Rejected,
+    /// A kind neither built in nor defined by a CustomResourceDefinition known here, as
+    /// `Kind.group` (`Widget.example.com`).
+    UnknownKind { kind_group: String },
+}
+
+/// A rejected input: names the file, the document and (when known) the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: document {document}: {}{reason}", self.field_prefix())]
+pub struct ManifestError {
+    pub file: String,
+    pub document: usize,
+    /// The field, with the list item it is in (`items[2].metadata.name`).
+    pub field: Option<String>,
+    pub reason: String,
+    pub cause: Cause,
+}
+
+impl ManifestError {
+    fn new(file: &str, document: usize, field: Option<String>, reason: impl Into<String>) -> Self {
+        ManifestError {
+            file: file.to_string(),
+            document,
+            field,
+            reason: reason.into(),
+            cause: Cause::Input,
+        }
+    }
+
+    fn field_prefix(&self) -> String {
+        match (&self.cause, &self.field) {
+            (Cause::Input, Some(f)) => format!("field {f} "),
+            _ => String::new(),
+        }
+    }
+}
+
+/// How to read input and fill in what a manifest leaves out.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Namespace given to namespaced objects without one (`--namespace`, default `default`).
+    pub default_namespace: String,
+    /// Scopes of custom kinds known from elsewhere: CRDs already committed (possibly by
+    /// another source), scopes the user declared, a cluster's CRDs or objects:
+    /// (group, kind) -> namespaced. A CRD in the input itself wins.
+    pub custom_scopes: BTreeMap<(String, String), bool>,
+    /// The input is what a cluster returned (`kubectl get -o yaml`): it is not validated
+    /// again, and a kind known nowhere else takes its scope from the object (a namespaced
+    /// object read from a cluster always has a namespace).
+    pub from_cluster: bool,
+    /// Largest input of one load, all files together; no single file may be larger either.
+    pub max_total_bytes: usize,
+}
+
+/// Default of [`LoadOptions::max_total_bytes`]: desired state is text a team reviews, not
+/// bulk data, and the largest real bundles (CRD sets, dashboards) are a few MiB.
+pub const DEFAULT_MAX_TOTAL_BYTES: usize = 64 * 1024 * 1024;
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            default_namespace: "default".into(),
+            custom_scopes: BTreeMap::new(),
+            from_cluster: false,
+            max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
+        }
+    }
+}
+
+/// An object left out because it cannot be compared with a live one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub origin: Origin,
+    /// The list item it is (`items[2]`), if it came in a List.
+    pub item: Option<String>,
+    pub api_version: String,
+    pub kind: String,
+    pub generate_name: String,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: ", self.origin)?;
+        if let Some(item) = &self.item {
+            write!(f, "{item}: ")?;
+        }
+        write!(
+            f,
+            "{} with generateName {:?} and no name skipped: kube-apiserver names it on create, so no live object can be matched to it",
+            self.kind, self.generate_name
+        )
+    }
+}
+
+/// Input kubectl accepts that is probably a mistake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub file: String,
+    pub document: usize,
+    /// 1-based line.
+    pub line: u64,
+    pub message: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: document {}: line {}: {}",
+            self.file, self.document, self.line, self.message
+        )
+    }
+}
+
+/// Everything one load found.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    pub objects: Vec<ManifestObject>,
+    pub skipped: Vec<Skipped>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Name used in origins and errors for standard input.
+pub const STDIN_NAME: &str = "<stdin>";
+
+/// Loads files, folders (recursively: *.yaml, *.yml, *.json) and `-` (stdin).
+///
+/// Folders are walked recursively and their files taken in sorted path order, so the same
+/// tree always yields the same objects in the same order. A file named explicitly is read
+/// whatever its extension, as `kubectl apply -f` does.
+pub fn load(paths: &[PathBuf], options: &LoadOptions) -> Result<Loaded, ManifestError> {
+    let docs = read::read_paths(paths, options.max_total_bytes)?;
+    resolve::finish(docs, options)
+}
+
+/// Parses one file's text; `file` is used in errors and origins. The objects only: see
+/// [`read_text`] for what was skipped and the warnings.
+///
+/// A `.json` file name (or text starting with `{` or `[`) is read as a stream of JSON values,
+/// anything else as a YAML stream.
+pub fn parse_text(
+    text: &str,
+    file: &str,
+    options: &LoadOptions,
+) -> Result<Vec<ManifestObject>, ManifestError> {
+    read_text(text, file, options).map(|l| l.objects)
+}
+
+/// [`parse_text`] with the objects skipped and the warnings.
+pub fn read_text(text: &str, file: &str, options: &LoadOptions) -> Result<Loaded, ManifestError> {
+    if text.len() > options.max_total_bytes {
+        return Err(read::too_large(file, options.max_total_bytes));
+    }
+    let format = if file.ends_with(".json") {
+        yaml::Format::Json
+    } else {
+        yaml::Format::Sniff
+    };
+    let docs = yaml::split_documents(text, file, format, options.max_total_bytes)?;
+    resolve::finish(docs, options)
+}
+
+/// The ((group, kind), namespaced) a CustomResourceDefinition declares, if `object` is one.
+pub fn crd_scope(kind: &str, object: &Value) -> Option<((String, String), bool)> {
+    if kind != "CustomResourceDefinition" {
+        return None;
+    }
+    let types = kinds::CustomResourceTypes::read(object)?;
+    Some(((types.group, types.kind), types.namespaced))
+}
+
+/// One top-level document of a file, before validation.
+struct RawDocument {
+    origin: Origin,
+    value: Value,
+}
+
+/// Documents of the input and the warnings reading them gave.
+#[derive(Default)]
+struct RawInput {
+    docs: Vec<RawDocument>,
+    warnings: Vec<Warning>,
+}
+
+impl RawInput {
+    fn extend(&mut self, other: RawInput) {
+        self.docs.extend(other.docs);
+        self.warnings.extend(other.warnings);
+    }
+}
+
+/// A type as a user reads it in an error ("a string"), never the value itself.
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,324 @@
+//! From documents to objects: lists unwrapped, each object's kind resolved to a scope (never
+//! guessed), namespaces filled in, kube-apiserver's validation applied, objects without a
+//! name skipped, duplicates refused.
+
+use driftd_k8s::kinds::{self, CustomResourceTypes};
+use driftd_k8s::validation;
+use driftd_k8s::ObjectKey;
+use serde_json::Value;
+use std::collections::HashMap;
+
+use super::{
+    type_name, Cause, LoadOptions, Loaded, ManifestError, ManifestObject, Origin, RawInput, Skipped,
+};
+
+/// A document (or list item) that passed the shape checks.
+struct Checked {
+    origin: Origin,
+    object: Value,
+    api_version: String,
+    group: String,
+    kind: String,
+    /// Empty when the object has only a `generateName`.
+    name: String,
+    generate_name: String,
+    namespace: Option<String>,
+    /// Field path prefix of a list item (`items[2].`), empty for a top-level document.
+    prefix: String,
+}
+
+impl Checked {
+    fn error(&self, field: Option<&str>, reason: impl Into<String>, cause: Cause) -> ManifestError {
+        let item = self.prefix.trim_end_matches('.');
+        let field = match field {
+            Some(f) => Some(format!("{}{f}", self.prefix)),
+            None if item.is_empty() => None,
+            None => Some(item.to_string()),
+        };
+        let mut reason = reason.into();
+        if cause != Cause::Input && !item.is_empty() {
+            reason = format!("{item}: {reason}");
+        }
+        ManifestError {
+            file: self.origin.file.clone(),
+            document: self.origin.document,
+            field,
+            reason,
+            cause,
+        }
+    }
+}
+
+/// Validates the whole input, unwraps lists, fills in namespaces, rejects duplicates.
+pub(super) fn finish(input: RawInput, options: &LoadOptions) -> Result<Loaded, ManifestError> {
+    let mut checked = Vec::new();
+    for doc in input.docs {
+        flatten(doc.value, &doc.origin, "", &mut checked)?;
+    }
+    let crds: Vec<CustomResourceTypes> = checked
+        .iter()
+        .filter(|i| i.group == "apiextensions.k8s.io" && i.kind == "CustomResourceDefinition")
+        .filter_map(|i| CustomResourceTypes::read(&i.object))
+        .collect();
+    let mut seen: HashMap<ObjectKey, Origin> = HashMap::new();
+    let mut loaded = Loaded {
+        warnings: input.warnings,
+        ..Loaded::default()
+    };
+    for mut item in checked {
+        let namespaced = scope(&item, &crds, options)?;
+        let namespace = if namespaced {
+            let ns = item
+                .namespace
+                .clone()
+                .unwrap_or_else(|| options.default_namespace.clone());
+            item.object["metadata"]["namespace"] = Value::String(ns.clone());
+            Some(ns)
+        } else {
+            // kube-apiserver clears metadata.namespace of cluster-scoped objects on create
+            // (rest.EnsureObjectNamespaceMatchesRequestNamespace), and kubectl sends them to
+            // a URL without one: strip it so it is not part of the key nor compared later.
+            if let Some(meta) = item
+                .object
+                .get_mut("metadata")
+                .and_then(Value::as_object_mut)
+            {
+                meta.remove("namespace");
+            }
+            None
+        };
+        if !options.from_cluster {
+            validate(&item, namespaced)?;
+        }
+        if item.name.is_empty() {
+            loaded.skipped.push(Skipped {
+                origin: item.origin,
+                item: Some(item.prefix.trim_end_matches('.').to_string()).filter(|p| !p.is_empty()),
+                api_version: item.api_version,
+                kind: item.kind,
+                generate_name: item.generate_name,
+            });
+            continue;
+        }
+        let key = ObjectKey {
+            group: item.group.clone(),
+            kind: item.kind.clone(),
+            namespace,
+            name: item.name.clone(),
+        };
+        if let Some(first) = seen.get(&key) {
+            return Err(if item.prefix.is_empty() {
+                item.error(
+                    None,
+                    format!("{key} is defined twice: also in {first}"),
+                    Cause::Input,
+                )
+            } else {
+                item.error(
+                    None,
+                    format!("defines {key} a second time: also in {first}"),
+                    Cause::Input,
+                )
+            });
+        }
+        seen.insert(key.clone(), item.origin.clone());
+        loaded.objects.push(ManifestObject {
+            origin: item.origin,
+            key,
+            api_version: item.api_version,
+            object: item.object,
+        });
+    }
+    Ok(loaded)
+}
+
+/// kube-apiserver's checks on create; an object with only a `generateName` is checked with
+/// the name kube-apiserver would generate from it.
+fn validate(item: &Checked, namespaced: bool) -> Result<(), ManifestError> {
+    let generated;
+    let object = if item.name.is_empty() {
+        let mut copy = item.object.clone();
+        copy["metadata"]["name"] = Value::String(validation::generated_name(&item.generate_name));
+        generated = copy;
+        &generated
+    } else {
+        &item.object
+    };
+    validation::validate_create(object, namespaced)
+        .map_err(|rejection| item.error(rejection.field(), rejection.to_string(), Cause::Rejected))
+}
+
+/// Whether the item's kind is namespaced: built in (any version kube-apiserver knows),
+/// defined by a CRD in the input, or known from `options`. Never a guess.
+fn scope(
+    item: &Checked,
+    crds: &[CustomResourceTypes],
+    options: &LoadOptions,
+) -> Result<bool, ManifestError> {
+    let (group, _) = kinds::split_api_version(&item.api_version);
+    let no_match = |served: Vec<String>| {
+        let mut reason = format!(
+            "no matches for kind {:?} in version {:?}",
+            item.kind, item.api_version
+        );
+        if !served.is_empty() {
+            reason.push_str(&format!(
+                "; {} is served as {}",
+                item.kind,
+                served.join(", ")
+            ));
+        }
+        item.error(Some("apiVersion"), reason, Cause::Rejected)
+    };
+    if kinds::is_builtin_group(group) {
+        return match kinds::builtin(&item.api_version, &item.kind) {
+            Some(t) => Ok(t.namespaced),
+            None => Err(no_match(kinds::builtin_api_versions(&item.kind))),
+        };
+    }
+    if let Some(crd) = crds
+        .iter()
+        .find(|c| c.group == group && c.kind == item.kind)
+    {
+        let served: Vec<String> = crd.served().map(|t| t.api_version()).collect();
+        let listed = crd.versions.is_empty() || served.contains(&item.api_version);
+        if !listed {
+            return Err(no_match(served));
+        }
+        return Ok(crd.namespaced);
+    }
+    if let Some(namespaced) = options
+        .custom_scopes
+        .get(&(group.to_string(), item.kind.clone()))
+    {
+        return Ok(*namespaced);
+    }
+    if options.from_cluster {
+        return Ok(item.namespace.is_some());
+    }
+    Err(item.error(
+        None,
+        format!(
+            "kind {} in group {:?} is neither built in nor defined by a CustomResourceDefinition in this input or committed earlier: commit its CustomResourceDefinition first (or with it), or declare its scope",
+            item.kind, group
+        ),
+        Cause::UnknownKind {
+            kind_group: format!("{}.{group}", item.kind),
+        },
+    ))
+}
+
+fn flatten(
+    value: Value,
+    origin: &Origin,
+    prefix: &str,
+    out: &mut Vec<Checked>,
+) -> Result<(), ManifestError> {
+    let err = |field: &str, reason: String| {
+        ManifestError::new(
+            &origin.file,
+            origin.document,
+            Some(format!("{prefix}{field}")),
+            reason,
+        )
+    };
+    let Value::Object(map) = &value else {
+        return Err(if prefix.is_empty() {
+            ManifestError::new(
+                &origin.file,
+                origin.document,
+                None,
+                format!("expected a Kubernetes object, found {}", type_name(&value)),
+            )
+        } else {
+            ManifestError::new(
+                &origin.file,
+                origin.document,
+                Some(prefix.trim_end_matches('.').to_string()),
+                format!("must be an object, found {}", type_name(&value)),
+            )
+        });
+    };
+    let string = |field: &str, v: Option<&Value>| -> Result<String, ManifestError> {
+        match v {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(other) => Err(err(
+                field,
+                format!("must be a string, found {}", type_name(other)),
+            )),
+        }
+    };
+    let required_string = |field: &str, v: Option<&Value>| -> Result<String, ManifestError> {
+        match v {
+            None | Some(Value::Null) => Err(err(field, "is required".into())),
+            Some(Value::String(s)) if s.trim().is_empty() => {
+                Err(err(field, "must not be empty".into()))
+            }
+            _ => string(field, v),
+        }
+    };
+    let api_version = required_string("apiVersion", map.get("apiVersion"))?;
+    let kind = required_string("kind", map.get("kind"))?;
+
+    // kubectl treats any object with an `items` list as a list (meta.IsListType), and
+    // `kind: List` (or a typed `*List`) is how `kubectl get -o yaml` writes several.
+    if kind.ends_with("List") {
+        match map.get("items") {
+            Some(Value::Array(_)) => {
+                let Value::Object(mut map) = value else {
+                    unreachable!()
+                };
+                let Some(Value::Array(items)) = map.remove("items") else {
+                    unreachable!()
+                };
+                for (i, item) in items.into_iter().enumerate() {
+                    flatten(item, origin, &format!("{prefix}items[{i}]."), out)?;
+                }
+                return Ok(());
+            }
+            None | Some(Value::Null) if kind == "List" => {
+                return Err(err("items", "is required in a List".into()));
+            }
+            Some(other) if kind == "List" => {
+                return Err(err(
+                    "items",
+                    format!("must be a list, found {}", type_name(other)),
+                ));
+            }
+            _ => {}
+        }
+    }
+
+    let metadata = match map.get("metadata") {
+        None | Some(Value::Null) => return Err(err("metadata.name", "is required".into())),
+        Some(Value::Object(m)) => m,
+        Some(other) => {
+            return Err(err(
+                "metadata",
+                format!("must be an object, found {}", type_name(other)),
+            ))
+        }
+    };
+    let generate_name = string("metadata.generateName", metadata.get("generateName"))?;
+    let name = if generate_name.is_empty() {
+        required_string("metadata.name", metadata.get("name"))?
+    } else {
+        // A name wins over generateName; without one kube-apiserver generates it.
+        string("metadata.name", metadata.get("name"))?
+    };
+    let namespace = string("metadata.namespace", metadata.get("namespace"))?;
+    let group = kinds::split_api_version(&api_version).0.to_string();
+    out.push(Checked {
+        origin: origin.clone(),
+        object: value,
+        api_version,
+        group,
+        kind,
+        name,
+        generate_name,
+        namespace: Some(namespace).filter(|ns| !ns.is_empty()),
+        prefix: prefix.to_string(),
+    });
+    Ok(())
+}

@@ -1,0 +1,318 @@
+//! HTTP front: parses Kubernetes REST paths, serves discovery, applies fault injection and
+//! latency, and hands a resource request to [`verbs`] (list/get/create/update/patch/delete,
+//! status and scale subresources, Table output), [`watch`] (watch streams) or, under
+//! `/_sim/`, to [`admin`].
+
+pub mod admin;
+mod patch;
+mod verbs;
+mod watch;
+
+use super::discovery;
+use super::openapi;
+use super::status::ApiError;
+use super::store::{ListParams, Store};
+use axum::body::{Body, Bytes};
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use driftd_k8s::kinds::ResourceType;
+use driftd_k8s::selector::Selector;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// "Fail the next `count` requests for `resource` (plural, or `*`) with `code`",
+/// optionally only for one `verb` (list, watch, get, create, update, patch, delete).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Fault {
+    pub resource: String,
+    #[serde(default)]
+    pub verb: Option<String>,
+    pub count: u32,
+    pub code: u16,
+}
+
+/// State shared by all requests.
+pub struct App {
+    pub store: Store,
+    pub faults: Mutex<Vec<Fault>>,
+    pub latency: Mutex<Duration>,
+    pub bookmark_interval: Duration,
+    pub open_watches: AtomicUsize,
+    pub addr: String,
+    /// Watch events written to streams, for the delivery rate `/_sim/stats` reports.
+    pub delivery: admin::Delivery,
+    /// The latest bulk edit's report, for `/_sim/stats`.
+    pub last_edit: Mutex<Option<crate::store::bulk::BulkEditReport>>,
+    pub controllers: bool,
+}
+
+fn json_response(code: u16, v: &Value) -> Response {
+    bytes_response(code, Bytes::from(v.to_string()))
+}
+
+/// A JSON body already serialized (stored bytes, spliced lists).
+fn bytes_response(code: u16, body: impl Into<Body>) -> Response {
+    (
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        [(header::CONTENT_TYPE, "application/json")],
+        body.into(),
+    )
+        .into_response()
+}
+
+fn error_response(e: &ApiError) -> Response {
+    json_response(e.code, &e.to_status())
+}
+
+fn not_found_path() -> ApiError {
+    ApiError::new(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+}
+
+/// What a request path names once the group/version prefix is stripped.
+struct Target {
+    info: ResourceType,
+    namespace: Option<String>,
+    name: Option<String>,
+    subresource: Option<String>,
+}
+
+fn verb_of(method: &Method, t: &Target, watch: bool) -> &'static str {
+    match (method.as_str(), t.name.is_some()) {
+        ("GET", false) if watch => "watch",
+        ("GET", false) => "list",
+        ("GET", true) => "get",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", false) => "deletecollection",
+        ("DELETE", true) => "delete",
+        _ => "unknown",
+    }
+}
+
+/// The field manager as kube-apiserver's `managerOrUserAgent` derives it: the
+/// `fieldManager` parameter, else the User-Agent up to its first `/` (printable characters,
+/// at most 128). A client sending neither (kube-rs sends no User-Agent) gets "" and its
+/// managedFields entries carry no manager name, as on a real cluster.
+fn manager_of(q: &HashMap<String, String>, headers: &HeaderMap) -> String {
+    if let Some(m) = q.get("fieldManager").filter(|m| !m.is_empty()) {
+        return m.clone();
+    }
+    let ua = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    ua.split('/')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(128)
+        .collect()
+}
+
+fn truthy(q: &HashMap<String, String>, k: &str) -> bool {
+    q.get(k).is_some_and(|v| v == "1" || v == "true")
+}
+
+/// The single entry point: everything is routed by hand because Kubernetes paths are
+/// shaped by discovery data (and CRDs change it at runtime).
+pub async fn handle(
+    State(app): State<Arc<App>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = uri.path().trim_end_matches('/').to_string();
+    let q: HashMap<String, String> = Query::try_from_uri(&uri)
+        .map(|Query(q)| q)
+        .unwrap_or_default();
+    if let Some(admin) = path.strip_prefix("/_sim/") {
+        return admin::request(&app, &method, admin, body).await;
+    }
+    let latency = *app.latency.lock().unwrap_or_else(|e| e.into_inner());
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    let resp = route(&app, &method, &path, &q, &headers, body).await;
+    let resp = match resp {
+        Ok(r) => r,
+        Err(e) => error_response(&e),
+    };
+    tracing::debug!(%method, path = %uri.path(), status = resp.status().as_u16(), "request");
+    resp
+}
+
+async fn route(
+    app: &Arc<App>,
+    method: &Method,
+    path: &str,
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let types = app.store.types();
+    let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
+        [] => {
+            return Ok(json_response(
+                200,
+                &json!({"paths": ["/api", "/api/v1", "/apis", "/version"]}),
+            ))
+        }
+        ["version"] => return Ok(json_response(200, &discovery::version())),
+        ["healthz"] | ["livez"] | ["readyz"] => return Ok((StatusCode::OK, "ok").into_response()),
+        ["openapi", "v3"] => return Ok(json_response(200, &openapi::root(&types))),
+        ["openapi", "v3", gv @ ..] => {
+            return openapi::gv_document(&gv.join("/"), &types)
+                .map(|d| json_response(200, &d))
+                .ok_or_else(not_found_path)
+        }
+        ["api"] | ["apis"] if discovery::wants_aggregated(accept) => {
+            let doc = discovery::aggregated(segs == ["api"], &types);
+            return Ok((
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, discovery::AGGREGATED_V2)],
+                doc.to_string(),
+            )
+                .into_response());
+        }
+        ["api"] => return Ok(json_response(200, &discovery::api_versions(&app.addr))),
+        ["apis"] => return Ok(json_response(200, &discovery::api_group_list(&types))),
+        ["api", "v1"] => {
+            return discovery::resource_list("", "v1", &types)
+                .map(|d| json_response(200, &d))
+                .ok_or_else(not_found_path)
+        }
+        ["apis", g] => {
+            return discovery::api_group(g, &types)
+                .map(|d| json_response(200, &d))
+                .ok_or_else(not_found_path)
+        }
+        ["apis", g, v] => {
+            return discovery::resource_list(g, v, &types)
+                .map(|d| json_response(200, &d))
+                .ok_or_else(not_found_path)
+        }
+        ["api", "v1", rest @ ..] => ("", "v1", rest),
+        ["apis", g, v, rest @ ..] => (g, v, rest),
+        _ => return Err(not_found_path()),
+    };
+    let find = |plural: &str| {
+        types
+            .iter()
+            .find(|t| t.group == group && t.version == version && t.plural == plural)
+            .cloned()
+    };
+    let namespaced_target = match rest {
+        ["namespaces", ns, plural, tail @ ..] if tail.len() <= 2 => {
+            find(plural).filter(|t| t.namespaced).map(|info| Target {
+                info,
+                namespace: Some(ns.to_string()),
+                name: tail.first().map(|s| s.to_string()),
+                subresource: tail.get(1).map(|s| s.to_string()),
+            })
+        }
+        _ => None,
+    };
+    let target = match namespaced_target {
+        Some(t) => t,
+        None => match rest {
+            [plural, tail @ ..] if tail.len() <= 2 => {
+                let info = find(plural).ok_or_else(not_found_path)?;
+                if info.namespaced && !tail.is_empty() {
+                    return Err(not_found_path());
+                }
+                Target {
+                    info,
+                    namespace: None,
+                    name: tail.first().map(|s| s.to_string()),
+                    subresource: tail.get(1).map(|s| s.to_string()),
+                }
+            }
+            _ => return Err(not_found_path()),
+        },
+    };
+    if let Some(sub) = &target.subresource {
+        if !target.info.has(sub) {
+            return Err(not_found_path());
+        }
+    }
+    let verb = verb_of(method, &target, truthy(q, "watch"));
+    if let Some(e) = take_fault(app, &target.info.plural, verb) {
+        return Err(e);
+    }
+    if verb == "watch" {
+        return watch::start(app, &target, q, headers);
+    }
+    verbs::serve(app, verb, &target, q, headers, body)
+}
+
+fn parse_body(body: &Bytes) -> Result<Value, ApiError> {
+    if body.starts_with(super::proto::MAGIC) {
+        return super::proto::decode(body)
+            .map_err(|m| ApiError::new(415, "UnsupportedMediaType", m));
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized (not valid JSON: {e})"
+        ))
+    })
+}
+
+fn list_params(q: &HashMap<String, String>, ns: Option<&str>) -> Result<ListParams, ApiError> {
+    let labels = Selector::parse_labels(q.get("labelSelector").map(String::as_str).unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
+    let fields = Selector::parse_fields(q.get("fieldSelector").map(String::as_str).unwrap_or(""))
+        .map_err(ApiError::bad_request)?;
+    let limit = match q.get("limit").filter(|l| !l.is_empty()) {
+        Some(l) => Some(
+            l.parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid limit: {l:?}")))?,
+        ),
+        None => None,
+    };
+    Ok(ListParams {
+        namespace: ns.map(str::to_string),
+        labels,
+        fields,
+        resource_version: q.get("resourceVersion").cloned(),
+        resource_version_match: q
+            .get("resourceVersionMatch")
+            .cloned()
+            .filter(|s| !s.is_empty()),
+        limit,
+        continue_token: q.get("continue").cloned(),
+    })
+}
+
+fn take_fault(app: &App, plural: &str, verb: &str) -> Option<ApiError> {
+    let mut faults = app.faults.lock().unwrap_or_else(|e| e.into_inner());
+    let idx = faults.iter().position(|f| {
+        (f.resource == "*" || f.resource == plural) && f.verb.as_deref().is_none_or(|v| v == verb)
+    })?;
+    let f = &mut faults[idx];
+    f.count -= 1;
+    let code = f.code;
+    if f.count == 0 {
+        faults.remove(idx);
+    }
+    Some(ApiError::from_code(
+        code,
+        format!("injected fault: {verb} {plural} failed with {code}"),
+    ))
+}

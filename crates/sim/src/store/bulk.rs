@@ -1,0 +1,265 @@
+//! Bulk operations for benchmarks, in process so the HTTP transport does not limit them:
+//! loading many objects at once (each created as `kubectl create` would, with server
+//! defaults, its own resourceVersion and a watch event), and making many modifications
+//! (a ConfigMap or Secret value, a container image, an annotation) so watch events reach a
+//! client faster than it can consume them.
+
+use super::super::status::ApiError;
+use super::{Store, WriteCtx};
+use driftd_k8s::kinds::{split_api_version, ResourceType};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// The field manager bulk-loaded objects are created by (kubectl create's default).
+pub const LOAD_MANAGER: &str = "kubectl-create";
+/// The field manager of bulk edits.
+pub const EDIT_MANAGER: &str = "driftd-sim-bulk-edit";
+/// How many failures a report names (it counts them all).
+const ERRORS_SHOWN: usize = 20;
+
+/// What a bulk load did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BulkLoadReport {
+    pub created: usize,
+    pub failed: usize,
+    /// The first failures, as `#index kind namespace/name: message`.
+    pub errors: Vec<String>,
+    /// The resourceVersion after the last object.
+    pub resource_version: String,
+    pub seconds: f64,
+    pub objects_per_second: f64,
+}
+
+/// A bulk edit request: `count` modifications cycling through the existing objects of
+/// `kinds` (plural resource names; empty = configmaps, secrets, services, deployments),
+/// at most `rate` per second when given.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct BulkEdit {
+    pub count: usize,
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    #[serde(default)]
+    pub rate: Option<f64>,
+}
+
+/// What a bulk edit did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BulkEditReport {
+    pub made: usize,
+    pub failed: usize,
+    pub seconds: f64,
+    pub writes_per_second: f64,
+    pub resource_version: String,
+}
+
+/// A bulk load in progress.
+pub struct BulkLoader<'a> {
+    store: &'a Store,
+    ctx: WriteCtx,
+    start: Instant,
+    seen: usize,
+    created: usize,
+    failed: usize,
+    errors: Vec<String>,
+}
+
+impl BulkLoader<'_> {
+    /// Creates one object (see [`Store::bulk_load`]).
+    pub fn add(&mut self, obj: Value) {
+        let what = describe(&obj);
+        let store = self.store;
+        let outcome = store.type_of_object(&obj).and_then(|info| {
+            let ns = obj
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .filter(|ns| !ns.is_empty())
+                .unwrap_or("default")
+                .to_string();
+            store.create_written(&info, Some(&ns), obj, &self.ctx)
+        });
+        match outcome {
+            Ok(_) => self.created += 1,
+            Err(e) => {
+                self.failed += 1;
+                if self.errors.len() < ERRORS_SHOWN {
+                    self.errors
+                        .push(format!("#{} {what}: {}", self.seen, e.message));
+                }
+            }
+        }
+        self.seen += 1;
+    }
+
+    pub fn finish(self) -> BulkLoadReport {
+        let seconds = self.start.elapsed().as_secs_f64();
+        BulkLoadReport {
+            created: self.created,
+            failed: self.failed,
+            errors: self.errors,
+            resource_version: self.store.current_rv().to_string(),
+            seconds,
+            objects_per_second: per_second(self.created, seconds),
+        }
+    }
+}
+
+const DEFAULT_EDIT_KINDS: &[&str] = &["configmaps", "secrets", "services", "deployments"];
+
+impl Store {
+    /// Creates every object in order (a Namespace before the objects in it), each as
+    /// `POST` would with manager `kubectl-create`; namespaced objects without a namespace
+    /// go to `default`. Failures are counted and the rest still load.
+    pub fn bulk_load(&self, objects: impl IntoIterator<Item = Value>) -> BulkLoadReport {
+        let mut loader = self.bulk_loader();
+        for obj in objects {
+            loader.add(obj);
+        }
+        loader.finish()
+    }
+
+    /// A [`Store::bulk_load`] fed one object at a time (e.g. while a body is parsed).
+    pub fn bulk_loader(&self) -> BulkLoader<'_> {
+        BulkLoader {
+            store: self,
+            ctx: WriteCtx::new(LOAD_MANAGER),
+            start: Instant::now(),
+            seen: 0,
+            created: 0,
+            failed: 0,
+            errors: Vec::new(),
+        }
+    }
+
+    /// The served type an object's `apiVersion` and `kind` name.
+    fn type_of_object(&self, obj: &Value) -> Result<ResourceType, ApiError> {
+        let av = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+        let (group, version) = split_api_version(av);
+        self.types()
+            .iter()
+            .find(|t| t.group == group && t.version == version && t.kind == kind)
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "no matches for kind \"{kind}\" in version \"{av}\""
+                ))
+            })
+    }
+
+    /// Makes `spec.count` modifications itself, cycling through the objects of the chosen
+    /// kinds (taken when it starts) in turn, each an ordinary update by manager
+    /// `driftd-sim-bulk-edit` with its own resourceVersion and watch event.
+    pub fn bulk_edit(&self, spec: &BulkEdit) -> Result<BulkEditReport, ApiError> {
+        let names: Vec<&str> = if spec.kinds.is_empty() {
+            DEFAULT_EDIT_KINDS.to_vec()
+        } else {
+            spec.kinds.iter().map(String::as_str).collect()
+        };
+        let types = self.types();
+        let mut targets = Vec::new();
+        for name in names {
+            let info = types
+                .iter()
+                .find(|t| t.plural == name)
+                .cloned()
+                .ok_or_else(|| {
+                    ApiError::bad_request(format!("bulk-edit: unknown kind {name:?}"))
+                })?;
+            let keys = self.keys(&info);
+            if !keys.is_empty() {
+                targets.push((info, keys));
+            }
+        }
+        if targets.is_empty() && spec.count > 0 {
+            return Err(ApiError::bad_request(
+                "bulk-edit: no objects of the chosen kinds to edit",
+            ));
+        }
+        let ctx = WriteCtx::new(EDIT_MANAGER);
+        let epoch = self.current_rv();
+        let start = Instant::now();
+        let (mut made, mut failed) = (0, 0);
+        for i in 0..spec.count {
+            if let Some(rate) = spec.rate.filter(|r| *r > 0.0) {
+                let due = start + Duration::from_secs_f64(i as f64 / rate);
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+            }
+            let (info, keys) = &targets[i % targets.len()];
+            let (ns, name) = &keys[(i / targets.len()) % keys.len()];
+            let stamp = format!("bulk-edit-{}", epoch + i as u64);
+            let ns = (!ns.is_empty()).then_some(ns.as_str());
+            match self.write(info, ns, name, None, &ctx, |old| Ok(edited(old, &stamp))) {
+                Ok(_) => made += 1,
+                Err(_) => failed += 1,
+            }
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        Ok(BulkEditReport {
+            made,
+            failed,
+            seconds,
+            writes_per_second: per_second(made, seconds),
+            resource_version: self.current_rv().to_string(),
+        })
+    }
+}
+
+/// One modification of `old`, by kind: a ConfigMap's or Secret's first value, a workload's
+/// first container image tag, else an annotation.
+fn edited(old: &Value, stamp: &str) -> Value {
+    use base64::Engine;
+    let mut new = old.clone();
+    let kind = old.get("kind").and_then(Value::as_str).unwrap_or("");
+    let first_key = |field: &str| {
+        old.get(field)
+            .and_then(Value::as_object)
+            .and_then(|m| m.keys().next().cloned())
+    };
+    match kind {
+        "ConfigMap" => {
+            let key = first_key("data").unwrap_or_else(|| "bulk-edit".into());
+            new["data"][key] = json!(stamp);
+        }
+        "Secret" => {
+            let key = first_key("data").unwrap_or_else(|| "bulk-edit".into());
+            new["data"][key] = json!(base64::engine::general_purpose::STANDARD.encode(stamp));
+        }
+        _ if new
+            .pointer("/spec/template/spec/containers/0/image")
+            .is_some() =>
+        {
+            let image = &mut new["spec"]["template"]["spec"]["containers"][0]["image"];
+            let current = image.as_str().unwrap_or("");
+            let repo = match current.rsplit_once(':') {
+                Some((repo, tag)) if !tag.contains('/') => repo,
+                _ => current,
+            };
+            *image = json!(format!("{repo}:{stamp}"));
+        }
+        _ => new["metadata"]["annotations"]["sim.driftd.io/bulk-edit"] = json!(stamp),
+    }
+    new
+}
+
+fn describe(obj: &Value) -> String {
+    let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or("");
+    format!(
+        "{} {}/{}",
+        s("/kind"),
+        s("/metadata/namespace"),
+        s("/metadata/name")
+    )
+}
+
+fn per_second(n: usize, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        n as f64 / seconds
+    } else {
+        0.0
+    }
+}

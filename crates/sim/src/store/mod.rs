@@ -1,0 +1,395 @@
+//! The simulator's storage: objects as compact JSON bytes per type, one global
+//! resourceVersion counter, a bounded history of changes that watches read from, indexes
+//! (dependents by owner uid, what Services hold) so no write looks at every object, and the
+//! write rules kube-apiserver's registries apply (server-set metadata, status/spec
+//! separation, optimistic concurrency, defaults, managedFields, garbage collection).
+//!
+//! Layout: `object` (one stored version), `history` (changes), `write` (create, update,
+//! patch), `apply` (server-side apply), `delete` (deletion and garbage collection), `list`
+//! (lists at a resourceVersion), `watch` (where watches start and read), `validate`,
+//! `alloc` (ClusterIPs, NodePorts), `crd` and `bulk` (bulk load and bulk edit for
+//! benchmarks).
+
+mod alloc;
+mod apply;
+pub mod bulk;
+mod crd;
+mod delete;
+pub mod history;
+pub mod list;
+pub mod object;
+mod validate;
+pub mod watch;
+mod write;
+
+pub use delete::{DeleteOpts, Deletion};
+pub use history::Change;
+pub use list::{ListParams, Page};
+pub use object::{Key, Stored};
+pub use validate::label_selector_matches;
+pub use watch::WatchStart;
+pub use write::{ApplyPlan, WriteCtx, Written};
+
+use super::server_defaults;
+use super::status::{ApiError, Gr};
+use driftd_k8s::kinds::{ResourceType, BUILTIN};
+use history::History;
+use object::{object_key, set_meta, storage_of, StorageKey};
+use rand::Rng;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::{mpsc, watch as signal};
+
+/// The group and resource a type's errors name.
+fn gr(info: &ResourceType) -> Gr<'_> {
+    Gr {
+        group: &info.group,
+        resource: &info.plural,
+    }
+}
+
+const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// Five characters as `generateName` and the ReplicaSet controller append.
+pub fn random_suffix(n: usize) -> String {
+    let mut r = rand::rng();
+    (0..n)
+        .map(|_| ALPHANUMS[r.random_range(0..ALPHANUMS.len())] as char)
+        .collect()
+}
+
+pub fn now_rfc3339() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+fn new_uid() -> String {
+    server_defaults::uuid_v4(rand::rng().random())
+}
+
+/// The objects of one storage (one group and plural, all versions).
+struct Kind {
+    id: Arc<StorageKey>,
+    objects: BTreeMap<Key, Arc<Stored>>,
+}
+
+struct Inner {
+    types: Arc<Vec<ResourceType>>,
+    /// group -> plural -> objects.
+    kinds: HashMap<String, HashMap<String, Kind>>,
+    rv: u64,
+    history: History,
+    /// Owner uid -> the objects whose ownerReferences name it.
+    dependents: HashMap<Box<str>, BTreeSet<(Arc<StorageKey>, Key)>>,
+    /// ClusterIPs and NodePorts the stored Services hold.
+    services: alloc::Held,
+    /// One shared copy of each apiVersion string objects are stored with.
+    versions: HashMap<String, Arc<str>>,
+    count: usize,
+    /// JSON bytes of the stored objects (what `/_sim/stats` reports as `storedBytes`).
+    bytes: usize,
+    /// The latest resourceVersion, for watches waiting for changes.
+    changed: signal::Sender<u64>,
+    /// The controllers' queue: every change they want, however far behind they are.
+    feed: Option<(Wants, mpsc::UnboundedSender<Arc<Change>>)>,
+}
+
+/// Which changes a feed takes.
+pub type Wants = fn(&Change) -> bool;
+
+/// Shared storage; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Mutex<Inner>>,
+    /// Bumped to end every open watch stream (fault injection).
+    closes: Arc<signal::Sender<u64>>,
+}
+
+const INITIAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+impl Store {
+    pub fn new(history_limit: usize) -> Store {
+        let store = Store {
+            inner: Arc::new(Mutex::new(Inner {
+                types: Arc::new(BUILTIN.clone()),
+                kinds: HashMap::new(),
+                rv: 0,
+                history: History::new(history_limit),
+                dependents: HashMap::new(),
+                services: alloc::Held::default(),
+                versions: HashMap::new(),
+                count: 0,
+                bytes: 0,
+                changed: signal::channel(0).0,
+                feed: None,
+            })),
+            closes: Arc::new(signal::channel(0).0),
+        };
+        let ns = store
+            .resolve("", "v1", "namespaces")
+            .expect("namespaces is built in");
+        for name in INITIAL_NAMESPACES {
+            let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+            store
+                .create(&ns, None, obj, &WriteCtx::new("kube-apiserver"))
+                .expect("initial namespace");
+        }
+        store
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn current_rv(&self) -> u64 {
+        self.lock().rv
+    }
+
+    /// Every change from now on that `wants` takes, in order, on an unbounded queue (the
+    /// controllers' input: they must not lose a change however far behind they fall, and
+    /// take few enough that the queue stays short). Replaces an earlier feed.
+    pub fn feed(&self, wants: Wants) -> mpsc::UnboundedReceiver<Arc<Change>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.lock().feed = Some((wants, tx));
+        rx
+    }
+
+    /// Objects stored, all types.
+    pub fn object_count(&self) -> usize {
+        self.lock().count
+    }
+
+    /// JSON bytes of the stored objects (not counting versions only the history holds).
+    pub fn stored_bytes(&self) -> usize {
+        self.lock().bytes
+    }
+
+    /// Changes the history holds.
+    pub fn history_len(&self) -> usize {
+        self.lock().history.held()
+    }
+
+    /// All servable types (built-in first, then CRD-defined).
+    pub fn types(&self) -> Arc<Vec<ResourceType>> {
+        self.lock().types.clone()
+    }
+
+    pub fn resolve(&self, group: &str, version: &str, plural: &str) -> Option<ResourceType> {
+        self.lock()
+            .types
+            .iter()
+            .find(|t| t.group == group && t.version == version && t.plural == plural)
+            .cloned()
+    }
+
+    /// Finds a type by group and kind, whatever the version (for owner references).
+    pub fn resolve_kind(&self, group: &str, kind: &str) -> Option<ResourceType> {
+        self.lock()
+            .types
+            .iter()
+            .find(|t| t.group == group && t.kind == kind)
+            .cloned()
+    }
+
+    pub fn set_history_limit(&self, limit: usize) {
+        self.lock().history.set_limit(limit);
+    }
+
+    /// Forgets all watch history, as an etcd compaction would: watches and continue
+    /// tokens from before now get 410 Expired.
+    pub fn compact(&self) {
+        let mut g = self.lock();
+        let rv = g.rv;
+        g.history.compact(rv);
+    }
+
+    pub fn close_watches(&self) {
+        self.closes.send_modify(|n| *n += 1);
+    }
+
+    /// A stored object as served through `info` (its apiVersion, and the events.k8s.io shape
+    /// for Events read through that group).
+    pub fn render(info: &ResourceType, obj: &Value) -> Value {
+        object::render(info, obj)
+    }
+
+    pub fn get(
+        &self,
+        info: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        self.get_stored(info, ns, name).map(|s| s.value_as(info))
+    }
+
+    /// The stored version of an object (its bytes, shared).
+    pub fn get_stored(
+        &self,
+        info: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+    ) -> Result<Arc<Stored>, ApiError> {
+        self.lock()
+            .get(info, ns, name)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(gr(info), name))
+    }
+
+    /// The keys of every stored object of a type (all namespaces).
+    pub fn keys(&self, info: &ResourceType) -> Vec<Key> {
+        self.lock()
+            .kind(info)
+            .map(|k| k.objects.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The objects of type `info` in `ns` whose ownerReferences name `owner_uid`, from the
+    /// dependents index (what the controllers and the garbage collector look up).
+    pub fn owned(&self, info: &ResourceType, ns: &str, owner_uid: &str) -> Vec<Value> {
+        let stored: Vec<Arc<Stored>> = {
+            let g = self.lock();
+            let (group, plural) = storage_of(info);
+            let Some(kind) = g.kind(info) else {
+                return Vec::new();
+            };
+            g.dependents
+                .get(owner_uid)
+                .into_iter()
+                .flatten()
+                .filter(|(s, key)| s.0 == group && s.1 == plural && key.0 == ns)
+                .filter_map(|(_, key)| kind.objects.get(key).cloned())
+                .collect()
+        };
+        stored.iter().map(|s| s.value_as(info)).collect()
+    }
+}
+
+impl Inner {
+    fn kind(&self, info: &ResourceType) -> Option<&Kind> {
+        let (group, plural) = storage_of(info);
+        self.kinds.get(group)?.get(plural)
+    }
+
+    fn get(&self, info: &ResourceType, ns: Option<&str>, name: &str) -> Option<&Arc<Stored>> {
+        self.kind(info)?.objects.get(&object_key(info, ns, name))
+    }
+
+    fn contains(&self, info: &ResourceType, key: &Key) -> bool {
+        self.kind(info).is_some_and(|k| k.objects.contains_key(key))
+    }
+
+    /// The first type served from a storage (the one whose shape a cascade's DELETED
+    /// events carry).
+    fn type_of(&self, storage: &StorageKey) -> Option<&ResourceType> {
+        self.types.iter().find(|t| {
+            let (g, p) = storage_of(t);
+            storage.0 == g && storage.1 == p
+        })
+    }
+
+    /// Stores (or removes, when `obj` is None) under a new resourceVersion, keeps the
+    /// indexes and the history, and wakes watchers. Returns the new version.
+    fn commit(
+        &mut self,
+        info: &ResourceType,
+        key: Key,
+        obj: Option<Value>,
+        event: &'static str,
+        internal: bool,
+    ) -> (Arc<Stored>, Value) {
+        self.rv += 1;
+        let rv = self.rv;
+        let api_version = info.api_version();
+        let av = match self.versions.get(&api_version) {
+            Some(av) => av.clone(),
+            None => {
+                let av: Arc<str> = Arc::from(api_version.as_str());
+                self.versions.insert(api_version.clone(), av.clone());
+                av
+            }
+        };
+        let (group, plural) = storage_of(info);
+        if self.kind(info).is_none() {
+            self.kinds.entry(group.to_string()).or_default().insert(
+                plural.to_string(),
+                Kind {
+                    id: Arc::new((group.to_string(), plural.to_string())),
+                    objects: BTreeMap::new(),
+                },
+            );
+        }
+        let kind = self
+            .kinds
+            .get_mut(group)
+            .and_then(|k| k.get_mut(plural))
+            .expect("created above");
+        let prev = kind.objects.get(&key).cloned();
+        let mut object = match obj {
+            Some(o) => o,
+            None => prev.as_ref().map(|p| p.value()).unwrap_or(Value::Null),
+        };
+        object["apiVersion"] = json!(api_version);
+        object["kind"] = json!(info.kind);
+        set_meta(&mut object, "resourceVersion", json!(rv.to_string()));
+        let stored = Arc::new(Stored::new(rv, key.clone(), &object, av));
+        let deleted = event == "DELETED";
+        let replaced = if deleted {
+            kind.objects.remove(&key)
+        } else {
+            let old = kind.objects.insert(key.clone(), stored.clone());
+            self.count += 1;
+            self.bytes += stored.json.len();
+            old
+        };
+        if let Some(r) = replaced {
+            self.count -= 1;
+            self.bytes -= r.json.len();
+        }
+        let id = kind.id.clone();
+        for uid in prev.iter().flat_map(|p| p.owners.iter()) {
+            if let Some(set) = self.dependents.get_mut(uid) {
+                set.remove(&(id.clone(), key.clone()));
+                if set.is_empty() {
+                    self.dependents.remove(uid);
+                }
+            }
+        }
+        if !deleted {
+            for uid in stored.owners.iter() {
+                self.dependents
+                    .entry(uid.clone())
+                    .or_default()
+                    .insert((id.clone(), key.clone()));
+            }
+        }
+        if id.0.is_empty() && id.1 == "services" {
+            if let Some(p) = &prev {
+                self.services.remove(&p.value());
+            }
+            if !deleted {
+                self.services.add(&object);
+            }
+        }
+        let change = Arc::new(Change {
+            rv,
+            kind: event,
+            storage: id,
+            object: stored.clone(),
+            prev,
+            internal,
+        });
+        if let Some((wants, feed)) = &self.feed {
+            if wants(&change) {
+                let _ = feed.send(change.clone());
+            }
+        }
+        self.history.push(change);
+        self.changed.send_replace(rv);
+        (stored, object)
+    }
+}
+
+#[cfg(test)]
+mod tests;

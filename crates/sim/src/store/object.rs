@@ -1,0 +1,157 @@
+//! How one object is kept: a stored version is its compact JSON bytes, shared by the store,
+//! the watch history and every list, get and watch response that carries it (as
+//! kube-state-metrics keeps bytes rather than trees); a tree is parsed only when a write,
+//! a selector or a Table needs one.
+
+use super::super::events;
+use axum::body::Bytes;
+use driftd_k8s::kinds::ResourceType;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// `(namespace, name)`; the namespace is empty for cluster-scoped types.
+pub type Key = (String, String);
+
+/// `(group, plural)` of the storage an object lives in.
+pub type StorageKey = (String, String);
+
+/// One version of an object.
+#[derive(Debug)]
+pub struct Stored {
+    /// The resourceVersion written into `json`.
+    pub rv: u64,
+    pub key: Key,
+    /// The object in storage form (its `apiVersion`, `kind` and `resourceVersion` set).
+    pub json: Bytes,
+    /// The `apiVersion` in `json`: a read through another version must re-render.
+    pub api_version: Arc<str>,
+    /// uids named by `metadata.ownerReferences`, for the dependents index.
+    pub owners: Box<[Box<str>]>,
+}
+
+impl Stored {
+    /// Serializes `object` (storage form, resourceVersion already set).
+    pub fn new(rv: u64, key: Key, object: &Value, api_version: Arc<str>) -> Stored {
+        Stored {
+            rv,
+            key,
+            json: Bytes::from(serde_json::to_vec(object).expect("JSON values serialize")),
+            api_version,
+            owners: owner_uids(object),
+        }
+    }
+
+    /// The object as a tree.
+    pub fn value(&self) -> Value {
+        serde_json::from_slice(&self.json).expect("stored objects are JSON")
+    }
+
+    /// Whether `json` is already what a read through `info` serves.
+    pub fn serves_as(&self, info: &ResourceType) -> bool {
+        !is_new_event(info) && api_version_is(&self.api_version, info)
+    }
+
+    /// The object as served through `info`, sharing the stored bytes when they fit.
+    pub fn json_as(&self, info: &ResourceType) -> Bytes {
+        if self.serves_as(info) {
+            self.json.clone()
+        } else {
+            to_bytes(&render(info, &self.value()))
+        }
+    }
+
+    /// The object as served through `info`, as a tree.
+    pub fn value_as(&self, info: &ResourceType) -> Value {
+        let v = self.value();
+        if self.serves_as(info) {
+            v
+        } else {
+            render(info, &v)
+        }
+    }
+}
+
+/// Whether `av` is `info`'s apiVersion (`v1`, or `group/version`), without building it.
+fn api_version_is(av: &str, info: &ResourceType) -> bool {
+    if info.group.is_empty() {
+        return av == info.version;
+    }
+    av.strip_prefix(info.group.as_str())
+        .and_then(|rest| rest.strip_prefix('/'))
+        .is_some_and(|v| v == info.version)
+}
+
+pub fn to_bytes(v: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(v).expect("JSON values serialize"))
+}
+
+fn owner_uids(object: &Value) -> Box<[Box<str>]> {
+    object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| r.get("uid").and_then(Value::as_str))
+                .map(Box::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A stored object as served through `info` (its apiVersion, and the events.k8s.io shape
+/// for Events read through that group).
+pub fn render(info: &ResourceType, obj: &Value) -> Value {
+    let mut obj = if is_new_event(info) {
+        events::from_core(obj)
+    } else {
+        obj.clone()
+    };
+    obj["apiVersion"] = json!(info.api_version());
+    obj["kind"] = json!(info.kind);
+    obj
+}
+
+/// Where objects of a type live: events.k8s.io Events share core Events' storage, as in
+/// kube-apiserver.
+pub fn storage_of(info: &ResourceType) -> (&str, &str) {
+    if is_new_event(info) {
+        ("", "events")
+    } else {
+        (&info.group, &info.plural)
+    }
+}
+
+pub fn is_new_event(info: &ResourceType) -> bool {
+    info.group == "events.k8s.io" && info.plural == "events"
+}
+
+/// Converts a request body to the storage shape.
+pub fn to_storage(info: &ResourceType, obj: Value) -> Value {
+    if is_new_event(info) {
+        events::to_core(&obj)
+    } else {
+        obj
+    }
+}
+
+/// Storage key of an object: the namespace empty for cluster-scoped types whatever the
+/// request path said.
+pub fn object_key(info: &ResourceType, ns: Option<&str>, name: &str) -> Key {
+    let ns = if info.namespaced {
+        ns.unwrap_or("")
+    } else {
+        ""
+    };
+    (ns.to_string(), name.to_string())
+}
+
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str()
+}
+
+pub fn set_meta(obj: &mut Value, field: &str, v: Value) {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    obj["metadata"][field] = v;
+}

@@ -1,0 +1,349 @@
+use super::*;
+use serde_json::json;
+
+fn deployments(store: &Store) -> ResourceType {
+    store.resolve("apps", "v1", "deployments").unwrap()
+}
+
+fn deployment(replicas: i64) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}})
+}
+
+#[test]
+fn a_created_jobs_generated_selector_names_its_own_uid() {
+    let store = Store::new(100);
+    let jobs = store.resolve("batch", "v1", "jobs").unwrap();
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox"}]}}}});
+    let created = store
+        .create(&jobs, Some("default"), job, &WriteCtx::new("test"))
+        .unwrap();
+    let uid = &created["metadata"]["uid"];
+    assert_eq!(
+        created["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"],
+        *uid
+    );
+    assert_eq!(created["metadata"]["labels"]["controller-uid"], *uid);
+}
+
+#[test]
+fn generation_moves_with_spec_not_metadata_or_status() {
+    let store = Store::new(100);
+    let d = deployments(&store);
+    let ctx = WriteCtx::new("test");
+    let created = store
+        .create(&d, Some("default"), deployment(1), &ctx)
+        .unwrap();
+    assert_eq!(created["metadata"]["generation"], 1);
+    let rv = created["metadata"]["resourceVersion"].clone();
+
+    // Same object again: a no-op keeps the resourceVersion.
+    let same = store
+        .update(&d, Some("default"), "web", created.clone(), None, &ctx)
+        .unwrap();
+    assert_eq!(same["metadata"]["resourceVersion"], rv);
+
+    let mut labelled = created.clone();
+    labelled["metadata"]["labels"] = json!({"team": "a"});
+    let labelled = store
+        .update(&d, Some("default"), "web", labelled, None, &ctx)
+        .unwrap();
+    assert_eq!(labelled["metadata"]["generation"], 1);
+
+    let mut with_status = labelled.clone();
+    with_status["status"] = json!({"replicas": 1});
+    let ignored = store
+        .update(&d, Some("default"), "web", with_status.clone(), None, &ctx)
+        .unwrap();
+    assert!(
+        ignored
+            .get("status")
+            .is_none_or(|s| s.get("replicas").is_none()),
+        "main resource PUT ignores status"
+    );
+    let status = store
+        .update(
+            &d,
+            Some("default"),
+            "web",
+            with_status,
+            Some("status"),
+            &ctx,
+        )
+        .unwrap();
+    assert_eq!(status["status"]["replicas"], 1);
+    assert_eq!(status["metadata"]["generation"], 1);
+
+    let mut scaled = status.clone();
+    scaled["spec"]["replicas"] = json!(3);
+    let scaled = store
+        .update(&d, Some("default"), "web", scaled, None, &ctx)
+        .unwrap();
+    assert_eq!(scaled["metadata"]["generation"], 2);
+    assert_eq!(scaled["status"]["replicas"], 1, "status kept from storage");
+}
+
+#[test]
+fn stale_resource_version_conflicts_and_lists_rebuild_history() {
+    let store = Store::new(100);
+    let d = deployments(&store);
+    let ctx = WriteCtx::new("test");
+    let v1 = store
+        .create(&d, Some("default"), deployment(1), &ctx)
+        .unwrap();
+    let rv1 = v1["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut v2 = v1.clone();
+    v2["spec"]["replicas"] = json!(2);
+    store
+        .update(&d, Some("default"), "web", v2.clone(), None, &ctx)
+        .unwrap();
+    let err = store
+        .update(&d, Some("default"), "web", v2, None, &ctx)
+        .unwrap_err();
+    assert_eq!((err.code, err.reason), (409, "Conflict"));
+
+    let then = store
+        .list(
+            &d,
+            &ListParams {
+                resource_version: Some(rv1.clone()),
+                resource_version_match: Some("Exact".into()),
+                ..ListParams::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(then["items"][0]["spec"]["replicas"], 1);
+    store.compact();
+    let err = store
+        .list(
+            &d,
+            &ListParams {
+                resource_version: Some(rv1),
+                resource_version_match: Some("Exact".into()),
+                ..ListParams::default()
+            },
+        )
+        .unwrap_err();
+    assert_eq!(err.code, 410);
+}
+
+#[test]
+fn bounded_history_expires_old_watch_positions() {
+    let store = Store::new(2);
+    let cms = store.resolve("", "v1", "configmaps").unwrap();
+    let ctx = WriteCtx::new("test");
+    let start = store.current_rv();
+    for i in 0..3 {
+        let cm =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}});
+        store.create(&cms, Some("default"), cm, &ctx).unwrap();
+    }
+    let err = store
+        .watch(&cms, None, Some(&start.to_string()))
+        .err()
+        .unwrap();
+    assert_eq!((err.code, err.reason), (410, "Expired"));
+    let recent = store
+        .watch(&cms, None, Some(&(store.current_rv() - 1).to_string()))
+        .ok()
+        .unwrap();
+    assert!(recent.initial.is_empty());
+    let replayed = store.changes_after(recent.from, 100).unwrap();
+    assert_eq!(replayed.len(), 1);
+    assert!(replayed[0].concerns(&cms));
+    let err = store.changes_after(start, 100).unwrap_err();
+    assert_eq!((err.code, err.reason), (410, "Expired"));
+}
+
+fn configmap(name: &str, value: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+        "data": {"k": value}})
+}
+
+#[test]
+fn list_pages_show_one_resourceversion_while_objects_change_between_them() {
+    let store = Store::new(100);
+    let cms = store.resolve("", "v1", "configmaps").unwrap();
+    let ctx = WriteCtx::new("test");
+    for name in ["a", "b", "c", "d"] {
+        store
+            .create(&cms, Some("default"), configmap(name, "1"), &ctx)
+            .unwrap();
+    }
+    let first = store
+        .list_page(
+            &cms,
+            &ListParams {
+                limit: Some(2),
+                ..ListParams::default()
+            },
+        )
+        .unwrap();
+    let names = |p: &Page| -> Vec<String> { p.items.iter().map(|s| s.key.1.clone()).collect() };
+    assert_eq!(names(&first), ["a", "b"]);
+    // Between the pages: one object changes, one goes, one comes.
+    store
+        .update(&cms, Some("default"), "c", configmap("c", "2"), None, &ctx)
+        .unwrap();
+    store
+        .delete(&cms, Some("default"), "d", None, false)
+        .unwrap();
+    store
+        .create(&cms, Some("default"), configmap("bb", "1"), &ctx)
+        .unwrap();
+    let second = store
+        .list_page(
+            &cms,
+            &ListParams {
+                limit: Some(2),
+                continue_token: first.continue_token.clone(),
+                ..ListParams::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(second.rv, first.rv);
+    assert_eq!(names(&second), ["c", "d"], "the list as it was");
+    assert_eq!(second.items[0].value()["data"]["k"], "1");
+    assert!(second.continue_token.is_none());
+    let now = store.list(&cms, &ListParams::default()).unwrap();
+    let now: Vec<&str> = now["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(now, ["a", "b", "bb", "c"]);
+}
+
+#[test]
+fn dependents_are_found_by_owner_and_go_with_it_or_are_orphaned() {
+    let store = Store::new(100);
+    let cms = store.resolve("", "v1", "configmaps").unwrap();
+    let ctx = WriteCtx::new("test");
+    let owner = store
+        .create(&cms, Some("default"), configmap("owner", "1"), &ctx)
+        .unwrap();
+    let uid = owner["metadata"]["uid"].as_str().unwrap().to_string();
+    for name in ["dep1", "dep2"] {
+        let mut dep = configmap(name, "1");
+        dep["metadata"]["ownerReferences"] =
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid}]);
+        store.create(&cms, Some("default"), dep, &ctx).unwrap();
+    }
+    assert_eq!(store.owned(&cms, "default", &uid).len(), 2);
+    assert!(store.owned(&cms, "kube-system", &uid).is_empty());
+
+    let opts = DeleteOpts {
+        propagation: Some("Orphan".into()),
+        ..DeleteOpts::default()
+    };
+    store
+        .delete_with(&cms, Some("default"), "owner", &opts)
+        .unwrap();
+    let dep = store.get(&cms, Some("default"), "dep1").unwrap();
+    assert!(dep["metadata"].get("ownerReferences").is_none());
+    assert!(store.owned(&cms, "default", &uid).is_empty());
+
+    let owner = store
+        .create(&cms, Some("default"), configmap("owner2", "1"), &ctx)
+        .unwrap();
+    let uid = owner["metadata"]["uid"].as_str().unwrap().to_string();
+    let mut dep = configmap("dep3", "1");
+    dep["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner2", "uid": uid}]);
+    store.create(&cms, Some("default"), dep, &ctx).unwrap();
+    store
+        .delete(&cms, Some("default"), "owner2", None, false)
+        .unwrap();
+    assert_eq!(
+        store.get(&cms, Some("default"), "dep3").unwrap_err().code,
+        404
+    );
+}
+
+#[test]
+fn bulk_load_creates_in_order_with_defaults_and_counts_failures() {
+    let store = Store::new(100);
+    let before = store.current_rv();
+    let report = store.bulk_load([
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "team"},
+            "spec": {"ports": [{"port": 80}]}}),
+        configmap("no-namespace-given", "1"),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "missing"}}),
+        json!({"apiVersion": "example.com/v1", "kind": "Unknown", "metadata": {"name": "u"}}),
+    ]);
+    assert_eq!((report.created, report.failed), (3, 2), "{report:?}");
+    assert_eq!(report.errors.len(), 2);
+    assert!(
+        report.errors[0].starts_with("#3 ConfigMap missing/x"),
+        "{report:?}"
+    );
+    assert_eq!(report.resource_version, (before + 3).to_string());
+    let svcs = store.resolve("", "v1", "services").unwrap();
+    let svc = store.get(&svcs, Some("team"), "web").unwrap();
+    assert!(
+        svc["spec"]["clusterIP"].is_string(),
+        "server defaults applied"
+    );
+    assert_eq!(
+        svc["metadata"]["managedFields"][0]["manager"],
+        bulk::LOAD_MANAGER
+    );
+    let cms = store.resolve("", "v1", "configmaps").unwrap();
+    assert!(store
+        .get(&cms, Some("default"), "no-namespace-given")
+        .is_ok());
+}
+
+#[test]
+fn bulk_edit_cycles_through_objects_changing_a_value_each_time() {
+    let store = Store::new(100);
+    let ctx = WriteCtx::new("test");
+    let cms = store.resolve("", "v1", "configmaps").unwrap();
+    let deploys = deployments(&store);
+    for name in ["a", "b"] {
+        store
+            .create(&cms, Some("default"), configmap(name, "1"), &ctx)
+            .unwrap();
+    }
+    store
+        .create(&deploys, Some("default"), deployment(1), &ctx)
+        .unwrap();
+    let before = store.current_rv();
+    let report = store
+        .bulk_edit(&bulk::BulkEdit {
+            count: 6,
+            kinds: vec!["configmaps".into(), "deployments".into()],
+            rate: None,
+        })
+        .unwrap();
+    assert_eq!((report.made, report.failed), (6, 0));
+    assert_eq!(
+        store.current_rv(),
+        before + 6,
+        "one resourceVersion per edit"
+    );
+    let a = store.get(&cms, Some("default"), "a").unwrap();
+    assert!(a["data"]["k"].as_str().unwrap().starts_with("bulk-edit-"));
+    let d = store.get(&deploys, Some("default"), "web").unwrap();
+    let image = d["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap();
+    assert!(image.starts_with("nginx:bulk-edit-"), "{image}");
+    let err = store
+        .bulk_edit(&bulk::BulkEdit {
+            count: 1,
+            kinds: vec!["nosuchkind".into()],
+            rate: None,
+        })
+        .unwrap_err();
+    assert_eq!(err.code, 400);
+}

@@ -1,0 +1,493 @@
+//! Create, update and patch: the registries' write path (server-set metadata, status/spec
+//! separation, optimistic concurrency, defaults and allocations, generation, managedFields,
+//! no-op detection), each under the store lock from reading the old version to committing.
+
+use super::super::fields;
+use super::super::server_defaults;
+use super::super::status::{ApiError, Gr};
+use super::alloc::Allocations;
+use super::object::{meta_str, object_key, render, set_meta, to_bytes, to_storage, Key, Stored};
+use super::validate::{
+    check_type, same_but_bookkeeping, same_spec, tracks_generation, validate_name, validate_object,
+};
+use super::{gr, new_uid, now_rfc3339, random_suffix, Inner, Store};
+use axum::body::Bytes;
+use driftd_k8s::kinds::ResourceType;
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+
+/// Who writes, as recorded in managedFields.
+#[derive(Debug, Clone)]
+pub struct WriteCtx {
+    pub manager: String,
+    pub dry_run: bool,
+    /// Set for server-side apply: managedFields are recorded as an Apply.
+    pub apply: Option<Arc<ApplyPlan>>,
+    /// Written by an in-process controller: its own changes need no reaction from the
+    /// controllers (a reconcile leaves its workload settled).
+    pub internal: bool,
+}
+
+impl WriteCtx {
+    pub fn new(manager: &str) -> WriteCtx {
+        WriteCtx {
+            manager: manager.to_string(),
+            dry_run: false,
+            apply: None,
+            internal: false,
+        }
+    }
+
+    /// A write by an in-process controller (or the simulated kubelet) as `manager`.
+    pub fn controller(manager: &str) -> WriteCtx {
+        WriteCtx {
+            internal: true,
+            ..WriteCtx::new(manager)
+        }
+    }
+
+    /// Records managedFields for this write: as an Apply for server-side apply, else as an
+    /// Update by `manager`.
+    fn record(&self, kind: &str, old: Option<&Value>, new: &mut Value, w: &fields::Write) {
+        match &self.apply {
+            Some(plan) => {
+                let taken = plan.taken.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                fields::record_apply(kind, old, new, w, &plan.set, &taken);
+            }
+            None => fields::record(kind, old, new, w),
+        }
+    }
+}
+
+/// A server-side apply in progress: the fields the configuration sets, and those it took
+/// from other managers with `force`.
+#[derive(Debug, Default)]
+pub struct ApplyPlan {
+    pub set: std::collections::BTreeSet<Vec<String>>,
+    pub taken: Mutex<std::collections::BTreeSet<Vec<String>>>,
+}
+
+/// The outcome of a write: the object in storage form and, unless nothing was stored
+/// (dry run), the stored version whose bytes a response can share.
+pub struct Written {
+    pub object: Value,
+    pub stored: Option<Arc<Stored>>,
+}
+
+impl Written {
+    fn stored((stored, object): (Arc<Stored>, Value)) -> Written {
+        Written {
+            object,
+            stored: Some(stored),
+        }
+    }
+
+    fn serves_as(&self, info: &ResourceType) -> bool {
+        self.stored.as_ref().is_some_and(|s| s.serves_as(info))
+    }
+
+    /// The object as served through `info`.
+    pub fn into_value(self, info: &ResourceType) -> Value {
+        if self.serves_as(info) {
+            self.object
+        } else {
+            render(info, &self.object)
+        }
+    }
+
+    /// The object as served through `info`, as JSON bytes (shared with the store when they fit).
+    pub fn json_as(&self, info: &ResourceType) -> Bytes {
+        match &self.stored {
+            Some(s) if s.serves_as(info) => s.json.clone(),
+            _ => to_bytes(&render(info, &self.object)),
+        }
+    }
+}
+
+/// A request body checked (an object of this type) and in storage shape, with metadata.
+fn storage_form(info: &ResourceType, obj: Value) -> Result<Value, ApiError> {
+    if !obj.is_object() {
+        return Err(ApiError::bad_request(
+            "the body of the request must be a JSON object",
+        ));
+    }
+    check_type(info, &obj)?;
+    let mut obj = to_storage(info, obj);
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    Ok(obj)
+}
+
+impl Store {
+    /// POST: creates an object in `ns` (None for cluster-scoped types).
+    pub fn create(
+        &self,
+        info: &ResourceType,
+        ns: Option<&str>,
+        obj: Value,
+        ctx: &WriteCtx,
+    ) -> Result<Value, ApiError> {
+        self.create_written(info, ns, obj, ctx)
+            .map(|w| w.into_value(info))
+    }
+
+    /// Like [`Store::create`], keeping the stored bytes for the response.
+    pub fn create_written(
+        &self,
+        info: &ResourceType,
+        ns: Option<&str>,
+        obj: Value,
+        ctx: &WriteCtx,
+    ) -> Result<Written, ApiError> {
+        let mut obj = storage_form(info, obj)?;
+        let mut name = meta_str(&obj, "name").unwrap_or("").to_string();
+        if name.is_empty() {
+            match meta_str(&obj, "generateName") {
+                Some(prefix) if !prefix.is_empty() => {
+                    name = format!("{prefix}{}", random_suffix(5));
+                    set_meta(&mut obj, "name", json!(name));
+                }
+                _ => {
+                    return Err(ApiError::invalid(
+                        &info.group,
+                        &info.kind,
+                        "",
+                        "metadata.name",
+                        "Required value: name or generateName is required",
+                    ))
+                }
+            }
+        }
+        validate_name(info, &name)?;
+        if meta_str(&obj, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
+            // etcd3 storage's plain error, which kube-apiserver reports as a 500.
+            return Err(ApiError::new(
+                500,
+                "InternalError",
+                "Internal error occurred: resourceVersion should not be set on objects to be created",
+            ));
+        }
+        let mut g = self.lock();
+        let ns = g.check_namespace(info, ns, &mut obj)?;
+        // Fields a client may not set on create (kube-apiserver's BeforeCreate resets them).
+        if let Some(md) = obj["metadata"].as_object_mut() {
+            for f in [
+                "uid",
+                "resourceVersion",
+                "generation",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "selfLink",
+            ] {
+                md.remove(f);
+            }
+        }
+        // Status is the controllers' to write: create resets it (registries' PrepareForCreate).
+        if info.has("status") {
+            if let Some(o) = obj.as_object_mut() {
+                o.remove("status");
+            }
+        }
+        match info.kind.as_str() {
+            "Namespace" if !info.custom => obj["status"] = json!({"phase": "Active"}),
+            "CustomResourceDefinition" if !info.custom => {
+                let names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
+                obj["status"] = json!({
+                    "acceptedNames": names,
+                    "conditions": [
+                        {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": now_rfc3339()},
+                        {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": now_rfc3339()},
+                    ],
+                    "storedVersions": obj.pointer("/spec/versions").and_then(Value::as_array)
+                        .map(|vs| vs.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+                            .filter_map(|v| v.get("name").cloned()).collect::<Vec<_>>()).unwrap_or_default(),
+                });
+            }
+            _ => {}
+        }
+        // The uid is set before the strategy runs (FillObjectMetaSystemFields), so a Job's
+        // generated selector names the Job's own uid.
+        set_meta(&mut obj, "uid", json!(new_uid()));
+        let mut alloc = Allocations::of(&g.services);
+        server_defaults::on_create(&mut alloc, &info.api_version(), &info.kind, &mut obj);
+        validate_object(info, &name, &obj)?;
+        let now = now_rfc3339();
+        set_meta(&mut obj, "creationTimestamp", json!(now));
+        if tracks_generation(info) {
+            set_meta(&mut obj, "generation", json!(1));
+        }
+        if let Some(md) = obj["metadata"].as_object_mut() {
+            md.remove("managedFields");
+        }
+        ctx.record(
+            &info.kind,
+            None,
+            &mut obj,
+            &fields::Write {
+                manager: &ctx.manager,
+                subresource: None,
+                api_version: &info.api_version(),
+                time: &now,
+            },
+        );
+        let key: Key = (ns.clone().unwrap_or_default(), name.clone());
+        if g.contains(info, &key) {
+            return Err(ApiError::already_exists(gr(info), &name));
+        }
+        if ctx.dry_run {
+            return Ok(Written {
+                object: obj,
+                stored: None,
+            });
+        }
+        let written = Written::stored(g.commit(info, key, Some(obj), "ADDED", ctx.internal));
+        if info.kind == "CustomResourceDefinition" && !info.custom {
+            g.refresh_crds();
+        }
+        Ok(written)
+    }
+}
+
+impl Inner {
+    fn check_namespace(
+        &self,
+        info: &ResourceType,
+        ns: Option<&str>,
+        obj: &mut Value,
+    ) -> Result<Option<String>, ApiError> {
+        if !info.namespaced {
+            if let Some(md) = obj["metadata"].as_object_mut() {
+                md.remove("namespace");
+            }
+            return Ok(None);
+        }
+        let Some(ns) = ns else {
+            return Err(ApiError::bad_request(
+                "the server could not find the requested resource",
+            ));
+        };
+        match meta_str(obj, "namespace") {
+            Some(body_ns) if !body_ns.is_empty() && body_ns != ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ))
+            }
+            _ => set_meta(obj, "namespace", json!(ns)),
+        }
+        let exists = self
+            .kinds
+            .get("")
+            .and_then(|k| k.get("namespaces"))
+            .is_some_and(|k| k.objects.contains_key(&(String::new(), ns.to_string())));
+        if !exists {
+            return Err(ApiError::not_found(
+                Gr {
+                    group: "",
+                    resource: "namespaces",
+                },
+                ns,
+            ));
+        }
+        Ok(Some(ns.to_string()))
+    }
+}
+
+impl Store {
+    /// PUT on the main resource or a subresource (`status`). `obj` is the full new object.
+    pub fn update(
+        &self,
+        info: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        obj: Value,
+        subresource: Option<&str>,
+        ctx: &WriteCtx,
+    ) -> Result<Value, ApiError> {
+        self.write(info, ns, name, subresource, ctx, |_old| Ok(obj))
+    }
+
+    /// Read-modify-write under one lock: `f` turns the stored object into the requested one.
+    /// Applies resourceVersion preconditions, subresource rules, defaults, generation and
+    /// managedFields; a write that changes nothing is a no-op (no new resourceVersion).
+    pub fn write(
+        &self,
+        info: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        ctx: &WriteCtx,
+        f: impl FnOnce(&Value) -> Result<Value, ApiError>,
+    ) -> Result<Value, ApiError> {
+        self.write_written(info, ns, name, subresource, ctx, f)
+            .map(|w| w.into_value(info))
+    }
+
+    /// Like [`Store::write`], keeping the stored bytes for the response.
+    pub fn write_written(
+        &self,
+        info: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        ctx: &WriteCtx,
+        f: impl FnOnce(&Value) -> Result<Value, ApiError>,
+    ) -> Result<Written, ApiError> {
+        let key = object_key(info, ns, name);
+        let ns_key = key.0.as_str();
+        let mut g = self.lock();
+        let old_stored = g
+            .get(info, ns, name)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(gr(info), name))?;
+        let old = old_stored.value();
+        let old_out = if old_stored.serves_as(info) {
+            old.clone()
+        } else {
+            render(info, &old)
+        };
+        let unchanged = || Written {
+            object: old.clone(),
+            stored: Some(old_stored.clone()),
+        };
+        let new = f(&old_out)?;
+        // What the caller handed back untouched cannot change anything: the rest of the
+        // path (defaults, managedFields) would find a no-op. Controllers rely on this.
+        if new == old_out && !ctx.dry_run {
+            return Ok(unchanged());
+        }
+        let mut new = storage_form(info, new)?;
+        match meta_str(&new, "name") {
+            Some(n) if n == name => {}
+            None | Some("") => set_meta(&mut new, "name", json!(name)),
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "the name of the object (from the body) does not match the name on the URL",
+                ))
+            }
+        }
+        if info.namespaced {
+            match meta_str(&new, "namespace") {
+                Some(n) if !n.is_empty() && n != ns_key => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ))
+                }
+                _ => set_meta(&mut new, "namespace", json!(ns_key)),
+            }
+        }
+        match meta_str(&new, "resourceVersion") {
+            Some(rv) if !rv.is_empty() && Some(rv) != meta_str(&old, "resourceVersion") => {
+                return Err(ApiError::conflict(gr(info), name));
+            }
+            _ => {}
+        }
+        // Subresource rules, as the registries' PrepareForUpdate implement them.
+        match subresource {
+            Some("status") => {
+                let status = new.get("status").cloned();
+                let mut merged = old.clone();
+                match status {
+                    Some(s) => merged["status"] = s,
+                    None => {
+                        merged.as_object_mut().map(|o| o.remove("status"));
+                    }
+                }
+                // Labels/annotations may change through status writes; spec may not.
+                for f in ["labels", "annotations"] {
+                    match new.get("metadata").and_then(|m| m.get(f)) {
+                        Some(v) => merged["metadata"][f] = v.clone(),
+                        None => {
+                            merged["metadata"].as_object_mut().map(|m| m.remove(f));
+                        }
+                    }
+                }
+                new = merged;
+            }
+            _ if info.has("status") => match old.get("status") {
+                Some(s) => new["status"] = s.clone(),
+                None => {
+                    new.as_object_mut().map(|o| o.remove("status"));
+                }
+            },
+            _ => {}
+        }
+        // Identity fields come from storage whatever the client sent.
+        for f in [
+            "uid",
+            "creationTimestamp",
+            "generation",
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ] {
+            match old.get("metadata").and_then(|m| m.get(f)) {
+                Some(v) => set_meta(&mut new, f, v.clone()),
+                None => {
+                    new["metadata"].as_object_mut().map(|m| m.remove(f));
+                }
+            }
+        }
+        // managedFields: absent or unchanged in the request means "keep the stored ones".
+        let requested_mf = new.pointer("/metadata/managedFields");
+        let stored_mf = old.pointer("/metadata/managedFields");
+        if requested_mf.is_none() || requested_mf == stored_mf {
+            match stored_mf {
+                Some(mf) => set_meta(&mut new, "managedFields", mf.clone()),
+                None => {
+                    new["metadata"]
+                        .as_object_mut()
+                        .map(|m| m.remove("managedFields"));
+                }
+            }
+        }
+        let mut alloc = Allocations::of(&g.services);
+        server_defaults::on_update(&mut alloc, &info.api_version(), &info.kind, &old, &mut new);
+        validate_object(info, name, &new)?;
+        if tracks_generation(info) && !same_spec(&new, &old) {
+            let gen = old
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            set_meta(&mut new, "generation", json!(gen + 1));
+        }
+        ctx.record(
+            &info.kind,
+            Some(&old),
+            &mut new,
+            &fields::Write {
+                manager: &ctx.manager,
+                subresource,
+                api_version: &info.api_version(),
+                time: &now_rfc3339(),
+            },
+        );
+        if ctx.dry_run {
+            return Ok(Written {
+                object: new,
+                stored: None,
+            });
+        }
+        if same_but_bookkeeping(&new, &old) {
+            return Ok(unchanged());
+        }
+        // The last finalizer removed from a terminating object completes its deletion.
+        let finalized = new.pointer("/metadata/deletionTimestamp").is_some()
+            && new
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_none_or(|f| f.is_empty());
+        let written = if finalized {
+            g.commit(info, key.clone(), Some(new), "MODIFIED", ctx.internal);
+            let gone = g.commit(info, key, None, "DELETED", ctx.internal);
+            g.cascade(info, &gone.1);
+            Written::stored(gone)
+        } else {
+            Written::stored(g.commit(info, key, Some(new), "MODIFIED", ctx.internal))
+        };
+        if info.kind == "CustomResourceDefinition" && !info.custom {
+            g.refresh_crds();
+        }
+        Ok(written)
+    }
+}
