@@ -73,7 +73,7 @@ pub struct ClusterIntent<'a> {
 /// What importing an intent did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum IntentImport {
-    Begun(IntentInfo),
+    Begun(Box<IntentInfo>),
     Known,
     Refused(String),
 }
@@ -320,7 +320,7 @@ pub(super) fn import_intent(
                 &detail,
                 req.created_at,
             )?;
-            IntentImport::Begun(intent)
+            IntentImport::Begun(Box::new(intent))
         }
     };
     tx.commit()?;

@@ -226,12 +226,17 @@ pub fn name_part(source: &str) -> String {
         })
         .collect();
     let trimmed = mapped.trim_matches('-');
-    if trimmed == source {
-        source.to_string()
+    // `driftd-source-` plus this stays one DNS label (63 characters).
+    if trimmed == source && source.len() <= 48 {
+        return source.to_string();
+    }
+    let cut: String = trimmed.chars().take(39).collect();
+    let cut = cut.trim_end_matches('-');
+    let hash = &digest(source)[..8];
+    if cut.is_empty() {
+        hash.to_string()
     } else {
-        format!("{trimmed}-{}", &digest(source)[..8])
-            .trim_start_matches('-')
-            .to_string()
+        format!("{cut}-{hash}")
     }
 }
 
@@ -247,7 +252,7 @@ pub fn intent_name(id: i64) -> String {
     format!("driftd.intent.{id}")
 }
 
-fn chunk_name(record: &str, index: usize) -> String {
+pub fn chunk_name(record: &str, index: usize) -> String {
     format!("{record}-{index}")
 }
 
@@ -277,7 +282,8 @@ pub fn secret(
             ..ObjectMeta::default()
         },
         type_: Some(type_.to_string()),
-        data: data.map(|d| BTreeMap::from([(DATA_KEY.to_string(), ByteString(d.as_bytes().to_vec()))])),
+        data: data
+            .map(|d| BTreeMap::from([(DATA_KEY.to_string(), ByteString(d.as_bytes().to_vec()))])),
         ..Secret::default()
     }
 }
@@ -301,7 +307,13 @@ pub fn record_secrets(
             chunk_labels.insert(LABEL_CHUNK.into(), (i + 1).to_string());
             chunk_labels.insert(LABEL_CHUNK_OF.into(), name.to_string());
             chunk_labels.remove(LABEL_STATE);
-            secret(&chunk_name(name, i + 1), TYPE_CHUNK, chunk_labels, BTreeMap::new(), Some(part))
+            secret(
+                &chunk_name(name, i + 1),
+                TYPE_CHUNK,
+                chunk_labels,
+                BTreeMap::new(),
+                Some(part),
+            )
         })
         .collect();
     annotations.insert(ANN_CHUNKS.into(), (parts.len() - 1).to_string());
@@ -322,11 +334,21 @@ pub fn name_of(secret: &Secret) -> &str {
 }
 
 pub fn annotation<'a>(secret: &'a Secret, key: &str) -> Option<&'a str> {
-    secret.metadata.annotations.as_ref()?.get(key).map(String::as_str)
+    secret
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
 }
 
 pub fn label<'a>(secret: &'a Secret, key: &str) -> Option<&'a str> {
-    secret.metadata.labels.as_ref()?.get(key).map(String::as_str)
+    secret
+        .metadata
+        .labels
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
 }
 
 /// The whole encoded payload of `record`, its further parts found by `part` (by name);
@@ -421,7 +443,10 @@ impl IntentStatus {
     pub fn write(&self, secret: &mut Secret) {
         let labels = secret.metadata.labels.get_or_insert_with(BTreeMap::new);
         labels.insert(LABEL_STATE.into(), self.state.clone());
-        let ann = secret.metadata.annotations.get_or_insert_with(BTreeMap::new);
+        let ann = secret
+            .metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new);
         ann.insert(ANN_TTL.into(), self.ttl_seconds.to_string());
         ann.insert(ANN_EXPIRES.into(), self.expires_at.to_string());
         if self.lock_refused {

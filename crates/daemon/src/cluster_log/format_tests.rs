@@ -30,7 +30,9 @@ fn record(objects: usize, size: usize) -> RevisionRecord {
 
 fn pseudo_random(len: usize, seed: u64) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..len)
         .map(|_| {
             x ^= x << 13;
@@ -52,7 +54,9 @@ fn payloads_are_json_gzipped_and_base64_encoded_as_helm_encodes_releases() {
         .unwrap();
     assert_eq!(&zipped[..2], &[0x1f, 0x8b], "gzip magic");
     let mut json = String::new();
-    GzDecoder::new(&zipped[..]).read_to_string(&mut json).unwrap();
+    GzDecoder::new(&zipped[..])
+        .read_to_string(&mut json)
+        .unwrap();
     let value: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(value["source"], "shop");
     assert_eq!(value["committedAt"], "2026-01-02T03:04:05Z");
@@ -62,11 +66,18 @@ fn payloads_are_json_gzipped_and_base64_encoded_as_helm_encodes_releases() {
 
 #[test]
 fn undecodable_payloads_are_named_without_their_content() {
-    for text in ["not base64!", "aGVsbG8=", &encode(&json!({"hello": "secret-value"}))] {
+    for text in [
+        "not base64!",
+        "aGVsbG8=",
+        &encode(&json!({"hello": "secret-value"})),
+    ] {
         let err = decode::<RevisionRecord>("driftd.revision.3", text)
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("driftd.revision.3: payload is not"), "{err}");
+        assert!(
+            err.starts_with("driftd.revision.3: payload is not"),
+            "{err}"
+        );
         assert!(!err.contains("secret-value"), "{err}");
     }
 }
@@ -129,7 +140,11 @@ fn a_large_payload_is_split_parts_first_and_reassembled_only_when_complete() {
     );
     assert!(secrets.len() >= 3, "{} objects", secrets.len());
     let (record, parts) = secrets.split_last().unwrap();
-    assert_eq!(name_of(record), "driftd.revision.12", "the record is written last");
+    assert_eq!(
+        name_of(record),
+        "driftd.revision.12",
+        "the record is written last"
+    );
     assert_eq!(record.type_.as_deref(), Some(TYPE_REVISION));
     for (i, part) in parts.iter().enumerate() {
         assert_eq!(name_of(part), format!("driftd.revision.12-{}", i + 1));
@@ -155,10 +170,13 @@ fn a_large_payload_is_split_parts_first_and_reassembled_only_when_complete() {
         ByteString(b"AAAA".to_vec()),
     )]));
     let err = assemble(record, |n| tampered.iter().find(|p| name_of(p) == n)).unwrap_err();
-    assert!(err.to_string().contains("do not match their digest"), "{err}");
+    assert!(
+        err.to_string().contains("do not match their digest"),
+        "{err}"
+    );
 
     fn record_of(n: usize) -> RevisionRecord {
-        record(n, 40_000)
+        self::record(n, 40_000)
     }
 }
 
@@ -180,7 +198,13 @@ fn a_small_payload_is_one_object() {
 
 #[test]
 fn an_intents_state_round_trips_through_its_labels_and_annotations() {
-    let mut object = secret("driftd.intent.3", TYPE_INTENT, labels(&[]), BTreeMap::new(), None);
+    let mut object = secret(
+        "driftd.intent.3",
+        TYPE_INTENT,
+        labels(&[]),
+        BTreeMap::new(),
+        None,
+    );
     let pending = IntentStatus {
         state: "pending".into(),
         ttl_seconds: 600,
