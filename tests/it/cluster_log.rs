@@ -334,3 +334,92 @@ fn refused_input_writes_nothing_to_the_cluster() {
     assert!(err.contains("Not_A_Name"), "{err}");
     assert_eq!(log_objects(&sim), Vec::<Value>::new(), "nothing written");
 }
+
+/// Text that compresses about as badly as random data (xorshift over base64's alphabet).
+fn incompressible(len: usize, seed: u64) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ALPHABET[(x % 62) as usize] as char
+        })
+        .collect()
+}
+
+#[test]
+fn a_revision_larger_than_one_secret_is_split_and_imported_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let sim = Sim::start(root);
+    sim.kubectl(&["create", "namespace", "driftd"]);
+    let (daemon, db) = replica(&sim, root, "replica");
+    // Two ConfigMaps of 600 kB each: about 1 MB gzipped and base64-encoded, more than one
+    // Secret may hold.
+    let big = root.join("big.yaml");
+    let docs: Vec<String> = (0..2)
+        .map(|i| {
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big-{i}\n  namespace: default\ndata:\n  blob: {}\n",
+                incompressible(600_000, i + 1)
+            )
+        })
+        .collect();
+    std::fs::write(&big, docs.join("---\n")).unwrap();
+    let out = ok(cluster(
+        &sim,
+        &[
+            "commit",
+            "--cluster",
+            "--source",
+            "big",
+            "-f",
+            big.to_str().unwrap(),
+        ],
+    ));
+    assert!(
+        out.starts_with("revision 1 of source big (2 objects)"),
+        "{out}"
+    );
+    let mut names: Vec<String> = log_objects(&sim)
+        .iter()
+        .map(|o| {
+            format!(
+                "{} {}",
+                o["metadata"]["name"].as_str().unwrap(),
+                o["type"].as_str().unwrap()
+            )
+        })
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "driftd-sequence driftd.io/sequence.v1",
+            "driftd.revision.1 driftd.io/revision.v1",
+            "driftd.revision.1-1 driftd.io/chunk.v1",
+        ]
+    );
+    // Imported whole: both objects desired (and missing: nobody applied them).
+    wait_for("both big ConfigMaps reported missing", T, || {
+        let drift = daemon.drift("?class=missing");
+        (find(&drift, "ConfigMap", "big-0").is_some()
+            && find(&drift, "ConfigMap", "big-1").is_some())
+        .then_some(())
+    });
+    let history = ok(driftd(&[
+        "history",
+        "--db",
+        db.to_str().unwrap(),
+        "--source",
+        "big",
+        "--format",
+        "json",
+    ]));
+    let history: Value = serde_json::from_str(&history).unwrap();
+    assert_eq!(history[0]["object_count"], 2, "{history:#}");
+}
