@@ -10,18 +10,8 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use crate::quantity;
+use crate::testing::{any_json, fuzz_config};
 use crate::validation::{self, NameRule};
-
-fn fuzz_config(default: u32) -> ProptestConfig {
-    let cases = std::env::var("DRIFTD_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
-}
 
 /// Strings near a quantity: digits, signs, dots, exponents and suffixes in any order.
 fn near_quantity() -> impl Strategy<Value = String> {
@@ -39,26 +29,6 @@ fn near_quantity() -> impl Strategy<Value = String> {
         .prop_map(str::to_string),
     ];
     prop::collection::vec(piece, 0..8).prop_map(|p| p.concat())
-}
-
-/// JSON values of any shape, a few levels deep.
-fn any_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        any::<i64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(Value::from),
-        ".{0,12}".prop_map(Value::from),
-    ];
-    leaf.prop_recursive(4, 32, 6, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
-            prop::collection::btree_map("[a-zA-Z]{1,8}", inner, 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
 }
 
 proptest! {

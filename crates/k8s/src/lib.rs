@@ -11,6 +11,8 @@ pub mod merge_keys;
 pub mod quantity;
 pub mod secret;
 pub mod selector;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod validation;
 
 #[cfg(test)]

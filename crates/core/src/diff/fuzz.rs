@@ -11,34 +11,9 @@ use serde_json::{json, Value};
 
 use super::pointer::{self, Seg, Side};
 use super::{ClusterFacts, CompareInput, Differ, DriftClass};
-use crate::manifest::fuzz::{fuzz_config, valid_objects};
+use crate::manifest::fuzz::valid_objects;
 use crate::manifest::{read_text, LoadOptions};
-
-/// JSON values of any shape, a few levels deep, with keys that need escaping.
-fn any_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        any::<i64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(Value::from),
-        ".{0,10}".prop_map(Value::from),
-        Just(json!("500m")),
-        Just(json!("1Gi")),
-    ];
-    leaf.prop_recursive(4, 40, 5, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
-            prop::collection::btree_map(
-                prop_oneof!["[a-z]{1,6}", "[a-z~/.]{1,6}", Just("name".to_string())],
-                inner,
-                0..4
-            )
-            .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
+use driftd_k8s::testing::{any_json, fuzz_config};
 
 /// An object of a kind the differ treats specially, with arbitrary content.
 fn object(body: Value) -> impl Strategy<Value = Value> {

@@ -11,21 +11,11 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use super::{read_text, LoadOptions};
+use driftd_k8s::testing::fuzz_config;
 
 /// In a Secret's data of every generated input; must never appear in a message.
 const SECRET: &str = "c2VjcmV0LW1hcmtlcg==";
 const SECRET_PLAIN: &str = "secret-marker-value";
-
-pub(crate) fn fuzz_config(default: u32) -> ProptestConfig {
-    let cases = std::env::var("DRIFTD_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
-}
 
 /// Valid objects of the kinds the reader treats differently.
 pub(crate) fn valid_objects() -> Vec<Value> {
