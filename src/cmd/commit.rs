@@ -4,9 +4,11 @@
 //! creates or touches the database. `intent begin` and `run` read their objects the same way
 //! ([`DesiredArgs`]).
 
+use super::cluster::{records, ClusterArgs};
 use super::store::{self, KeyArgs};
 use anyhow::Context;
 use driftd_core::manifest::{self, Cause, LoadOptions, Loaded, ManifestError, ManifestObject};
+use driftd_daemon::cluster_log::NewRevision;
 use driftd_store::{validate_source_name, CommitOutcome, CommitRequest, Store};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -40,6 +42,8 @@ pub struct DesiredArgs {
     pub keys: KeyArgs,
     #[command(flatten)]
     pub input: InputArgs,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 /// How input is read: what `commit` (and `intent begin`, `run`) and `check` share.
@@ -269,6 +273,9 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let desired = &args.desired;
+    if desired.cluster.cluster {
+        return commit_to_cluster(desired);
+    }
     let (mut store, loaded) = desired.load_all()?;
     let outcome = store
         .commit(&CommitRequest {
@@ -288,6 +295,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     println!("{}{skipped}", describe_outcome(&outcome));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `commit --cluster`: validated as `commit --db` validates, then recorded as a revision of
+/// the cluster log.
+fn commit_to_cluster(desired: &DesiredArgs) -> anyhow::Result<ExitCode> {
+    let loaded = desired.load_for_cluster()?;
+    super::runtime()?.block_on(async {
+        let log = desired.cluster.connect().await?;
+        let id = log
+            .commit(NewRevision {
+                source: desired.source.clone(),
+                author: desired.author(),
+                message: desired.message.clone(),
+                objects: records(&loaded),
+            })
+            .await
+            .with_context(|| format!("commit to source {:?} refused", desired.source))?;
+        println!(
+            "revision {id} of source {} ({}) recorded in the cluster log (namespace {})",
+            desired.source,
+            count(loaded.objects.len(), "object"),
+            log.namespace()
+        );
+        Ok(ExitCode::SUCCESS)
+    })
 }
 
 /// "revision 3 of source web (2 objects)" or "unchanged: ...", as `commit` prints it.

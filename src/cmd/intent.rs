@@ -3,9 +3,11 @@
 //! source's lock; `renew` is the heartbeat; `commit`, `fail` and `abort` record how it
 //! ended; `release` frees an abandoned lock on purpose; `list` shows them.
 
+use super::cluster::{records, ClusterArgs};
 use super::commit::{count, describe_outcome, DesiredArgs};
 use super::sources::{first_line, human_age, open_existing, render_table, Format};
 use anyhow::Context;
+use driftd_daemon::cluster_log::{ClusterLog, End, NewIntent};
 use driftd_store::{BeginRequest, IntentAction, IntentInfo, IntentState, Store, MAX_TTL, MIN_TTL};
 use jiff::{SignedDuration, Timestamp};
 use std::path::PathBuf;
@@ -78,6 +80,8 @@ pub struct RenewArgs {
     /// Who renews it (default: $USER@HOST).
     #[arg(long)]
     pub actor: Option<String>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -92,6 +96,8 @@ pub struct EndArgs {
     /// Who does it, recorded in history (default: $USER@HOST).
     #[arg(long)]
     pub actor: Option<String>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -175,10 +181,49 @@ pub fn begin_intent(
     Ok((store, intent))
 }
 
+/// [`begin_intent`] in the cluster log: returns it and the intent's number.
+pub async fn begin_cluster_intent(
+    desired: &DesiredArgs,
+    holder: &str,
+    ttl: Duration,
+) -> anyhow::Result<(ClusterLog, i64)> {
+    let loaded = desired.load_for_cluster()?;
+    let log = desired.cluster.connect().await?;
+    let id = log
+        .begin(NewIntent {
+            source: desired.source.clone(),
+            holder: holder.to_string(),
+            author: desired.author(),
+            message: desired.message.clone(),
+            ttl_seconds: ttl.as_secs() as i64,
+            objects: records(&loaded),
+        })
+        .await
+        .with_context(|| format!("cannot begin an intent on source {:?}", desired.source))?;
+    Ok((log, id))
+}
+
 fn begin(args: BeginArgs) -> anyhow::Result<ExitCode> {
     // The caller of `driftd intent begin` (a deploy script) holds the lock, not this
     // short-lived process.
     let holder = args.lock.holder(std::os::unix::process::parent_id());
+    if args.desired.cluster.cluster {
+        let (log, id) = super::runtime()?.block_on(begin_cluster_intent(
+            &args.desired,
+            &holder,
+            args.lock.ttl,
+        ))?;
+        println!("{id}");
+        eprintln!(
+            "intent {id} of source {source} recorded in the cluster log (namespace {ns}), held \
+             by {holder}, expires in {ttl} unless renewed (`driftd intent renew {id} --cluster`); \
+             end it with `driftd intent commit|fail|abort {id} --cluster`",
+            source = args.desired.source,
+            ns = log.namespace(),
+            ttl = friendly(args.lock.ttl.as_secs() as i64),
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let (_, intent) = begin_intent(&args.desired, &holder, args.lock.ttl)?;
     // The id alone on stdout, so scripts can write ID=$(driftd intent begin ...).
     println!("{}", intent.id);
@@ -200,6 +245,19 @@ fn friendly(seconds: i64) -> String {
 }
 
 fn renew(args: RenewArgs) -> anyhow::Result<ExitCode> {
+    if args.cluster.cluster {
+        let ttl = args.ttl.map(|t| t.as_secs() as i64);
+        let expires = super::runtime()?.block_on(async {
+            args.cluster
+                .connect()
+                .await?
+                .renew(args.id, ttl)
+                .await
+                .map_err(anyhow::Error::new)
+        })?;
+        println!("intent {} renewed: expires at {expires}", args.id);
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut store = open_existing(&args.db)?;
     let actor = args.actor.unwrap_or_else(user_at_host);
     let intent = store.renew_intent(args.id, args.ttl, &actor)?;
@@ -213,8 +271,21 @@ fn renew(args: RenewArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn commit(args: EndArgs) -> anyhow::Result<ExitCode> {
+    let actor = args.actor.clone().unwrap_or_else(user_at_host);
+    if args.cluster.cluster {
+        let (source, revision) = super::runtime()?.block_on(async {
+            let log = args.cluster.connect().await?;
+            log.commit_intent(args.id, &actor)
+                .await
+                .map_err(anyhow::Error::new)
+        })?;
+        println!(
+            "intent {} committed: revision {revision} of source {source} in the cluster log",
+            args.id
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut store = open_existing(&args.db)?;
-    let actor = args.actor.unwrap_or_else(user_at_host);
     let (intent, outcome) = store.commit_intent(args.id, &actor)?;
     println!(
         "intent {} committed: {}",
@@ -225,6 +296,25 @@ fn commit(args: EndArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn finish(args: EndArgs, action: IntentAction) -> anyhow::Result<ExitCode> {
+    if args.cluster.cluster {
+        let actor = args.actor.clone().unwrap_or_else(user_at_host);
+        let (end, state) = match action {
+            IntentAction::Fail => (End::Fail, "failed"),
+            IntentAction::Abort => (End::Abort, "aborted"),
+            _ => (End::Release, "released"),
+        };
+        let source = super::runtime()?.block_on(async {
+            let log = args.cluster.connect().await?;
+            log.end(args.id, end, &actor, &args.reason)
+                .await
+                .map_err(anyhow::Error::new)
+        })?;
+        println!(
+            "intent {} of source {source} is {state} (by {actor})",
+            args.id
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut store = open_existing(&args.db)?;
     let actor = args.actor.unwrap_or_else(user_at_host);
     let before = store.intent(args.id)?;

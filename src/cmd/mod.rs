@@ -2,6 +2,7 @@
 //! Errors returned from `run` are printed by `main` and exit with status 2.
 
 pub mod check;
+pub mod cluster;
 pub mod commit;
 #[cfg(feature = "sim")]
 pub mod demo;

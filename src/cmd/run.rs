@@ -18,9 +18,10 @@
 //! started aborts the intent and exits 127 (not found) or 126 (not executable), as shells do.
 
 use super::commit::{describe_outcome, DesiredArgs};
-use super::intent::{begin_intent, LockArgs};
+use super::intent::{begin_cluster_intent, begin_intent, LockArgs};
 use anyhow::Context;
-use driftd_store::{IntentInfo, Store, StoreError};
+use driftd_daemon::cluster_log::{ClusterLog, End, LogError};
+use driftd_store::{Store, StoreError};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -53,12 +54,21 @@ async fn supervise(args: Args) -> anyhow::Result<ExitCode> {
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let holder = args.lock.holder(std::process::id());
-    let (mut store, intent) = begin_intent(&args.desired, &holder, args.lock.ttl)?;
-    let id = intent.id;
+    let (mut log, id) = if args.desired.cluster.cluster {
+        let (log, id) = begin_cluster_intent(&args.desired, &holder, args.lock.ttl).await?;
+        (Log::Cluster(log), id)
+    } else {
+        let (store, intent) = begin_intent(&args.desired, &holder, args.lock.ttl)?;
+        (Log::Db(store), intent.id)
+    };
     let program = args.command[0].to_string_lossy().into_owned();
     say(&format!(
-        "intent {id} of source {} begun, held by {holder}; running {program}",
-        intent.source
+        "intent {id} of source {} begun{}, held by {holder}; running {program}",
+        args.desired.source,
+        match &log {
+            Log::Cluster(log) => format!(" in the cluster log (namespace {})", log.namespace()),
+            Log::Db(_) => String::new(),
+        }
     ));
 
     let early = tokio::select! {
@@ -69,7 +79,7 @@ async fn supervise(args: Args) -> anyhow::Result<ExitCode> {
     };
     if let Some(sig) = early {
         let reason = format!("{} received before the command started", signal_name(sig));
-        store.abort_intent(id, &holder, &reason)?;
+        log.end(id, End::Abort, &holder, &reason).await?;
         say(&format!("{reason}; intent {id} aborted"));
         return Ok(exit_code(128 + sig));
     }
@@ -82,7 +92,7 @@ async fn supervise(args: Args) -> anyhow::Result<ExitCode> {
         Ok(child) => child,
         Err(err) => {
             let reason = format!("cannot start {program}: {err}");
-            store.abort_intent(id, &holder, &reason)?;
+            log.end(id, End::Abort, &holder, &reason).await?;
             say(&format!("{reason}; intent {id} aborted"));
             let code = if err.kind() == std::io::ErrorKind::NotFound {
                 127
@@ -93,7 +103,11 @@ async fn supervise(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
 
-    let renewer = Renewer::start(&args.desired.db, &intent, holder.clone(), args.lock.ttl / 3);
+    let every = args.lock.ttl / 3;
+    let renewer = match &log {
+        Log::Db(_) => Renewer::start(&args.desired.db, id, holder.clone(), every),
+        Log::Cluster(log) => Renewer::start_cluster(log.clone(), id, every),
+    };
     let mut received: Option<i32> = None;
     let status = loop {
         tokio::select! {
@@ -113,19 +127,54 @@ async fn supervise(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    renewer.stop();
-    record_outcome(&mut store, &intent, &holder, status, received)
+    renewer.stop().await;
+    record_outcome(&mut log, id, &holder, status, received).await
+}
+
+/// Where the intent is recorded: the database, or the cluster log (`--cluster`).
+enum Log {
+    Db(Store),
+    Cluster(ClusterLog),
+}
+
+impl Log {
+    async fn end(&mut self, id: i64, end: End, actor: &str, reason: &str) -> anyhow::Result<()> {
+        match self {
+            Log::Db(store) => {
+                match end {
+                    End::Abort => store.abort_intent(id, actor, reason)?,
+                    End::Fail => store.fail_intent(id, actor, reason)?,
+                    End::Interrupt => store.interrupt_intent(id, actor, reason)?,
+                    End::Release => store.release_intent(id, actor, reason)?,
+                };
+            }
+            Log::Cluster(log) => {
+                log.end(id, end, actor, reason).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits the intent; says what was recorded.
+    async fn commit(&mut self, id: i64, actor: &str) -> anyhow::Result<String> {
+        Ok(match self {
+            Log::Db(store) => describe_outcome(&store.commit_intent(id, actor)?.1),
+            Log::Cluster(log) => {
+                let (source, revision) = log.commit_intent(id, actor).await?;
+                format!("revision {revision} of source {source} in the cluster log")
+            }
+        })
+    }
 }
 
 /// Records how the command ended and returns the wrapper's exit code.
-fn record_outcome(
-    store: &mut Store,
-    intent: &IntentInfo,
+async fn record_outcome(
+    log: &mut Log,
+    id: i64,
     holder: &str,
     status: ExitStatus,
     received: Option<i32>,
 ) -> anyhow::Result<ExitCode> {
-    let id = intent.id;
     let (code, ended) = match (status.code(), status.signal()) {
         (Some(code), _) => (code, format!("exited with code {code}")),
         (None, Some(sig)) => (128 + sig, format!("was killed by {}", signal_name(sig))),
@@ -134,23 +183,24 @@ fn record_outcome(
     let recorded = match received {
         Some(sig) => {
             let reason = format!("{} received; the command {ended}", signal_name(sig));
-            store
-                .interrupt_intent(id, holder, &reason)
+            log.end(id, End::Interrupt, holder, &reason)
+                .await
                 .map(|_| format!("{reason}; intent {id} interrupted"))
         }
-        None if status.success() => store
-            .commit_intent(id, holder)
-            .map(|(_, outcome)| format!("intent {id} committed: {}", describe_outcome(&outcome))),
+        None if status.success() => log
+            .commit(id, holder)
+            .await
+            .map(|outcome| format!("intent {id} committed: {outcome}")),
         None if status.signal().is_some() => {
             let reason = format!("the command {ended}");
-            store
-                .interrupt_intent(id, holder, &reason)
+            log.end(id, End::Interrupt, holder, &reason)
+                .await
                 .map(|_| format!("{reason}; intent {id} interrupted"))
         }
         None => {
             let reason = format!("the command {ended}");
-            store
-                .fail_intent(id, holder, &reason)
+            log.end(id, End::Fail, holder, &reason)
+                .await
                 .map(|_| format!("{reason}; intent {id} failed"))
         }
     };
@@ -158,7 +208,7 @@ fn record_outcome(
         Ok(line) => say(&line),
         Err(err) if status.success() && received.is_none() => {
             // The deploy went through but driftd does not know: the job must not look green.
-            return Err(anyhow::Error::new(err).context(format!(
+            return Err(err.context(format!(
                 "the command succeeded, but intent {id} could not be committed"
             )));
         }
@@ -218,17 +268,37 @@ fn terminal_signals_reach_command() -> bool {
 }
 
 /// Renews the intent from its own thread and connection, so a slow database never delays
-/// forwarding a signal.
-struct Renewer {
-    stop: mpsc::Sender<()>,
-    thread: std::thread::JoinHandle<()>,
+/// forwarding a signal (or, in the cluster log, from its own task).
+enum Renewer {
+    Thread {
+        stop: mpsc::Sender<()>,
+        thread: std::thread::JoinHandle<()>,
+    },
+    Task(tokio::task::JoinHandle<()>),
 }
 
 impl Renewer {
-    fn start(db: &Path, intent: &IntentInfo, actor: String, every: Duration) -> Renewer {
+    fn start_cluster(log: ClusterLog, id: i64, every: Duration) -> Renewer {
+        Renewer::Task(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                match log.renew(id, None).await {
+                    Ok(_) => {}
+                    Err(err @ (LogError::WrongState { .. } | LogError::NoIntent(_))) => {
+                        say(&format!(
+                            "intent {id} can no longer be renewed, the command keeps running: {err}"
+                        ));
+                        return;
+                    }
+                    Err(err) => say(&format!("renewing intent {id} failed: {err}")),
+                }
+            }
+        }))
+    }
+
+    fn start(db: &Path, id: i64, actor: String, every: Duration) -> Renewer {
         let (stop, stopped) = mpsc::channel::<()>();
         let db: PathBuf = db.to_path_buf();
-        let id = intent.id;
         let thread = std::thread::spawn(move || {
             let mut store = match Store::open(&db) {
                 Ok(store) => store,
@@ -251,11 +321,19 @@ impl Renewer {
                 }
             }
         });
-        Renewer { stop, thread }
+        Renewer::Thread { stop, thread }
     }
 
-    fn stop(self) {
-        let _ = self.stop.send(());
-        let _ = self.thread.join();
+    async fn stop(self) {
+        match self {
+            Renewer::Thread { stop, thread } => {
+                let _ = stop.send(());
+                let _ = thread.join();
+            }
+            Renewer::Task(task) => {
+                task.abort();
+                let _ = task.await;
+            }
+        }
     }
 }

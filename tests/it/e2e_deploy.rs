@@ -20,7 +20,9 @@ const READ: &[&str] = &["get", "list", "watch"];
 ///   in-sync test below checks that every kind of the package is among them.
 /// - horizontalpodautoscalers: `crates/daemon/src/drift/engine.rs` (`hpa_type`) watches HPAs
 ///   whenever workloads are desired: the replicas of an HPA's target are not drift.
-/// - secrets: Secrets in the desired state, and Helm release Secrets (issue 8).
+/// - secrets: Secrets in the desired state, and Helm release Secrets (issue 8); the cluster
+///   log in driftd's namespace (`crates/daemon/src/cluster_log/importer.rs` lists and
+///   watches its Secrets).
 /// - pods, replicasets: stale-config pods (issue 8).
 /// - events: `crates/daemon/src/export/events.rs` publishes through kube-runtime's
 ///   `Recorder`, which creates an Event and patches its series when it repeats.
@@ -56,6 +58,11 @@ const NAMESPACE_CALLS: &[(&str, &str, &[&str])] = &[(
     "leases",
     &["get", "create", "update"],
 )];
+
+/// What `driftd commit|intent|run --cluster` call in driftd's namespace
+/// (`crates/daemon/src/cluster_log/writer.rs`): get by name, create records, update the
+/// sequence, a source's lock and an intent's state at the version read. No list, no delete.
+const DEPLOYER_CALLS: &[(&str, &str, &[&str])] = &[("", "secrets", &["get", "create", "update"])];
 
 /// Verbs that change something (or grant more than reading).
 const WRITE_VERBS: &[&str] = &[
@@ -176,6 +183,22 @@ fn cluster_role_grants_exactly_what_driftd_calls() {
         assert_eq!(subjects[0]["name"], "driftd");
         assert_eq!(subjects[0]["namespace"], "driftd");
     }
+
+    // The deployer example: exactly what the cluster log's writer calls, in driftd's
+    // namespace only, bound to the deployer's ServiceAccount.
+    let (deployer, _) = render("deployer");
+    let role = object(&deployer, "Role", "driftd-deployer");
+    assert_eq!(role["metadata"]["namespace"], "driftd");
+    assert_no_wildcard(role);
+    assert_grants(role, &table(DEPLOYER_CALLS));
+    let binding = object(&deployer, "RoleBinding", "driftd-deployer");
+    assert_eq!(binding["metadata"]["namespace"], "driftd");
+    assert_eq!(binding["roleRef"]["name"], "driftd-deployer");
+    assert_eq!(binding["subjects"][0]["kind"], "ServiceAccount");
+    assert!(
+        !deployer.iter().any(|o| o["kind"] == "ClusterRole"),
+        "a deployer needs nothing cluster-wide"
+    );
 
     // The opt-in remediation overlay adds create/patch (server-side apply) and nothing else.
     let (remediation, _) = render("overlays/remediation");

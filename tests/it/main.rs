@@ -7,6 +7,7 @@ mod scaffold;
 
 mod check_cli;
 mod check_sim;
+mod cluster_log;
 mod commit_cli;
 mod corpus;
 mod corpus_sim;

@@ -6,6 +6,7 @@
 //! the daemon's configuration, read by all. `leader` (the Lease election and the
 //! [`leader::Leadership`] handle) is consulted by `export` for leader-only work.
 
+pub mod cluster_log;
 pub mod config;
 pub mod drift;
 pub mod export;

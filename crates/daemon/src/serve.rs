@@ -107,6 +107,13 @@ pub async fn run(
             leadership.clone(),
         )
     });
+    // The cluster log's importer writes through its own connection; the engine sees its
+    // imports as it sees any commit.
+    let import_store = Store::open_with_keys(
+        &config.database,
+        config.secrets.load_keys().map_err(ServeError::Database)?,
+    )
+    .map_err(ServeError::Database)?;
     let metrics = Arc::new(Metrics::new(index.clone(), leadership.clone()));
     report_insecure_database(&store, &metrics);
     let listen_error = |source| ServeError::Listen {
@@ -155,6 +162,13 @@ pub async fn run(
         name: Some(election.lease_name.clone()),
         ..Default::default()
     };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let importer = crate::cluster_log::spawn_importer(
+        client.clone(),
+        &config.namespace,
+        import_store,
+        stop_rx.clone(),
+    );
     let engine = Engine::new(
         store,
         &config,
@@ -165,7 +179,6 @@ pub async fn run(
     )?
     .with_leadership(leadership, &identity);
 
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut server_stop = stop_rx.clone();
     let connection_metrics = server::ConnectionMetrics::default();
     metrics.register(Box::new(connection_metrics.open.clone()));
@@ -221,7 +234,7 @@ pub async fn run(
         tracing::info!("shutting down");
         let _ = stop_tx.send(true);
     });
-    let (engine_result, (), ()) = tokio::join!(engine, server, election);
+    let (engine_result, (), (), _) = tokio::join!(engine, server, election, importer);
     engine_result?;
     Ok(())
 }

@@ -17,7 +17,7 @@ use super::{key_from_db, ts_from_db, ts_to_db, CommitOutcome, StoreError};
 use driftd_core::manifest::ManifestObject;
 use driftd_k8s::ObjectKey;
 use jiff::{SignedDuration, Timestamp};
-use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 use serde_json::Value;
 use std::time::Duration;
@@ -175,6 +175,8 @@ pub struct IntentInfo {
     pub object_count: usize,
     /// The revision it was committed as (an existing one when the content was unchanged).
     pub revision_id: Option<i64>,
+    /// Recorded in the cluster (`--cluster`) and imported: it is ended there, not here.
+    pub cluster: bool,
 }
 
 impl IntentInfo {
@@ -186,7 +188,20 @@ impl IntentInfo {
 
     /// The command that releases this intent, for messages that tell people what to type.
     pub fn release_command(&self) -> String {
-        format!("driftd intent release {}", self.id)
+        format!("driftd intent release {}{}", self.id, self.cluster_flag())
+    }
+
+    /// The command that keeps what this intent applied.
+    pub fn commit_command(&self) -> String {
+        format!("driftd intent commit {}{}", self.id, self.cluster_flag())
+    }
+
+    fn cluster_flag(&self) -> &'static str {
+        if self.cluster {
+            " --cluster"
+        } else {
+            ""
+        }
     }
 }
 
@@ -311,7 +326,8 @@ const COMMITTABLE: &[IntentState] = RELEASABLE;
 
 const COLUMNS: &str = "id, source, holder, state, author, message, created_at, ttl_seconds, \
                        expires_at, ended_at, ended_by, end_reason, content_hash, object_count, \
-                       revision_id";
+                       revision_id, \
+                       EXISTS (SELECT 1 FROM cluster_intents c WHERE c.id = intents.id)";
 
 pub(super) fn conversion_error(idx: usize, message: String) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, message.into())
@@ -345,6 +361,7 @@ fn intent_from_row(row: &rusqlite::Row, now: Timestamp) -> rusqlite::Result<Inte
         content_hash: row.get(12)?,
         object_count: row.get::<_, i64>(13)? as usize,
         revision_id: row.get(14)?,
+        cluster: row.get(15)?,
     })
 }
 
@@ -362,7 +379,11 @@ pub(super) fn get(
         .optional()?)
 }
 
-fn require(conn: &Connection, id: i64, now: Timestamp) -> Result<IntentInfo, StoreError> {
+pub(super) fn require(
+    conn: &Connection,
+    id: i64,
+    now: Timestamp,
+) -> Result<IntentInfo, StoreError> {
     get(conn, id, now)?.ok_or(StoreError::IntentNotFound(id))
 }
 
@@ -449,7 +470,7 @@ pub(super) fn open_intents(
     Ok(out)
 }
 
-fn record(
+pub(super) fn record(
     conn: &Connection,
     intent: &IntentInfo,
     action: IntentAction,
@@ -473,7 +494,7 @@ fn record(
 }
 
 /// The intent holding `source`'s lock, if any.
-fn lock_of(
+pub(super) fn lock_of(
     conn: &Connection,
     source: &str,
     now: Timestamp,
@@ -579,7 +600,7 @@ pub(super) fn renew(
 /// Ends an intent in `to`, recording `action` by `actor` with `reason`.
 #[allow(clippy::too_many_arguments)]
 fn end(
-    tx: &Transaction,
+    tx: &Connection,
     intent: &IntentInfo,
     to: IntentState,
     action: IntentAction,
@@ -614,42 +635,78 @@ pub(super) fn finish(
     reason: &str,
     now: Timestamp,
 ) -> Result<IntentInfo, StoreError> {
-    let (to, attempted, allowed) = match action {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let ended = finish_in(&tx, id, action, actor, reason, now)?;
+    tx.commit()?;
+    Ok(ended)
+}
+
+/// The state a finishing action leads to, as a participle, and the states it starts from.
+pub(super) fn finishing(
+    action: IntentAction,
+) -> (IntentState, &'static str, &'static [IntentState]) {
+    match action {
         IntentAction::Abort => (IntentState::Aborted, "aborted", LOCK_STATES),
         IntentAction::Fail => (IntentState::Failed, "marked failed", LOCK_STATES),
         IntentAction::Interrupt => (IntentState::Interrupted, "marked interrupted", LOCK_STATES),
         IntentAction::Release => (IntentState::Released, "released", RELEASABLE),
         IntentAction::AutoRelease => (IntentState::Released, "released automatically", LOCK_STATES),
         other => unreachable!("{other} is not a finishing action"),
-    };
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let intent = require_state(require(&tx, id, now)?, attempted, allowed)?;
-    let ended = end(&tx, &intent, to, action, actor, reason, None, now)?;
-    tx.commit()?;
-    Ok(ended)
+    }
 }
 
+/// [`finish`] inside the caller's transaction.
+pub(super) fn finish_in(
+    tx: &Connection,
+    id: i64,
+    action: IntentAction,
+    actor: &str,
+    reason: &str,
+    now: Timestamp,
+) -> Result<IntentInfo, StoreError> {
+    let (to, attempted, allowed) = finishing(action);
+    let intent = require_state(require(tx, id, now)?, attempted, allowed)?;
+    end(tx, &intent, to, action, actor, reason, None, now)
+}
+
+/// Commits intent `id` at `now`, as revision `revision_id` when given (an import keeps the
+/// cluster's number).
 pub(super) fn commit(
     conn: &mut Connection,
     id: i64,
     actor: &str,
     now: Timestamp,
+    revision_id: Option<i64>,
 ) -> Result<(IntentInfo, CommitOutcome), StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let intent = require_state(require(&tx, id, now)?, "committed", COMMITTABLE)?;
-    let outcome = match newest_revision(&tx, &intent.source)? {
+    let committed = commit_in(&tx, id, actor, now, revision_id)?;
+    tx.commit()?;
+    Ok(committed)
+}
+
+/// [`commit`] inside the caller's transaction.
+pub(super) fn commit_in(
+    tx: &Connection,
+    id: i64,
+    actor: &str,
+    now: Timestamp,
+    revision_id: Option<i64>,
+) -> Result<(IntentInfo, CommitOutcome), StoreError> {
+    let intent = require_state(require(tx, id, now)?, "committed", COMMITTABLE)?;
+    let outcome = match newest_revision(tx, &intent.source)? {
         Some(newest) if newest.content_hash == intent.content_hash => {
-            let objects = intent_objects(&tx, id)?;
-            fill_sealed(&tx, newest.id, &objects)?;
+            let objects = intent_objects(tx, id)?;
+            fill_sealed(tx, newest.id, &objects)?;
             CommitOutcome::Unchanged(newest)
         }
         _ => {
-            let objects = intent_objects(&tx, id)?;
+            let objects = intent_objects(tx, id)?;
             // Another source may have taken one of the objects since the intent began.
-            check_owners(&tx, &intent.source, &objects)?;
+            check_owners(tx, &intent.source, &objects)?;
             let revision = insert_revision(
-                &tx,
+                tx,
                 &NewRevision {
+                    id: revision_id,
                     source: &intent.source,
                     author: &intent.author,
                     message: &intent.message,
@@ -670,7 +727,7 @@ pub(super) fn commit(
         ),
     };
     let committed = end(
-        &tx,
+        tx,
         &intent,
         IntentState::Committed,
         IntentAction::Commit,
@@ -679,8 +736,7 @@ pub(super) fn commit(
         Some(revision),
         now,
     )?;
-    supersede(&tx, &intent.source, revision, actor, now)?;
-    tx.commit()?;
+    supersede(tx, &intent.source, revision, actor, now)?;
     Ok((committed, outcome))
 }
 

@@ -14,6 +14,7 @@
 mod episodes;
 mod files;
 mod history;
+mod import;
 mod intents;
 mod revisions;
 mod rewrite;
@@ -31,6 +32,7 @@ use std::time::Duration;
 
 pub use files::{insecure_files, insecure_warning, InsecureFile};
 pub use history::{HistoryEntry, IntentEvent};
+pub use import::{ClusterIntent, ClusterRevision, ImportedIds, IntentImport, RevisionImport};
 pub use intents::{
     holder_pod, BeginRequest, IntentAction, IntentInfo, IntentObject, IntentState, LockHeld,
     OpenIntent, WrongState, MAX_TTL, MIN_TTL,
@@ -375,7 +377,7 @@ impl Store {
         actor: &str,
     ) -> Result<(IntentInfo, CommitOutcome), StoreError> {
         let now = self.now();
-        intents::commit(&mut self.conn, id, actor, now)
+        intents::commit(&mut self.conn, id, actor, now, None)
     }
 
     /// Drops a pending intent: the deploy did not happen.
@@ -446,6 +448,53 @@ impl Store {
     pub fn record_intent_expiry(&mut self, id: i64, actor: &str) -> Result<bool, StoreError> {
         let now = self.now();
         intents::record_expiry(&mut self.conn, id, actor, now)
+    }
+
+    /// Imports a revision of the cluster log at its number (see [`import`]): idempotent,
+    /// stored like [`Store::commit`] stores one, never the newest below a higher number.
+    pub fn import_revision(&mut self, req: &ClusterRevision) -> Result<RevisionImport, StoreError> {
+        let now = self.now();
+        let sealing = sealing(&self.conn, &self.keys, &self.display())?;
+        import::import_revision(&mut self.conn, req, &sealing, now)
+    }
+
+    /// Imports a pending intent of the cluster log at its number, taking its source's lock
+    /// here as it took it there.
+    pub fn import_intent(&mut self, req: &ClusterIntent) -> Result<IntentImport, StoreError> {
+        let now = self.now();
+        let sealing = sealing(&self.conn, &self.keys, &self.display())?;
+        import::import_intent(&mut self.conn, req, &sealing, now)
+    }
+
+    /// A renewal of an imported intent, with the expiry its holder wrote. `Ok(None)` when
+    /// nothing changed.
+    pub fn import_renewal(
+        &mut self,
+        id: i64,
+        ttl_seconds: i64,
+        expires_at: Timestamp,
+        actor: &str,
+    ) -> Result<Option<IntentInfo>, StoreError> {
+        let now = self.now();
+        import::import_renewal(&mut self.conn, id, ttl_seconds, expires_at, actor, now)
+    }
+
+    /// The end (abort, fail, interrupt, release) of an imported intent, at the time it
+    /// happened in the cluster. `Ok(None)` when it already ended so here.
+    pub fn import_intent_end(
+        &mut self,
+        id: i64,
+        action: IntentAction,
+        actor: &str,
+        reason: &str,
+        at: Timestamp,
+    ) -> Result<Option<IntentInfo>, StoreError> {
+        import::import_end(&mut self.conn, id, action, actor, reason, at)
+    }
+
+    /// The numbers of the cluster log this database imported or refused.
+    pub fn imported_ids(&self) -> Result<ImportedIds, StoreError> {
+        import::imported_ids(&self.conn)
     }
 
     /// One intent, with its derived state.
@@ -577,6 +626,8 @@ fn ts_from_db(row: &rusqlite::Row, idx: usize) -> rusqlite::Result<Timestamp> {
     })
 }
 
+#[cfg(test)]
+mod import_tests;
 #[cfg(test)]
 mod intent_tests;
 #[cfg(test)]

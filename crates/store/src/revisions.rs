@@ -287,6 +287,8 @@ pub(super) fn fill_sealed(
 
 /// What a new revision row says about itself.
 pub(super) struct NewRevision<'a> {
+    /// The id to take (an import keeps the cluster's number); `None`: the next one.
+    pub id: Option<i64>,
     pub source: &'a str,
     pub author: &'a str,
     pub message: &'a str,
@@ -320,9 +322,11 @@ pub(super) fn insert_revision(
         }
     };
     conn.execute(
-        "INSERT INTO revisions (source_id, author, message, committed_at, content_hash, object_count)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO revisions (id, source_id, author, message, committed_at, content_hash,
+                                object_count)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
+            rev.id,
             source_id,
             rev.author,
             rev.message,
@@ -376,6 +380,7 @@ pub(super) fn commit(
     let revision = insert_revision(
         &tx,
         &NewRevision {
+            id: None,
             source: req.source,
             author: req.author,
             message: req.message,

@@ -119,6 +119,26 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE revision_objects ADD COLUMN sealed BLOB;
     ALTER TABLE intent_objects ADD COLUMN sealed BLOB;
     "#,
+    // 4: revisions and intents imported from the cluster log (`driftd commit|intent|run
+    // --cluster`). They keep the cluster's numbers as their ids, so every replica orders and
+    // names them alike; these tables tell them from rows written here directly, and make an
+    // import idempotent. `refused`: why this database could not take it (an object owned by
+    // another source), so it is said once, not on every pass.
+    r#"
+    CREATE TABLE cluster_revisions (
+        id          INTEGER PRIMARY KEY,
+        source      TEXT NOT NULL,
+        revision_id INTEGER REFERENCES revisions(id),
+        refused     TEXT,
+        imported_at TEXT NOT NULL
+    );
+    CREATE TABLE cluster_intents (
+        id          INTEGER PRIMARY KEY,
+        source      TEXT NOT NULL,
+        refused     TEXT,
+        imported_at TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// Steps that rewrite data with Rust code, run right after the SQL step of the same number,

@@ -24,7 +24,7 @@ pub(super) fn intent_ref(info: &IntentInfo, key: &ObjectKey, only_intent: bool) 
         holder: info.holder.clone(),
         author: info.author.clone(),
         created_at: info.created_at,
-        keep: format!("driftd intent commit {}", info.id),
+        keep: info.commit_command(),
         revert,
     }
 }

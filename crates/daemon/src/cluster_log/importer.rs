@@ -1,0 +1,326 @@
+//! Imports the cluster log into this replica's database: a watch on the log's Secrets (the
+//! initial list is the catch-up), and after every change one pass that applies, in the
+//! order of the log's numbers, what this database has not seen yet. The engine notices the
+//! new rows as it notices any commit (it polls the database's data version).
+
+use super::format::*;
+use driftd_core::manifest::ManifestObject;
+use driftd_store::{
+    ClusterIntent, ClusterRevision, ImportedIds, IntentAction, IntentImport, RevisionImport, Store,
+    StoreError,
+};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::Api;
+use std::collections::{BTreeMap, HashSet};
+
+/// Starts importing the cluster log of `namespace` into `store` until `stop` is true.
+pub fn spawn(
+    client: kube::Client,
+    namespace: &str,
+    store: Store,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let api: Api<Secret> = Api::namespaced(client, namespace);
+    let namespace = namespace.to_string();
+    tokio::spawn(async move {
+        let imported = match store.imported_ids() {
+            Ok(ids) => ids,
+            Err(err) => {
+                tracing::error!("cluster log: cannot read what was imported: {err}");
+                return;
+            }
+        };
+        let mut importer = Importer {
+            store,
+            objects: BTreeMap::new(),
+            imported,
+            ended: HashSet::new(),
+            warned: HashSet::new(),
+        };
+        let config = watcher::Config::default().labels(SELECTOR);
+        let mut stream = Box::pin(watcher::watcher(api, config).default_backoff());
+        let mut listing: Option<BTreeMap<String, Secret>> = None;
+        tracing::info!(%namespace, "cluster log: importing driftd's Secrets in namespace {namespace}");
+        loop {
+            let event = tokio::select! {
+                _ = stop.wait_for(|s| *s) => return,
+                event = stream.next() => event,
+            };
+            match event {
+                None => return,
+                Some(Err(err)) => {
+                    importer.warn_once(format!(
+                        "cluster log: watching Secrets in {namespace}: {err}"
+                    ));
+                }
+                Some(Ok(Event::Init)) => listing = Some(BTreeMap::new()),
+                Some(Ok(Event::InitApply(s))) => {
+                    if let Some(l) = listing.as_mut() {
+                        l.insert(name_of(&s).to_string(), s);
+                    }
+                }
+                Some(Ok(Event::InitDone)) => {
+                    importer.objects = listing.take().unwrap_or_default();
+                    importer.sync();
+                }
+                Some(Ok(Event::Apply(s))) => {
+                    importer.objects.insert(name_of(&s).to_string(), s);
+                    importer.sync();
+                }
+                Some(Ok(Event::Delete(s))) => {
+                    importer.objects.remove(name_of(&s));
+                }
+            }
+        }
+    })
+}
+
+/// What the log holds that this replica knows of, and what of it the database has.
+struct Importer {
+    store: Store,
+    /// The log's Secrets by name.
+    objects: BTreeMap<String, Secret>,
+    imported: ImportedIds,
+    /// Intent ends applied (or found not to apply) since start: (intent, state).
+    ended: HashSet<(i64, String)>,
+    /// Messages said once.
+    warned: HashSet<String>,
+}
+
+/// One thing to apply, ordered by its number in the log.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Step {
+    Begin(String),
+    End { id: i64, name: String },
+    Revision(String),
+}
+
+fn number(secret: &Secret) -> Option<i64> {
+    label(secret, LABEL_ID)?.parse().ok()
+}
+
+fn is(secret: &Secret, type_: &str) -> bool {
+    secret.type_.as_deref() == Some(type_)
+}
+
+impl Importer {
+    fn warn_once(&mut self, message: String) {
+        if self.warned.insert(message.clone()) {
+            tracing::warn!("{message}");
+        }
+    }
+
+    /// Applies everything new, in the log's order; what cannot be applied yet (a part not
+    /// seen yet, a database error) is tried again at the next change.
+    fn sync(&mut self) {
+        // Which intent each source's head names as its lock holder.
+        let locks: BTreeMap<&str, i64> = self
+            .objects
+            .values()
+            .filter(|s| is(s, TYPE_SOURCE))
+            .filter_map(|s| {
+                Some((
+                    annotation(s, ANN_SOURCE)?,
+                    annotation(s, ANN_LOCK)?.parse().ok()?,
+                ))
+            })
+            .collect();
+        let mut steps: Vec<(i64, Step)> = Vec::new();
+        let mut renewals = Vec::new();
+        let mut unreadable = Vec::new();
+        for (name, secret) in &self.objects {
+            let Some(id) = number(secret) else { continue };
+            if is(secret, TYPE_REVISION) {
+                if !self.imported.revisions.contains(&id) {
+                    steps.push((id, Step::Revision(name.clone())));
+                }
+                continue;
+            }
+            if !is(secret, TYPE_INTENT) {
+                continue;
+            }
+            let status = match IntentStatus::read(secret) {
+                Ok(status) => status,
+                Err(err) => {
+                    unreadable.push(err.to_string());
+                    continue;
+                }
+            };
+            // It never held its source's lock: it never was an intent anywhere.
+            if status.lock_refused {
+                continue;
+            }
+            let source = annotation(secret, ANN_SOURCE).unwrap_or("");
+            // A pending intent counts once it holds the lock (taken right after it is
+            // written); one that ended did hold it.
+            let holds = status.state != "pending" || locks.get(source) == Some(&id);
+            if !self.imported.intents.contains(&id) && holds {
+                steps.push((id, Step::Begin(name.clone())));
+            }
+            match &status.ended {
+                // A commit is imported with its revision, which names the intent.
+                Some(ended)
+                    if status.state != "committed"
+                        && !self.ended.contains(&(id, status.state.clone())) =>
+                {
+                    steps.push((
+                        ended.sequence,
+                        Step::End {
+                            id,
+                            name: name.clone(),
+                        },
+                    ));
+                }
+                Some(_) => {}
+                None if holds => renewals.push((id, status.clone())),
+                None => {}
+            }
+        }
+        for message in unreadable {
+            self.warn_once(format!("cluster log: {message}"));
+        }
+        steps.sort();
+        for (_, step) in steps {
+            if let Err(err) = self.apply(&step) {
+                self.warn_once(format!("cluster log: importing {step:?}: {err}"));
+            }
+        }
+        for (id, status) in renewals {
+            if !self.imported.intents.contains(&id) {
+                continue;
+            }
+            let holder = self
+                .objects
+                .get(&intent_name(id))
+                .and_then(|s| annotation(s, ANN_HOLDER));
+            let holder = holder.unwrap_or("").to_string();
+            match self
+                .store
+                .import_renewal(id, status.ttl_seconds, status.expires_at, &holder)
+            {
+                Ok(_) | Err(StoreError::IntentNotFound(_)) => {}
+                Err(err) => self.warn_once(format!("cluster log: renewal of intent {id}: {err}")),
+            }
+        }
+    }
+
+    /// The decoded payload of record `name`; `Ok(None)` while a part is not seen yet.
+    fn payload<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Option<T>, String> {
+        let Some(record) = self.objects.get(name) else {
+            return Ok(None);
+        };
+        let Some(encoded) =
+            assemble(record, |part| self.objects.get(part)).map_err(|e| e.to_string())?
+        else {
+            return Ok(None);
+        };
+        decode(name, &encoded).map(Some).map_err(|e| e.to_string())
+    }
+
+    fn apply(&mut self, step: &Step) -> Result<(), String> {
+        match step {
+            Step::Revision(name) => {
+                let Some(rec) = self.payload::<RevisionRecord>(name)? else {
+                    return Ok(());
+                };
+                let objects: Vec<ManifestObject> =
+                    rec.objects.into_iter().map(Into::into).collect();
+                let imported = self
+                    .store
+                    .import_revision(&ClusterRevision {
+                        id: rec.id,
+                        source: &rec.source,
+                        author: &rec.author,
+                        message: &rec.message,
+                        committed_at: rec.committed_at,
+                        objects: &objects,
+                        intent: rec.intent,
+                        actor: &rec.committed_by,
+                    })
+                    .map_err(|e| e.to_string())?;
+                self.imported.revisions.insert(rec.id);
+                match imported {
+                    RevisionImport::Created { revision, .. } => tracing::info!(
+                        source = %rec.source,
+                        "cluster log: imported revision {} of source {} by {}",
+                        revision.id,
+                        rec.source,
+                        rec.author
+                    ),
+                    RevisionImport::Unchanged(_) | RevisionImport::Known => {}
+                    RevisionImport::Refused(reason) => {
+                        tracing::warn!("cluster log: revision {} not imported: {reason}", rec.id)
+                    }
+                }
+            }
+            Step::Begin(name) => {
+                let Some(secret) = self.objects.get(name) else {
+                    return Ok(());
+                };
+                let status = IntentStatus::read(secret).map_err(|e| e.to_string())?;
+                let Some(rec) = self.payload::<IntentRecord>(name)? else {
+                    return Ok(());
+                };
+                let objects: Vec<ManifestObject> =
+                    rec.objects.into_iter().map(Into::into).collect();
+                let imported = self
+                    .store
+                    .import_intent(&ClusterIntent {
+                        id: rec.id,
+                        source: &rec.source,
+                        holder: &rec.holder,
+                        author: &rec.author,
+                        message: &rec.message,
+                        created_at: rec.created_at,
+                        ttl_seconds: status.ttl_seconds,
+                        expires_at: status.expires_at,
+                        objects: &objects,
+                    })
+                    .map_err(|e| e.to_string())?;
+                self.imported.intents.insert(rec.id);
+                match imported {
+                    IntentImport::Begun(intent) => tracing::info!(
+                        source = %rec.source,
+                        "cluster log: imported intent {} of source {}, held by {}",
+                        intent.id,
+                        rec.source,
+                        rec.holder
+                    ),
+                    IntentImport::Known => {}
+                    IntentImport::Refused(reason) => {
+                        tracing::warn!("cluster log: intent {} not imported: {reason}", rec.id)
+                    }
+                }
+            }
+            Step::End { id, name } => {
+                let Some(secret) = self.objects.get(name) else {
+                    return Ok(());
+                };
+                let status = IntentStatus::read(secret).map_err(|e| e.to_string())?;
+                let Some(ended) = &status.ended else {
+                    return Ok(());
+                };
+                let action = match status.state.as_str() {
+                    "aborted" => IntentAction::Abort,
+                    "failed" => IntentAction::Fail,
+                    "interrupted" => IntentAction::Interrupt,
+                    "released" => IntentAction::Release,
+                    other => return Err(format!("unknown intent state {other:?}")),
+                };
+                match self
+                    .store
+                    .import_intent_end(*id, action, &ended.by, &ended.reason, ended.at)
+                {
+                    // Not imported here (refused), or already ended otherwise here.
+                    Ok(_) | Err(StoreError::IntentNotFound(_) | StoreError::WrongState(_)) => {}
+                    Err(err) => return Err(err.to_string()),
+                }
+                self.ended.insert((*id, status.state));
+            }
+        }
+        Ok(())
+    }
+}

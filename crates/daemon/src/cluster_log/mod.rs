@@ -1,0 +1,41 @@
+//! The cluster log: revisions and intents recorded as Secrets of driftd types in driftd's
+//! namespace (`driftd commit|intent|run --cluster`), which every `driftd serve` replica
+//! imports into its own database. The Kubernetes API is then the replicated log: RBAC on
+//! those Secrets decides who may commit, `resourceVersion` conflicts serialize racing
+//! deployers, and a replica that starts late catches up from the objects.
+
+pub mod format;
+mod importer;
+mod writer;
+
+pub use importer::spawn as spawn_importer;
+pub use writer::{ClusterLog, End, LogError, NewIntent, NewRevision};
+
+use driftd_core::manifest::{ManifestObject, Origin};
+use format::RecordObject;
+
+impl From<&ManifestObject> for RecordObject {
+    fn from(o: &ManifestObject) -> RecordObject {
+        RecordObject {
+            key: o.key.clone(),
+            api_version: o.api_version.clone(),
+            file: o.origin.file.clone(),
+            document: o.origin.document,
+            object: o.object.clone(),
+        }
+    }
+}
+
+impl From<RecordObject> for ManifestObject {
+    fn from(o: RecordObject) -> ManifestObject {
+        ManifestObject {
+            origin: Origin {
+                file: o.file,
+                document: o.document,
+            },
+            key: o.key,
+            api_version: o.api_version,
+            object: o.object,
+        }
+    }
+}
