@@ -191,9 +191,13 @@ impl Harness {
     /// Loads the desired state as the run loop's poll does when someone committed (a commit
     /// through the engine's own connection does not move `data_version`).
     fn load(&mut self) {
-        let change = self.engine.desired.load(&self.engine.store).unwrap();
+        let change = self
+            .engine
+            .desired
+            .load(&self.engine.store, &self.engine.facts)
+            .unwrap();
         if change.is_some() {
-            self.engine.intents.reprepare(&self.engine.desired);
+            self.engine.desired_loaded();
             self.engine.tracking_changed();
         }
     }
@@ -763,5 +767,6 @@ fn sources_and_expired_rules_are_published() {
     assert_eq!(index.rules_expired(), 1);
 }
 
+mod crds;
 mod intents;
 mod locks;
