@@ -95,7 +95,13 @@ fn custom_resources_by_their_crd_and_bare_pods_with_admission() {
     std::fs::write(manifests.join("pod.yaml"), POD).unwrap();
     commit(&dir.join("driftd.db"), "app", &manifests);
     sim.kubectl(&["apply", "-f", manifests.join("crd.yaml").to_str().unwrap()]);
-    sim.kubectl(&["apply", "-f", manifests.to_str().unwrap()]);
+    // kubectl learns the new kind on a retry, as against a real cluster.
+    wait_for("kubectl apply of the custom resources", T, || {
+        sim.kubectl_output(&["apply", "-f", manifests.to_str().unwrap()], None)
+            .status
+            .success()
+            .then_some(())
+    });
 
     // What the cluster stores: the default filled in, the token volume appended.
     let edited = sim.kubectl_json(&["get", "widget", "edited", "-n", "default"]);
