@@ -64,11 +64,13 @@ impl Crds {
                 Ok(s) => {
                     committed.insert(s.key(), Arc::new(s));
                 }
-                Err(err) => tracing::warn!(
-                    crd = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(""),
-                    error = %err,
-                    "committed CustomResourceDefinition has no usable schema; its custom resources are compared without it"
-                ),
+                Err(err) => {
+                    let name = object
+                        .pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    tracing::warn!(crd = name, error = %err, "committed CustomResourceDefinition has no usable schema; its custom resources are compared without it");
+                }
             }
         }
         self.committed = committed;
