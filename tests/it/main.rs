@@ -12,6 +12,7 @@ mod commit_cli;
 mod corpus;
 mod corpus_sim;
 mod dashboards;
+mod e2e_custom;
 mod e2e_demo;
 mod e2e_deploy;
 mod e2e_faults;

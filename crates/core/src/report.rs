@@ -3,7 +3,7 @@
 //! The daemon serializes these and `driftd drift` deserializes the same types, so the wire
 //! format has one definition.
 
-use crate::diff::{Change, IgnoredCount};
+use crate::diff::{Change, IgnoredCount, SchemaUse};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -97,6 +97,11 @@ pub struct DriftEntry {
     /// For `uncommitted` objects: the open intent whose objects the live one equals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intent: Option<IntentRef>,
+    /// For a custom resource compared with its live object (absent for built-in kinds):
+    /// `crd` when compared by its CRD's structural schema, `none` when no CRD was known and
+    /// the plain rules applied (no defaults, lists position by position).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<SchemaUse>,
 }
 
 /// The open intent (a deploy recorded before it applied, never committed) that explains an

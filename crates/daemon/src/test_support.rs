@@ -32,6 +32,7 @@ pub fn entry(source: &str, key: &ObjectKey, class: DriftClass, since: Timestamp)
         patch: Default::default(),
         ignored: vec![],
         intent: None,
+        schema: None,
     }
 }
 

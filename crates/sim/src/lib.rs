@@ -30,8 +30,17 @@
 //!   applying. Simplified: merging uses strategic-merge semantics (JSON merge for custom
 //!   resources), set-lists are atomic, and apply is not offered on subresources.
 //!
+//! - custom resources stored as apiextensions-apiserver stores them: pruned and defaulted by
+//!   their CRD's structural schema on every write, `set` and `map` lists with repeated items
+//!   refused (422 Invalid); reading a served non-storage version returns the stored object
+//!   with that apiVersion (its own schema's pruning on read is not applied);
+//! - kube-apiserver's default mutating admission chain on create
+//!   ([`driftd_k8s::admission`]): ServiceAccount (token volume and mounts),
+//!   DefaultTolerationSeconds, Priority, DefaultStorageClass, DefaultIngressClass.
+//!
 //! Not served: protobuf bodies for other kinds (415 naming the problem),
-//! `fieldValidation=Strict` checks, admission, RBAC, pod logs/exec.
+//! `fieldValidation=Strict` checks, admission webhooks and other plugins, RBAC, pod
+//! logs/exec.
 //!
 //! # Fault injection
 //! As a library ([`Simulator::fail_next`], [`Simulator::set_latency`], [`Simulator::compact`],

@@ -97,6 +97,7 @@ impl Coverage {
             patch: json_patch::Patch::default(),
             ignored: Vec::new(),
             intent: None,
+            schema: None,
         }))
     }
 

@@ -1,7 +1,8 @@
 //! The desired state as the engine compares against it: the newest revision of every source,
 //! read from the store when someone commits, each object prepared for comparison once.
 
-use driftd_core::diff::{Differ, PreparedDesired};
+use super::crds::{group_kind, is_custom, GroupKind};
+use driftd_core::diff::{ClusterFacts, Differ, PreparedDesired};
 use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::{DesiredObject, Store, StoreError};
 use jiff::Timestamp;
@@ -42,8 +43,13 @@ pub struct DesiredSet {
 }
 
 impl DesiredSet {
-    /// Loads the desired state if another connection committed since the last load.
-    pub fn poll(&mut self, store: &Store) -> Result<Option<DesiredChange>, StoreError> {
+    /// Loads the desired state if another connection committed since the last load; objects
+    /// are prepared with `facts` (the CRDs known so far: see [`DesiredSet::reprepare`]).
+    pub fn poll(
+        &mut self,
+        store: &Store,
+        facts: &ClusterFacts,
+    ) -> Result<Option<DesiredChange>, StoreError> {
         let version = store.data_version()?;
         if self.data_version == Some(version) {
             return Ok(None);
@@ -59,7 +65,7 @@ impl DesiredSet {
             self.data_version = Some(version);
             return Ok(None);
         }
-        let change = self.load(store)?;
+        let change = self.load(store, facts)?;
         self.data_version = Some(version);
         self.newest = newest;
         Ok(change)
@@ -67,7 +73,11 @@ impl DesiredSet {
 
     /// Loads the desired state; `None` when it is what was loaded last (the first load always
     /// counts as a change, an empty state included).
-    pub fn load(&mut self, store: &Store) -> Result<Option<DesiredChange>, StoreError> {
+    pub fn load(
+        &mut self,
+        store: &Store,
+        facts: &ClusterFacts,
+    ) -> Result<Option<DesiredChange>, StoreError> {
         let state = store.desired_state()?;
         let sources: BTreeMap<String, Timestamp> = state
             .revisions
@@ -95,10 +105,10 @@ impl DesiredSet {
             };
             let prepared = match self.objects.remove(&object.key) {
                 Some(old) if old.object == object => old.prepared,
-                Some(_) => Differ::prepare(&object.object, object.previous.as_ref()),
+                Some(_) => Differ::prepare_with(&object.object, object.previous.as_ref(), facts),
                 None => {
                     change.added.push((kind.clone(), object.key.clone()));
-                    Differ::prepare(&object.object, object.previous.as_ref())
+                    Differ::prepare_with(&object.object, object.previous.as_ref(), facts)
                 }
             };
             by_kind
@@ -122,6 +132,42 @@ impl DesiredSet {
         self.by_kind = by_kind;
         self.sources = sources;
         Ok(Some(change))
+    }
+
+    /// Prepares the objects of `kinds` again, by the CRDs `facts` know now (a CRD was
+    /// committed, changed or learnt from the cluster). Returns them.
+    pub fn reprepare(
+        &mut self,
+        kinds: &BTreeSet<GroupKind>,
+        facts: &ClusterFacts,
+    ) -> Vec<ObjectKey> {
+        if kinds.is_empty() {
+            return Vec::new();
+        }
+        let mut keys = Vec::new();
+        for (type_key, objects) in &self.by_kind {
+            if !is_custom(type_key) || !kinds.contains(&group_kind(type_key)) {
+                continue;
+            }
+            for key in objects {
+                if let Some(d) = self.objects.get_mut(key) {
+                    d.prepared =
+                        Differ::prepare_with(&d.object.object, d.object.previous.as_ref(), facts);
+                    keys.push(key.clone());
+                }
+            }
+        }
+        keys
+    }
+
+    /// The committed CustomResourceDefinitions.
+    pub fn crds(&self) -> impl Iterator<Item = &serde_json::Value> {
+        self.by_kind
+            .iter()
+            .filter(|(t, _)| t.kind == "CustomResourceDefinition")
+            .flat_map(|(_, keys)| keys)
+            .filter_map(|k| self.objects.get(k))
+            .map(|d| &d.object.object)
     }
 
     pub fn get(&self, key: &ObjectKey) -> Option<&Desired> {
@@ -173,14 +219,14 @@ mod tests {
         let mut store = Store::open_in_memory().unwrap();
         let mut set = DesiredSet::default();
         assert_eq!(
-            set.load(&store).unwrap(),
+            set.load(&store, &ClusterFacts::default()).unwrap(),
             Some(DesiredChange::default()),
             "the first load counts, even empty"
         );
-        assert_eq!(set.load(&store).unwrap(), None);
+        assert_eq!(set.load(&store, &ClusterFacts::default()).unwrap(), None);
 
         commit(&mut store, "shop", &(cm("a", "1") + &cm("b", "1")));
-        let change = set.load(&store).unwrap().unwrap();
+        let change = set.load(&store, &ClusterFacts::default()).unwrap().unwrap();
         let names: Vec<&str> = change.added.iter().map(|(_, k)| k.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert!(set.sources().contains_key("shop"));
@@ -188,7 +234,7 @@ mod tests {
         assert_eq!(set.typed_keys().filter(|(_, t)| *t == kind).count(), 2);
 
         commit(&mut store, "shop", &(cm("a", "2") + &cm("c", "1")));
-        let change = set.load(&store).unwrap().unwrap();
+        let change = set.load(&store, &ClusterFacts::default()).unwrap().unwrap();
         assert_eq!(
             change
                 .removed
@@ -216,9 +262,22 @@ mod tests {
         let mut writer = Store::open(&path).unwrap();
         let reader = Store::open(&path).unwrap();
         let mut set = DesiredSet::default();
-        assert!(set.poll(&reader).unwrap().is_some());
-        assert!(set.poll(&reader).unwrap().is_none());
+        assert!(set
+            .poll(&reader, &ClusterFacts::default())
+            .unwrap()
+            .is_some());
+        assert!(set
+            .poll(&reader, &ClusterFacts::default())
+            .unwrap()
+            .is_none());
         commit(&mut writer, "shop", &cm("a", "1"));
-        assert_eq!(set.poll(&reader).unwrap().unwrap().added.len(), 1);
+        assert_eq!(
+            set.poll(&reader, &ClusterFacts::default())
+                .unwrap()
+                .unwrap()
+                .added
+                .len(),
+            1
+        );
     }
 }

@@ -17,6 +17,7 @@
 
 use super::clock::Clock;
 use super::coverage::{self, Coverage};
+use super::crds::{crd_kind, group_kind, is_crd_kind, is_custom, Crds, GroupKind};
 use super::desired::DesiredSet;
 use super::hpa::{hpa_kind, is_hpa_kind, Autoscalers};
 use super::index::SharedIndex;
@@ -83,6 +84,8 @@ pub struct Engine<W, O> {
     /// Live copies of tracked objects only: memory follows the desired state.
     live: HashMap<ObjectKey, Value>,
     autoscalers: Autoscalers,
+    /// The CRDs custom resources are compared by (their schemas are in `facts`).
+    crds: Crds,
     coverage: Coverage,
     settling: Settling,
     /// First-seen times of episodes still open at start, so a restart keeps "since".
@@ -141,6 +144,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             relist: config.relist(),
             live: HashMap::new(),
             autoscalers: Autoscalers::default(),
+            crds: Crds::default(),
             coverage: Coverage::new(&config.unmanaged)?,
             settling,
             open_since,
@@ -229,18 +233,58 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// Loads the desired state and the open intents if someone wrote since the last load.
     pub fn poll_desired(&mut self) -> Result<(), StoreError> {
-        let desired = self.desired.poll(&self.store)?.is_some();
+        let desired = self.desired.poll(&self.store, &self.facts)?.is_some();
         if desired {
-            self.intents.reprepare(&self.desired);
+            self.desired_loaded();
         }
         let now = self.clock.wall();
-        let intents = self.intents.poll(&self.store, &self.desired, now)?;
+        let intents = self
+            .intents
+            .poll(&self.store, &self.desired, &self.facts, now)?;
         if desired || intents == Some(IntentChange::Changed) {
             self.tracking_changed();
         } else if intents == Some(IntentChange::Renewed) {
             self.intents_aged();
         }
         Ok(())
+    }
+
+    /// A new desired state was loaded: its committed CRDs take effect, and objects are
+    /// prepared again where their CRD or their previous revision changed.
+    fn desired_loaded(&mut self) {
+        let kinds = self.crds.set_committed(self.desired.crds());
+        self.crds.publish(&mut self.facts);
+        self.desired.reprepare(&kinds, &self.facts);
+        self.intents.reprepare(&self.desired, &self.facts, &kinds);
+    }
+
+    /// CRDs of `kinds` changed (learnt from the cluster, changed or gone there): their
+    /// custom resources are prepared and compared again.
+    fn crds_changed(&mut self, kinds: BTreeSet<GroupKind>) {
+        if kinds.is_empty() {
+            return;
+        }
+        tracing::info!(kinds = ?kinds, "CustomResourceDefinitions changed; comparing their custom resources again");
+        self.crds.publish(&mut self.facts);
+        self.desired.reprepare(&kinds, &self.facts);
+        self.intents.reprepare(&self.desired, &self.facts, &kinds);
+        let keys: Vec<ObjectKey> = self
+            .tracked
+            .iter()
+            .filter(|(_, t)| is_custom(t) && kinds.contains(&group_kind(t)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in &keys {
+            self.evaluate(key);
+        }
+    }
+
+    /// Whether a custom resource of `kind` must wait for the cluster's CRDs to be listed
+    /// before it is compared (else it would be compared schema-less first).
+    fn awaits_crds(&self, kind: &TypeKey) -> bool {
+        is_custom(kind)
+            && !self.crds.is_committed(&group_kind(kind))
+            && !self.lists.listed_once(&crd_kind())
     }
 
     /// The desired state or the open intents changed: keeps the live copies, watchers and
@@ -292,10 +336,18 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         if self.desired.has_scalable() {
             wanted.insert(hpa_kind());
         }
+        // The cluster's CRDs, for custom resources whose CRD is not committed.
+        if self.tracked.values().any(is_custom) {
+            wanted.insert(crd_kind());
+        }
         self.lists.sync(&wanted, &mut self.watches);
         if !self.lists.contains(&hpa_kind()) {
             self.autoscalers.clear();
             self.facts.hpa_targets.clear();
+        }
+        if !self.lists.contains(&crd_kind()) {
+            let kinds = self.crds.clear_live();
+            self.crds_changed(kinds);
         }
         // A list already delivered passed over objects that matter now: newly tracked ones
         // (live copies are kept for tracked objects only) and, for covered kinds, objects
@@ -428,6 +480,13 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             let affected = self.autoscalers.apply(key.clone(), object.as_ref());
             self.autoscalers_changed(affected);
         }
+        if is_crd_kind(kind) && self.lists.listed_once(kind) {
+            let kinds = self.crds.apply_live(&key, object.as_ref());
+            self.crds_changed(kinds);
+        } else if is_crd_kind(kind) {
+            // Still listing: taken in at the end of the list, compared once.
+            self.crds.apply_live(&key, object.as_ref());
+        }
         if self.tracked.contains_key(&key) {
             match object {
                 Some(object) => self.live.insert(key.clone(), object),
@@ -467,6 +526,17 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         if is_hpa_kind(kind) {
             let affected = self.autoscalers.retain_listed(listed);
             self.autoscalers_changed(affected);
+        }
+        if is_crd_kind(kind) {
+            self.crds.retain_listed(listed);
+            // Custom resources waited for this list: compare them all, by what it returned.
+            let kinds: BTreeSet<GroupKind> = self
+                .tracked
+                .values()
+                .filter(|t| is_custom(t))
+                .map(group_kind)
+                .collect();
+            self.crds_changed(kinds);
         }
         for key in self.coverage.retain_listed(kind, listed) {
             self.withdraw_unmanaged(&key);
@@ -515,7 +585,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let Some(desired) = self.desired.get(key) else {
             return self.evaluate_intent_only(key);
         };
-        if !self.lists.judges(&desired.kind, key) {
+        if !self.lists.judges(&desired.kind, key) || self.awaits_crds(&desired.kind) {
             return;
         }
         let live = self.live.get(key);
@@ -557,6 +627,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             patch: comparison.patch,
             ignored: comparison.ignored,
             intent: intent.map(|i| uncommitted::intent_ref(i, key, false)),
+            schema: comparison.schema,
         };
         self.publish_entry(key, entry);
     }

@@ -8,6 +8,7 @@
 //! desired object. Expiry is derived from the engine's clock ([`IntentSet::refresh`]), not
 //! from the store's reading time.
 
+use super::crds::{group_kind, is_custom, GroupKind};
 use super::desired::DesiredSet;
 use driftd_core::diff::{ClusterFacts, CompareInput, Differ, PreparedDesired};
 use driftd_core::report::DriftClass;
@@ -15,7 +16,7 @@ use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::{IntentInfo, IntentState, Store, StoreError};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Ended intents count in `driftd_intents` for this long after they ended.
 pub const RECENT: SignedDuration = SignedDuration::from_hours(24);
@@ -80,13 +81,14 @@ impl IntentSet {
         &mut self,
         store: &Store,
         desired: &DesiredSet,
+        facts: &ClusterFacts,
         now: Timestamp,
     ) -> Result<Option<IntentChange>, StoreError> {
         let version = store.data_version()?;
         if self.data_version == Some(version) {
             return Ok(None);
         }
-        let change = self.load(store, desired, now)?;
+        let change = self.load(store, desired, facts, now)?;
         self.data_version = Some(version);
         Ok(Some(change))
     }
@@ -96,6 +98,7 @@ impl IntentSet {
         &mut self,
         store: &Store,
         desired: &DesiredSet,
+        facts: &ClusterFacts,
         now: Timestamp,
     ) -> Result<IntentChange, StoreError> {
         let mut rows = store.intents(None, false)?;
@@ -134,7 +137,7 @@ impl IntentSet {
                     let Some(objects) = fetched.remove(&row.id) else {
                         continue;
                     };
-                    prepare(objects, desired)
+                    prepare(objects, desired, facts)
                 }
             };
             self.open.push(Open { info: row, objects });
@@ -143,13 +146,22 @@ impl IntentSet {
         Ok(IntentChange::Changed)
     }
 
-    /// Prepares the objects again against a new desired state (their `previous` changed).
-    pub fn reprepare(&mut self, desired: &DesiredSet) {
+    /// Prepares the objects again against a new desired state (their `previous` changed)
+    /// or new CRDs (custom resources of `kinds`).
+    pub fn reprepare(
+        &mut self,
+        desired: &DesiredSet,
+        facts: &ClusterFacts,
+        kinds: &BTreeSet<GroupKind>,
+    ) {
         for open in &mut self.open {
             for (key, object) in &mut open.objects {
                 let previous = desired.get(key).map(|d| d.object.object.clone());
-                if previous != object.previous {
-                    object.prepared = Differ::prepare(&object.object, previous.as_ref());
+                let crd_changed =
+                    is_custom(&object.kind) && kinds.contains(&group_kind(&object.kind));
+                if previous != object.previous || crd_changed {
+                    object.prepared =
+                        Differ::prepare_with(&object.object, previous.as_ref(), facts);
                     object.previous = previous;
                 }
             }
@@ -257,12 +269,13 @@ impl IntentSet {
 fn prepare(
     objects: Vec<driftd_store::IntentObject>,
     desired: &DesiredSet,
+    facts: &ClusterFacts,
 ) -> HashMap<ObjectKey, IntentObject> {
     objects
         .into_iter()
         .map(|o| {
             let previous = desired.get(&o.key).map(|d| d.object.object.clone());
-            let prepared = Differ::prepare(&o.object, previous.as_ref());
+            let prepared = Differ::prepare_with(&o.object, previous.as_ref(), facts);
             let kind = TypeKey {
                 api_version: o.api_version,
                 kind: o.key.kind.clone(),

@@ -219,6 +219,11 @@ impl Lists {
         self.kinds.get(kind).is_some_and(|w| w.state.judges(key))
     }
 
+    /// Whether `kind` is watched and was listed at least once.
+    pub fn listed_once(&self, kind: &TypeKey) -> bool {
+        self.kinds.get(kind).is_some_and(|w| w.state.listed_once())
+    }
+
     /// Whether every watched kind was listed at least once.
     pub fn all_listed(&self) -> bool {
         self.kinds.values().all(|w| w.state.listed_once())

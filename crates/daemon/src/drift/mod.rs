@@ -6,12 +6,14 @@
 //! - `lists`: the list lifecycle of every watched kind (what exists, what is judged);
 //! - `settle`: when a drift state held long enough for Events and episodes;
 //! - `coverage`: `[unmanaged]` objects; `hpa`: autoscalers owning `spec.replicas`;
+//! - `crds`: the CRDs custom resources are compared by (committed, else the cluster's);
 //! - `intents`: open intents, what `uncommitted` objects equal;
 //! - `holders`: the pods holding deploy locks; `locks`: which locks are stale;
 //! - `index`: the published state; `outputs`: counters and Events; `clock`: time.
 
 mod clock;
 mod coverage;
+mod crds;
 mod desired;
 mod engine;
 mod holders;

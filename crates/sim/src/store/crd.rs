@@ -1,7 +1,11 @@
 //! Types defined by CustomResourceDefinitions: served once a CRD is stored, with the
-//! printer columns `kubectl get` shows for them.
+//! printer columns `kubectl get` shows for them; their objects stored as
+//! apiextensions-apiserver stores them (pruned, defaulted, list types validated: see
+//! [`Inner::store_custom`]).
 
+use super::super::status::ApiError;
 use super::{Inner, Store};
+use driftd_k8s::crd::{listtype, CrdSchemas};
 use driftd_k8s::kinds::{CustomResourceTypes, ResourceType, BUILTIN};
 use serde_json::Value;
 use std::sync::Arc;
@@ -17,14 +21,67 @@ impl Inner {
     /// Re-reads the servable types after a CRD changed.
     pub(super) fn refresh_crds(&mut self) {
         let mut types = BUILTIN.clone();
+        let mut schemas = std::collections::HashMap::new();
         let crds = self
             .kinds
             .get("apiextensions.k8s.io")
             .and_then(|k| k.get("customresourcedefinitions"));
         for crd in crds.into_iter().flat_map(|k| k.objects.values()) {
-            types.extend(crd_types(&crd.value()));
+            let crd = crd.value();
+            types.extend(crd_types(&crd));
+            // A CRD without structural schemas stores its objects as sent.
+            if let Ok(s) = CrdSchemas::from_crd(&crd) {
+                schemas.insert(s.key(), Arc::new(s));
+            }
         }
         self.types = Arc::new(types);
+        self.crd_schemas = schemas;
+    }
+
+    /// A custom resource written through `info` as kube-apiserver's customresource handler
+    /// stores it: pruned and defaulted by the written version's schema, stored in the
+    /// storage version (`None` conversion: pruned and defaulted by its schema too), and
+    /// served back at the written version; sets and map-lists with repeated items refused
+    /// as `listtype.ValidateListSetsAndMaps` refuses them (422 Invalid).
+    pub(super) fn store_custom(
+        &self,
+        info: &ResourceType,
+        name: &str,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
+        if !info.custom {
+            return Ok(());
+        }
+        let Some(crd) = self
+            .crd_schemas
+            .get(&(info.group.clone(), info.kind.clone()))
+        else {
+            return Ok(());
+        };
+        obj["apiVersion"] = Value::String(info.api_version());
+        // A version the CRD does not define is not served: the request never gets here.
+        let _ = crd.as_served(obj);
+        let schema = crd.version(&info.version).and_then(|v| v.schema.as_ref());
+        let errors = match obj.as_object() {
+            Some(m) => listtype::validate("", schema, m),
+            None => Vec::new(),
+        };
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let causes: Vec<String> = errors
+            .iter()
+            .map(|e| e.to_string().trim_start_matches('.').to_string())
+            .collect();
+        let first = &causes[0];
+        let (field, detail) = first.split_once(": ").unwrap_or((first.as_str(), ""));
+        let mut err = ApiError::invalid(&info.group, &info.kind, name, field, detail);
+        if causes.len() > 1 {
+            // kube-apiserver joins every cause into one message: `[a, b]`.
+            let gk = format!("{}.{}", info.kind, info.group);
+            err.message = format!("{gk} \"{name}\" is invalid: [{}]", causes.join(", "));
+        }
+        Err(err)
     }
 }
 

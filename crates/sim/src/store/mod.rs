@@ -10,6 +10,7 @@
 //! `alloc` (ClusterIPs, NodePorts), `crd` and `bulk` (bulk load and bulk edit for
 //! benchmarks).
 
+mod admission;
 mod alloc;
 mod apply;
 pub mod bulk;
@@ -77,6 +78,9 @@ struct Kind {
 
 struct Inner {
     types: Arc<Vec<ResourceType>>,
+    /// Structural schemas of the stored CRDs by (group, kind): how custom resources are
+    /// pruned, defaulted and validated on write.
+    crd_schemas: HashMap<(String, String), Arc<driftd_k8s::crd::CrdSchemas>>,
     /// group -> plural -> objects.
     kinds: HashMap<String, HashMap<String, Kind>>,
     rv: u64,
@@ -114,6 +118,7 @@ impl Store {
         let store = Store {
             inner: Arc::new(Mutex::new(Inner {
                 types: Arc::new(BUILTIN.clone()),
+                crd_schemas: HashMap::new(),
                 kinds: HashMap::new(),
                 rv: 0,
                 history: History::new(history_limit),

@@ -347,3 +347,93 @@ fn bulk_edit_cycles_through_objects_changing_a_value_each_time() {
         .unwrap_err();
     assert_eq!(err.code, 400);
 }
+
+/// A Widget CRD: `spec.size` defaults to `small`, `spec.ports` is a map-list keyed by
+/// `name`.
+fn widget_crd() -> Value {
+    let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {
+            "size": {"type": "string", "default": "small"},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "required": ["name"], "properties": {
+                    "name": {"type": "string"}, "port": {"type": "integer"}}}}}}}}});
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": schema}]}})
+}
+
+#[test]
+fn custom_resources_are_pruned_defaulted_and_their_map_lists_validated() {
+    let store = Store::new(100);
+    let crds = store
+        .resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .unwrap();
+    let ctx = WriteCtx::new("test");
+    store.create(&crds, None, widget_crd(), &ctx).unwrap();
+    let widgets = store.resolve("example.com", "v1", "widgets").unwrap();
+    let w = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"typo": 1, "ports": [{"name": "a", "port": 1}]}});
+    let created = store.create(&widgets, Some("default"), w, &ctx).unwrap();
+    assert_eq!(created["spec"]["size"], "small", "defaulted");
+    assert!(created["spec"].get("typo").is_none(), "pruned");
+    assert_eq!(
+        store.get(&widgets, Some("default"), "w").unwrap()["spec"]["size"],
+        "small"
+    );
+
+    let mut dup = created.clone();
+    dup["spec"]["ports"] = json!([{"name": "a", "port": 1}, {"name": "a", "port": 2}]);
+    let err = store
+        .update(&widgets, Some("default"), "w", dup, None, &ctx)
+        .unwrap_err();
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        "Widget.example.com \"w\" is invalid: spec.ports[1]: Duplicate value"
+    );
+}
+
+#[test]
+fn a_created_pod_goes_through_the_default_admission_chain() {
+    let store = Store::new(100);
+    let pods = store.resolve("", "v1", "pods").unwrap();
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "debug"},
+        "spec": {"containers": [{"name": "sh", "image": "busybox"}],
+            "volumes": [{"name": "scratch", "emptyDir": {}}]}});
+    let created = store
+        .create(&pods, Some("default"), pod, &WriteCtx::new("test"))
+        .unwrap();
+    let spec = &created["spec"];
+    assert_eq!(spec["serviceAccountName"], "default");
+    let token = spec["volumes"][1]["name"].as_str().unwrap();
+    assert!(token.starts_with("kube-api-access-"), "{spec:#}");
+    assert_eq!(
+        spec["volumes"][0]["name"], "scratch",
+        "appended, not inserted"
+    );
+    assert_eq!(spec["containers"][0]["volumeMounts"][0]["name"], token);
+    assert_eq!(spec["priority"], 0);
+    let tolerations = spec["tolerations"].as_array().unwrap();
+    assert_eq!(tolerations.len(), 2, "{spec:#}");
+
+    // A PVC gets the default StorageClass, once there is one.
+    let classes = store
+        .resolve("storage.k8s.io", "v1", "storageclasses")
+        .unwrap();
+    let class = json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": "fast", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+        "provisioner": "example.com/disk"});
+    store
+        .create(&classes, None, class, &WriteCtx::new("test"))
+        .unwrap();
+    let pvcs = store.resolve("", "v1", "persistentvolumeclaims").unwrap();
+    let pvc = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}});
+    let created = store
+        .create(&pvcs, Some("default"), pvc, &WriteCtx::new("test"))
+        .unwrap();
+    assert_eq!(created["spec"]["storageClassName"], "fast");
+}

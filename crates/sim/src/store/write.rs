@@ -211,6 +211,8 @@ impl Store {
         set_meta(&mut obj, "uid", json!(new_uid()));
         let mut alloc = Allocations::of(&g.services);
         server_defaults::on_create(&mut alloc, &info.api_version(), &info.kind, &mut obj);
+        g.store_custom(info, &name, &mut obj)?;
+        g.admit_create(info, &mut obj);
         validate_object(info, &name, &obj)?;
         let now = now_rfc3339();
         set_meta(&mut obj, "creationTimestamp", json!(now));
@@ -443,6 +445,7 @@ impl Store {
         }
         let mut alloc = Allocations::of(&g.services);
         server_defaults::on_update(&mut alloc, &info.api_version(), &info.kind, &old, &mut new);
+        g.store_custom(info, name, &mut new)?;
         validate_object(info, name, &new)?;
         if tracks_generation(info) && !same_spec(&new, &old) {
             let gen = old

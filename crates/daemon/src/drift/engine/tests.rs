@@ -197,9 +197,13 @@ impl Harness {
     /// Loads the desired state as the run loop's poll does when someone committed (a commit
     /// through the engine's own connection does not move `data_version`).
     fn load(&mut self) {
-        let change = self.engine.desired.load(&self.engine.store).unwrap();
+        let change = self
+            .engine
+            .desired
+            .load(&self.engine.store, &self.engine.facts)
+            .unwrap();
         if change.is_some() {
-            self.engine.intents.reprepare(&self.engine.desired);
+            self.engine.desired_loaded();
             self.engine.tracking_changed();
         }
     }
@@ -832,5 +836,6 @@ fn a_kind_still_listing_is_not_relisted_periodically() {
     assert_eq!(h.engine.watches.log.len(), before, "its first list will do");
 }
 
+mod crds;
 mod intents;
 mod locks;

@@ -73,6 +73,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             patch: Default::default(),
             ignored: Vec::new(),
             intent: Some(intent_ref(info, key, true)),
+            schema: None,
         };
         self.publish_entry(key, entry);
     }
@@ -82,7 +83,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     pub(super) fn reload_intents(&mut self) {
         match self
             .intents
-            .load(&self.store, &self.desired, self.clock.wall())
+            .load(&self.store, &self.desired, &self.facts, self.clock.wall())
         {
             Ok(IntentChange::Changed) => self.tracking_changed(),
             Ok(IntentChange::Renewed) => self.intents_aged(),
