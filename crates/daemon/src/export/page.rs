@@ -527,14 +527,20 @@ fn percent_encode(text: &str) -> String {
 fn age(now: Timestamp, then: Timestamp) -> String {
     let s = (now.as_second() - then.as_second()).max(0);
     let (m, h, d) = (s / 60, s / 3600, s / 86400);
-    match () {
-        _ if s < 120 => format!("{s}s"),
-        _ if m < 10 && s % 60 != 0 => format!("{m}m{}s", s % 60),
-        _ if h < 3 => format!("{m}m"),
-        _ if h < 8 && m % 60 != 0 => format!("{h}h{}m", m % 60),
-        _ if d < 2 => format!("{h}h"),
-        _ if d < 8 && h % 24 != 0 => format!("{d}d{}h", h % 24),
-        _ => format!("{d}d"),
+    if s < 120 {
+        format!("{s}s")
+    } else if m < 10 && s % 60 != 0 {
+        format!("{m}m{}s", s % 60)
+    } else if h < 3 {
+        format!("{m}m")
+    } else if h < 8 && m % 60 != 0 {
+        format!("{h}h{}m", m % 60)
+    } else if d < 2 {
+        format!("{h}h")
+    } else if d < 8 && h % 24 != 0 {
+        format!("{d}d{}h", h % 24)
+    } else {
+        format!("{d}d")
     }
 }
 

@@ -194,6 +194,7 @@ fn groups_by_source_then_namespace_and_links_keep_other_filters() {
     unmanaged.source = String::new();
     unmanaged.class = DriftClass::Unmanaged;
     unmanaged.name = "stray".into();
+    unmanaged.namespace = Some("tools".into());
     let filter = DriftFilter::from_pairs([("kind", "Deployment")]).unwrap();
     let html = render_with(true, &filter, &[web(), unmanaged, other]);
     let at = |needle: &str| {
