@@ -1,8 +1,8 @@
 //! `driftd demo`: everything a newcomer needs to see drift, in one process and under a
 //! minute, no cluster needed. Starts the cluster simulator, commits the bundled example app,
-//! applies it to the simulator, serves `/drift` and `/metrics`, and a few seconds later edits
-//! the cluster as a person with kubectl would (a new image, a changed ConfigMap value) so
-//! drift appears.
+//! applies it to the simulator, serves the drift page, `/drift` and `/metrics`, and a few
+//! seconds later edits the cluster as a person with kubectl would (a new image, a changed
+//! ConfigMap value) so drift appears.
 
 use anyhow::Context;
 use driftd_core::manifest::{self, LoadOptions, ManifestObject};
@@ -19,7 +19,7 @@ use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Address of /drift and /metrics.
+    /// Address of the drift page (`/`), /drift and /metrics.
     #[arg(long, default_value = "127.0.0.1:9477")]
     pub listen: std::net::SocketAddr,
     /// Directory for the demo's database and kubeconfig (default: a new temporary directory).
@@ -183,7 +183,7 @@ pub async fn run_demo(
         objects.len(),
         database.display()
     );
-    println!("  open:      {url}/drift   {url}/metrics");
+    println!("  open:      {url}/ (the drift page, in a browser)   {url}/drift   {url}/metrics");
     println!("  try:       {exe} drift --server {url}");
     println!(
         "             KUBECONFIG={} kubectl -n shop get deploy,cm,events.v1.events.k8s.io",
@@ -198,7 +198,9 @@ pub async fn run_demo(
     hand_edit(&client).await?;
     println!();
     println!("edited: deployment/web image nginx:1.27 -> nginx:1.28-rc (kubectl-set), configmap/web-config LOG_LEVEL info -> debug (kubectl-edit)");
-    println!("  see:       curl -s {url}/drift   or   {exe} drift --server {url}");
+    println!(
+        "  see:       {url}/ in a browser, curl -s {url}/drift   or   {exe} drift --server {url}"
+    );
     println!(
         "  revert:    KUBECONFIG={} kubectl -n shop set image deployment/web app=nginx:1.27",
         kubeconfig.display()

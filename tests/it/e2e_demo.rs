@@ -55,6 +55,14 @@ fn demo_shows_drift_of_the_example_app() {
     let drift: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(drift["objects"].as_array().unwrap().len(), 2, "{drift:#}");
 
+    // The drift page is served by the demo too.
+    let (status, page) = http_get(&format!("{url}/"));
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("<span class=\"name\">shop/web-config</span>"),
+        "{page}"
+    );
+
     let (_, metrics) = http_get(&format!("{url}/metrics"));
     assert!(
         metrics.contains("driftd_objects{class=\"modified\",source=\"shop\"} 2"),

@@ -5,6 +5,7 @@
 
 mod scaffold;
 
+mod browser;
 mod check_cli;
 mod check_sim;
 mod cluster_log;

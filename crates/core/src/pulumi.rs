@@ -26,6 +26,7 @@
 //! lock file of the stack (`diyBackend.CancelCurrentUpdate`, `pkg/cmd/pulumi/cancel`).
 
 use crate::manifest::{self, LoadOptions, ManifestObject, Origin};
+use crate::text::shell_quote;
 use driftd_k8s::ObjectKey;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Map, Value};
@@ -504,15 +505,6 @@ impl PulumiLock {
     /// `username@hostname (pid N)`, as Pulumi's "stack is currently locked" error names it.
     pub fn holder(&self) -> String {
         format!("{}@{} (pid {})", self.username, self.hostname, self.pid)
-    }
-}
-
-fn shell_quote(s: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "/._-:@%+=,".contains(c);
-    if !s.is_empty() && s.chars().all(safe) {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
     }
 }
 

@@ -55,6 +55,17 @@ pub fn escape_html(text: &str) -> String {
     out
 }
 
+/// `text` as one POSIX shell word: bare when it is plainly safe, else single-quoted, so a
+/// command shown for copying (`kubectl get ...`, `pulumi cancel ...`) runs what it says.
+pub fn shell_quote(text: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "/._-:@%+=,".contains(c);
+    if !text.is_empty() && text.chars().all(safe) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +90,16 @@ mod tests {
             escape_html("<script>alert('x&y')</script>\"\u{7}"),
             "&lt;script&gt;alert(&#39;x&amp;y&#39;)&lt;/script&gt;&quot;\\x07"
         );
+    }
+
+    #[test]
+    fn shell_words_are_quoted_unless_plainly_safe() {
+        assert_eq!(
+            shell_quote("deployment.v1.apps/web"),
+            "deployment.v1.apps/web"
+        );
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("a b;$(x)"), "'a b;$(x)'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
     }
 }

@@ -4,7 +4,7 @@
 use super::crds::{group_kind, is_custom, GroupKind};
 use driftd_core::diff::{ClusterFacts, Differ, PreparedDesired};
 use driftd_k8s::{ObjectKey, TypeKey};
-use driftd_store::{DesiredObject, Store, StoreError};
+use driftd_store::{DesiredObject, RevisionInfo, Store, StoreError};
 use jiff::Timestamp;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -40,6 +40,9 @@ pub struct DesiredSet {
     by_kind: BTreeMap<TypeKey, BTreeSet<ObjectKey>>,
     /// Every source with the commit time of its newest revision.
     sources: BTreeMap<String, Timestamp>,
+    /// The newest revision of every source (number, author, message): what the drift page
+    /// shows people.
+    revisions: Vec<RevisionInfo>,
 }
 
 impl DesiredSet {
@@ -131,6 +134,7 @@ impl DesiredSet {
         self.objects = objects;
         self.by_kind = by_kind;
         self.sources = sources;
+        self.revisions = state.revisions;
         Ok(Some(change))
     }
 
@@ -202,6 +206,11 @@ impl DesiredSet {
     /// Every source, with the commit time of its newest revision.
     pub fn sources(&self) -> &BTreeMap<String, Timestamp> {
         &self.sources
+    }
+
+    /// The newest revision of every source, by source name.
+    pub fn revisions(&self) -> &[RevisionInfo] {
+        &self.revisions
     }
 }
 

@@ -365,10 +365,11 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             self.lists.relist(&kind, waiting, &mut self.watches);
         }
 
-        self.index
-            .write()
-            .unwrap()
-            .set_sources(self.desired.sources().clone());
+        {
+            let mut index = self.index.write().unwrap();
+            index.set_sources(self.desired.sources().clone());
+            index.set_revisions(self.desired.revisions().to_vec());
+        }
         tracing::info!(
             objects = self.desired.len(),
             kinds = self.desired.kinds().count(),

@@ -4,6 +4,7 @@
 
 use driftd_core::report::{DriftClass, DriftEntry, DriftFilter, StaleLock};
 use driftd_k8s::ObjectKey;
+use driftd_store::RevisionInfo;
 use jiff::Timestamp;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
@@ -16,6 +17,8 @@ pub struct DriftIndex {
     ready: bool,
     /// Every source in the store, with the commit time of its newest revision.
     sources: BTreeMap<String, Timestamp>,
+    /// The newest revision of every source, for the drift page.
+    revisions: Vec<RevisionInfo>,
     /// Covered live objects a source owns; `None` while coverage is off.
     owned_covered: Option<usize>,
     rules_expired: usize,
@@ -52,6 +55,7 @@ impl DriftIndex {
             entries: BTreeMap::new(),
             ready: false,
             sources: BTreeMap::new(),
+            revisions: Vec::new(),
             owned_covered: None,
             rules_expired: 0,
             intents: BTreeMap::new(),
@@ -177,6 +181,15 @@ impl DriftIndex {
 
     pub fn set_sources(&mut self, sources: BTreeMap<String, Timestamp>) {
         self.sources = sources;
+    }
+
+    /// The newest revision of every source (number, author, message, commit time).
+    pub fn revisions(&self) -> &[RevisionInfo] {
+        &self.revisions
+    }
+
+    pub fn set_revisions(&mut self, revisions: Vec<RevisionInfo>) {
+        self.revisions = revisions;
     }
 
     /// Covered live objects a source owns; `None` while coverage is off.

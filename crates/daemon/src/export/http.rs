@@ -1,6 +1,6 @@
 //! The HTTP API for on-call engineers and Prometheus: `GET /drift`, `/locks`, `/metrics`,
-//! `/healthz`, `/readyz`. The routes are here; `app` puts limits and authentication in front
-//! of them, `server` drives the connections.
+//! `/healthz`, `/readyz`, and the drift page at `/` ([`super::page`]). The routes are here;
+//! `app` puts limits and authentication in front of them, `server` drives the connections.
 
 mod app;
 mod auth;
@@ -9,12 +9,13 @@ pub mod server;
 pub use app::{App, HEALTH_PATHS};
 
 use super::metrics::Metrics;
+use super::page;
 use super::web_config::WebConfig;
 use crate::config::HttpConfig;
 use crate::drift::SharedIndex;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use driftd_core::report::{DriftFilter, DriftResponse, LocksResponse};
@@ -30,6 +31,7 @@ pub struct Handles {
 
 pub fn router(handles: Handles) -> Router {
     Router::new()
+        .route("/", get(drift_page))
         .route("/drift", get(drift))
         .route("/locks", get(locks))
         .route("/metrics", get(metrics))
@@ -92,6 +94,49 @@ async fn locks(State(handles): State<Handles>) -> Response {
         lock.age_seconds = now.duration_since(lock.created_at).as_secs();
     }
     Json(response).into_response()
+}
+
+/// `GET /?source=&namespace=&kind=&class=`: the drift page, with the filters of `/drift`
+/// (an unknown one is a 400 page naming the valid values).
+async fn drift_page(
+    State(handles): State<Handles>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Response {
+    let filter = DriftFilter::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let index = handles.index.read().unwrap();
+    let choices = page::Choices::gather(index.entries(), index.revisions());
+    let (status, html) = match filter {
+        Err(err) => (
+            StatusCode::BAD_REQUEST,
+            page::render_bad_filter(&err, &choices),
+        ),
+        Ok(filter) => (
+            StatusCode::OK,
+            page::render(&page::Page {
+                now: jiff::Timestamp::now(),
+                ready: index.ready(),
+                filter: &filter,
+                objects: &index.query(&filter),
+                revisions: index.revisions(),
+                choices: &choices,
+                locks: index.locks(),
+                locks_ready: index.locks_ready(),
+                intents: index.intents(),
+            }),
+        ),
+    };
+    drop(index);
+    // Defence in depth behind the escaping: the page runs no script and loads nothing.
+    let policy = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'";
+    (
+        status,
+        [
+            (header::CONTENT_SECURITY_POLICY, policy),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        Html(html),
+    )
+        .into_response()
 }
 
 async fn metrics(State(handles): State<Handles>) -> Response {
