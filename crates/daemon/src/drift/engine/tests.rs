@@ -404,7 +404,9 @@ fn a_kind_that_stops_being_served_has_no_objects() {
     h.list(&configmaps(), live(&cm("a", "1")));
     assert!(!h.ready(), "the Widget watcher has not answered yet");
 
-    // No CRD yet: discovery says the kind is not served, which is an answer.
+    // No CRD yet: the cluster's CRDs list empty, and discovery says the kind is not
+    // served, which is an answer.
+    h.list(&crate::drift::crds::crd_kind(), vec![]);
     h.send(&widgets, vec![WatchEvent::NotServed]);
     assert!(h.ready());
     assert_eq!(h.entry("Widget", "w").unwrap().class, DriftClass::Missing);
