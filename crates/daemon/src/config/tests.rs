@@ -1,0 +1,173 @@
+use super::*;
+use std::io::Write;
+
+fn file(text: &str) -> tempfile::NamedTempFile {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+    f
+}
+
+#[test]
+fn example_config_parses_to_the_defaults() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config.example.toml");
+    let loaded = Config::load_with_env(Some(&path), |_| None).unwrap();
+    assert_eq!(loaded, Config::default());
+}
+
+#[test]
+fn file_then_environment_override_defaults() {
+    let f = file("database = \"/var/lib/driftd/x.db\"\n[metrics]\nmax_object_series = 5\n");
+    let c = Config::load_with_env(Some(f.path()), |k| {
+        (k == "DRIFTD_SETTLE_SECONDS").then(|| "0.5".to_string())
+    })
+    .unwrap();
+    assert_eq!(c.database, PathBuf::from("/var/lib/driftd/x.db"));
+    assert_eq!(c.metrics.max_object_series, 5);
+    assert_eq!(c.settle_seconds, 0.5);
+    assert_eq!(c.listen, Config::default().listen);
+}
+
+#[test]
+fn key_files_come_from_the_file_or_the_environment() {
+    let f = file(
+        "[secrets]\nencryption_key_file = \"/keys/new\"\n\
+         previous_encryption_key_files = [\"/keys/old\"]\n",
+    );
+    let c = Config::load_with_env(Some(f.path()), |_| None).unwrap();
+    assert_eq!(
+        c.secrets.encryption_key_file,
+        Some(PathBuf::from("/keys/new"))
+    );
+    assert_eq!(
+        c.secrets.previous_encryption_key_files,
+        [PathBuf::from("/keys/old")]
+    );
+    assert_eq!(c.secrets.hash_key_file, None);
+    let c = Config::load_with_env(Some(f.path()), |k| match k {
+        "DRIFTD_SECRETS_PREVIOUS_ENCRYPTION_KEY_FILES" => Some("/keys/a, /keys/b".into()),
+        "DRIFTD_SECRETS_HASH_KEY_FILE" => Some("/keys/hash".into()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(
+        c.secrets.previous_encryption_key_files,
+        [PathBuf::from("/keys/a"), PathBuf::from("/keys/b")]
+    );
+    assert_eq!(c.secrets.hash_key_file, Some(PathBuf::from("/keys/hash")));
+    let err = c.secrets.load_keys().unwrap_err().to_string();
+    assert!(err.contains("/keys/hash"), "{err}");
+}
+
+#[test]
+fn leader_election_keys_load_and_follow_client_go_rules() {
+    let f = file("[leader_election]\nlease_duration_seconds = 3\nrenew_deadline_seconds = 2\nretry_period_seconds = 0.5\n");
+    let c = Config::load_with_env(Some(f.path()), |k| match k {
+        "DRIFTD_NAMESPACE" => Some("ops".into()),
+        "DRIFTD_LEADER_ELECTION_ENABLED" => Some("false".into()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(c.namespace, "ops");
+    assert!(!c.leader_election.enabled);
+    assert_eq!(c.leader_election.lease_duration(), Duration::from_secs(3));
+    assert_eq!(c.leader_election.retry_period(), Duration::from_millis(500));
+
+    // The leader must give up before a follower may take over ...
+    let f = file("[leader_election]\nlease_duration_seconds = 10\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert_eq!(err.key, "leader_election.renew_deadline_seconds");
+    assert!(
+        err.reason.contains("less than lease_duration_seconds"),
+        "{err}"
+    );
+    // ... and gets more than one try first.
+    let f = file("[leader_election]\nretry_period_seconds = 9\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert_eq!(err.key, "leader_election.renew_deadline_seconds");
+    assert!(err.reason.contains("retry_period_seconds"), "{err}");
+    // The Lease holds whole seconds.
+    let f = file("[leader_election]\nlease_duration_seconds = 2.5\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert_eq!(err.key, "leader_election.lease_duration_seconds");
+}
+
+#[test]
+fn lock_keys_take_durations_as_people_write_them() {
+    let f =
+        file("[locks]\nauto_release_after = \"30m\"\n[pulumi]\nlock_dirs = [\"/srv/pulumi\"]\n");
+    let c = Config::load_with_env(Some(f.path()), |k| {
+        (k == "DRIFTD_PULUMI_MAX_LOCK_AGE").then(|| "1h30m".to_string())
+    })
+    .unwrap();
+    assert_eq!(c.locks.auto_release_after, Some(Duration::from_secs(1800)));
+    assert_eq!(c.pulumi.lock_dirs, [PathBuf::from("/srv/pulumi")]);
+    assert_eq!(c.pulumi.max_lock_age, Duration::from_secs(5400));
+    assert_eq!(
+        Config::default().locks.auto_release_after,
+        None,
+        "off by default"
+    );
+
+    let f = file("[locks]\nauto_release_after = \"half an hour\"\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert_eq!(err.key, "locks.auto_release_after");
+    assert!(err.reason.contains("30m"), "{err}");
+    let f = file("[pulumi]\nmax_lock_age = \"0s\"\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert_eq!(err.key, "pulumi.max_lock_age");
+}
+
+#[test]
+fn unmanaged_kinds_resolve_to_watch_types() {
+    let u = UnmanagedConfig {
+        kinds: vec![
+            "Deployment".into(),
+            "example.com/v1/Widget".into(),
+            "v1/ConfigMap".into(),
+        ],
+        namespaces: vec![],
+    };
+    let keys = u.type_keys().unwrap();
+    assert_eq!(keys[0].api_version, "apps/v1");
+    assert_eq!(keys[1].api_version, "example.com/v1");
+    assert_eq!(keys[1].kind, "Widget");
+    assert_eq!(keys[2].api_version, "v1");
+    assert!(matches!(
+        parse_kind("Event"),
+        Err(KindError::Ambiguous { .. })
+    ));
+}
+
+#[test]
+fn errors_name_the_key() {
+    let f = file("[metrics]\nmax_object_serie = 5\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert!(err.to_string().contains("max_object_serie"), "{err}");
+
+    let f = file("listen = \"not an address\"\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert_eq!(err.key, "listen");
+
+    let err = Config::load_with_env(None, |k| {
+        (k == "DRIFTD_SETTLE_SECONDS").then(|| "-1".to_string())
+    })
+    .unwrap_err();
+    assert_eq!(err.key, "settle_seconds");
+
+    let f = file("[[ignore]]\nkind = \"Deployment\"\npointers = [\"spec/replicas\"]\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert!(err.key.starts_with("ignore[0]"), "{err}");
+    assert!(err.to_string().contains("pointers"), "{err}");
+
+    let f = file("[unmanaged]\nkinds = [\"Widget\"]\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert_eq!(err.key, "unmanaged.kinds");
+    assert!(err.reason.contains("apiVersion/Kind"), "{err}");
+
+    let err = Config::load_with_env(None, |k| {
+        (k == "DRIFTD_EVENTS_ENABLED").then(|| "maybe".to_string())
+    })
+    .unwrap_err();
+    assert_eq!(err.key, "events.enabled");
+    assert!(err.origin.contains("DRIFTD_EVENTS_ENABLED"), "{err}");
+}
