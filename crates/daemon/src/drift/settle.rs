@@ -3,11 +3,12 @@
 //!
 //! Pure bookkeeping: comparisons are [`Settling::observe`]d with the time, and
 //! [`Settling::due`] says which states held long enough to report. No I/O, no clock of its
-//! own.
+//! own. `due` runs after every batch of watch events, so it visits only the states whose
+//! time came (ordered by when they started), never every drifting object.
 
 use driftd_core::report::DriftClass;
 use driftd_k8s::ObjectKey;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 /// A drift state as Events and episodes tell it apart: a new class or another set of changed
@@ -84,6 +85,14 @@ impl Tracker {
     }
 
     /// What Events and episodes last said.
+    /// When the pending state started, if one is pending.
+    fn pending_since(&self) -> Option<Instant> {
+        match self {
+            Tracker::Changing { since, .. } => Some(*since),
+            _ => None,
+        }
+    }
+
     fn reported(&self) -> Option<&Drift> {
         match self {
             Tracker::Restored { reported } => Some(reported),
@@ -97,6 +106,8 @@ impl Tracker {
 pub struct Settling {
     settle: Duration,
     trackers: HashMap<ObjectKey, Tracker>,
+    /// The pending (`Changing`) trackers by when their state started: the next due first.
+    pending: BTreeSet<(Instant, ObjectKey)>,
 }
 
 impl Settling {
@@ -104,6 +115,7 @@ impl Settling {
         Settling {
             settle,
             trackers: HashMap::new(),
+            pending: BTreeSet::new(),
         }
     }
 
@@ -114,45 +126,67 @@ impl Settling {
 
     /// Takes over an episode an earlier run left open: reported, not yet compared.
     pub fn restore(&mut self, key: ObjectKey, reported: Drift) {
+        self.take(&key);
         self.trackers.insert(key, Tracker::Restored { reported });
     }
 
     /// Records what a comparison of `key` said at `now` (`None`: in sync).
     pub fn observe(&mut self, key: &ObjectKey, observed: Option<Drift>, now: Instant) {
-        let tracker = match self.trackers.remove(key) {
+        let tracker = match self.take(key) {
             Some(tracker) => tracker,
             None if observed.is_none() => return,
             None => Tracker::Settled { reported: None },
         };
-        let tracker = tracker.observe(observed, now);
-        if tracker != (Tracker::Settled { reported: None }) {
-            self.trackers.insert(key.clone(), tracker);
+        self.put(key.clone(), tracker.observe(observed, now));
+    }
+
+    /// Removes `key`'s tracker (and its pending deadline).
+    fn take(&mut self, key: &ObjectKey) -> Option<Tracker> {
+        let tracker = self.trackers.remove(key)?;
+        if let Some(since) = tracker.pending_since() {
+            self.pending.remove(&(since, key.clone()));
         }
+        Some(tracker)
+    }
+
+    /// Keeps `tracker` for `key` unless it says "in sync, reported so".
+    fn put(&mut self, key: ObjectKey, tracker: Tracker) {
+        if tracker == (Tracker::Settled { reported: None }) {
+            return;
+        }
+        if let Some(since) = tracker.pending_since() {
+            self.pending.insert((since, key.clone()));
+        }
+        self.trackers.insert(key, tracker);
     }
 
     /// The states that held for the settle time by `now`; each is reported from now on.
     pub fn due(&mut self, now: Instant) -> Vec<Report> {
         let mut reports = Vec::new();
-        let settle = self.settle;
-        self.trackers.retain(|key, tracker| {
-            let (next, due) =
-                std::mem::replace(tracker, Tracker::Settled { reported: None }).due(now, settle);
+        while let Some((since, _)) = self.pending.first() {
+            if now.saturating_duration_since(*since) < self.settle {
+                break;
+            }
+            let (_, key) = self.pending.pop_first().expect("just seen");
+            let Some(tracker) = self.trackers.remove(&key) else {
+                continue;
+            };
+            let (next, due) = tracker.due(now, self.settle);
             if let Some(drift) = due {
                 reports.push(Report {
                     key: key.clone(),
                     drift,
                 });
             }
-            *tracker = next;
-            *tracker != (Tracker::Settled { reported: None })
-        });
+            self.put(key, next);
+        }
         reports.sort_by(|a, b| a.key.cmp(&b.key));
         reports
     }
 
     /// Stops tracking `key`; returns what was last reported (an open episode to close).
     pub fn forget(&mut self, key: &ObjectKey) -> Option<Drift> {
-        self.trackers.remove(key)?.reported().cloned()
+        self.take(key)?.reported().cloned()
     }
 
     /// Objects whose reported drift still holds: their episodes are current.
@@ -249,6 +283,53 @@ mod tests {
         s.observe(&key("a"), modified(&["/data/y"]), t0 + secs(4.0));
         assert!(s.due(t0 + secs(8.9)).is_empty());
         assert_eq!(s.due(t0 + secs(9.0))[0].drift, modified(&["/data/y"]));
+    }
+
+    /// `due` visits only what is due: many objects settling at different times come out in
+    /// the order their states started, each exactly once, and nothing early.
+    #[test]
+    fn states_come_due_in_time_order_each_once() {
+        let t0 = Instant::now();
+        let mut s = Settling::new(SETTLE);
+        for i in 0..100 {
+            s.observe(
+                &key(&format!("o{i:03}")),
+                modified(&["/data/x"]),
+                t0 + Duration::from_millis(100 * i),
+            );
+        }
+        // o050 restarts its clock with another state at 7 s.
+        s.observe(&key("o050"), modified(&["/data/y"]), t0 + secs(7.0));
+        let first = s.due(t0 + secs(5.45));
+        let names: Vec<_> = first.iter().map(|r| r.key.name.clone()).collect();
+        assert_eq!(
+            names,
+            (0..=4).map(|i| format!("o{i:03}")).collect::<Vec<_>>()
+        );
+        let names = |reports: Vec<Report>| -> Vec<String> {
+            reports.into_iter().map(|r| r.key.name).collect()
+        };
+        let expected = |range: std::ops::RangeInclusive<usize>| -> Vec<String> {
+            range
+                .filter(|i| *i != 50)
+                .map(|i| format!("o{i:03}"))
+                .collect()
+        };
+        // Started by 6 s: o005..=o060, but o050, which started again at 7 s.
+        assert_eq!(names(s.due(t0 + secs(11.0))), expected(5..=60));
+        let at_12 = s.due(t0 + secs(12.0));
+        let o050 = at_12
+            .iter()
+            .find(|r| r.key.name == "o050")
+            .expect("o050 due");
+        assert_eq!(o050.drift, modified(&["/data/y"]));
+        let mut with_o050 = expected(61..=70);
+        with_o050.push("o050".into());
+        with_o050.sort();
+        assert_eq!(names(at_12), with_o050);
+        assert_eq!(names(s.due(t0 + secs(100.0))), expected(71..=99));
+        assert!(s.due(t0 + secs(200.0)).is_empty());
+        assert_eq!(s.steady().count(), 100);
     }
 
     #[test]
