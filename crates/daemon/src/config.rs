@@ -251,6 +251,14 @@ pub struct EventsConfig {
     pub enabled: bool,
     /// `reportingController` of the Events.
     pub reporting_controller: String,
+    /// Events published per second on average (a token bucket), so a cold start with
+    /// thousands of drifting objects does not flood the API server.
+    pub max_per_second: f64,
+    /// Events that may go at once before `max_per_second` applies.
+    pub burst: u32,
+    /// The queue holds two Events per tracked object, and never fewer than this; only past
+    /// that bound is an Event dropped (and counted).
+    pub queue_min: usize,
 }
 
 /// `[leader_election]`: which replica publishes Events (and, later, does the other
@@ -444,6 +452,9 @@ impl Default for EventsConfig {
         EventsConfig {
             enabled: true,
             reporting_controller: "driftd".into(),
+            max_per_second: 20.0,
+            burst: 100,
+            queue_min: 1000,
         }
     }
 }
@@ -472,6 +483,9 @@ const ENV_KEYS: &[&str] = &[
     "metrics.max_object_series",
     "events.enabled",
     "events.reporting_controller",
+    "events.max_per_second",
+    "events.burst",
+    "events.queue_min",
     "namespace",
     "leader_election.enabled",
     "leader_election.lease_name",
@@ -596,6 +610,15 @@ impl Config {
         }
         if self.events.reporting_controller.is_empty() {
             return Err(bad("events.reporting_controller", "must not be empty"));
+        }
+        if !(self.events.max_per_second > 0.0 && self.events.max_per_second <= 10_000.0) {
+            return Err(bad(
+                "events.max_per_second",
+                "must be above 0 and at most 10000",
+            ));
+        }
+        if self.events.burst == 0 {
+            return Err(bad("events.burst", "must be at least 1"));
         }
         if self.namespace.is_empty() {
             return Err(bad("namespace", "must not be empty"));

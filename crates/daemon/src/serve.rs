@@ -144,8 +144,9 @@ pub async fn run(
         true => {
             let (sink, task) = events::spawn(
                 client.clone(),
-                &config.events.reporting_controller,
+                &config.events,
                 &identity,
+                index.clone(),
                 metrics.clone(),
                 leadership.clone(),
             );

@@ -5,6 +5,14 @@
 //! released one. The engine never waits on the API: requests go through a bounded queue to
 //! one publishing task, and a full queue drops (and counts) rather than stalls drift.
 //!
+//! The task publishes at a bounded rate (`[events] max_per_second` with a `burst`, a token
+//! bucket as client-go's EventBroadcaster uses), so a cold start with thousands of drifting
+//! objects does not flood the API server; the Recorder folds repeats into Event series. The
+//! queue is sized from the drift state: it holds up to two Events per tracked object (a
+//! Detected and a Resolved) and never fewer than `[events] queue_min`; only past that bound,
+//! which settled drift alone cannot reach, is an Event dropped and counted in
+//! `driftd_kube_events_dropped_total`. `driftd_kube_events_queued` shows the backlog.
+//!
 //! An Event needs an object it is about, in whose namespace it is created. A lock Event is
 //! about the holder Pod when the holder is (was) one, deleted or not (`kubectl get events
 //! --field-selector regarding.name=POD` finds it); otherwise about driftd's own leader
@@ -15,15 +23,19 @@
 //! one already sent completes).
 
 use super::metrics::Metrics;
-use crate::drift::{LockAnnouncement, PodRef};
+use crate::config::EventsConfig;
+use crate::drift::{LockAnnouncement, PodRef, SharedIndex};
 use crate::leader::Leadership;
 use driftd_core::report::{DriftClass, DriftEntry, StaleLock};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::Value;
+use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// Events carry at most this many bytes of note (the API's limit is 1 kB).
 const NOTE_LIMIT: usize = 1000;
@@ -191,46 +203,125 @@ fn truncate(mut note: String) -> String {
     note
 }
 
-/// The engine's side of the queue.
+/// The engine's side of the queue: never blocks, never fails (the publishing task applies
+/// the bound, so the engine's hot path takes no lock of the drift index).
 #[derive(Clone)]
 pub struct EventSink {
-    sender: mpsc::Sender<EventRequest>,
+    sender: mpsc::UnboundedSender<EventRequest>,
 }
 
 impl EventSink {
     pub fn send(&self, request: EventRequest, metrics: &Metrics) {
-        if self.sender.try_send(request).is_err() {
+        if self.sender.send(request).is_err() {
             metrics.events_dropped.inc();
         }
     }
 }
 
-/// Starts the publishing task, reporting as `controller` / `instance` (the replica's
-/// identity, as in the leader Lease). The task ends once every [`EventSink`] is dropped and
-/// the queue is drained.
+/// Events waiting to be published, at most [`EventQueue::bound`] of them.
+#[derive(Debug)]
+pub struct EventQueue {
+    pending: VecDeque<EventRequest>,
+    min: usize,
+}
+
+impl EventQueue {
+    pub fn new(min: usize) -> EventQueue {
+        EventQueue {
+            pending: VecDeque::new(),
+            min,
+        }
+    }
+
+    /// How many Events may wait when `tracked` objects (and locks) are judged: settled drift
+    /// owes at most a Detected and a Resolved per object before the next is folded.
+    pub fn bound(&self, tracked: usize) -> usize {
+        self.min.max(tracked.saturating_mul(2))
+    }
+
+    /// Queues `request`, or gives it back when the queue is at its bound.
+    pub fn push(&mut self, request: EventRequest, tracked: usize) -> Result<(), EventRequest> {
+        if self.pending.len() >= self.bound(tracked) {
+            return Err(request);
+        }
+        self.pending.push_back(request);
+        Ok(())
+    }
+
+    pub fn pop(&mut self) -> Option<EventRequest> {
+        self.pending.pop_front()
+    }
+
+    pub fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+}
+
+/// A token bucket: `burst` Events at once, then `per_second` on average.
+#[derive(Debug)]
+pub struct RateLimit {
+    per_second: f64,
+    burst: f64,
+    tokens: f64,
+    at: Instant,
+}
+
+impl RateLimit {
+    pub fn new(per_second: f64, burst: u32, now: Instant) -> RateLimit {
+        let burst = f64::from(burst.max(1));
+        RateLimit {
+            per_second,
+            burst,
+            tokens: burst,
+            at: now,
+        }
+    }
+
+    /// When the next Event may go (`now` if a token is there).
+    pub fn ready_at(&mut self, now: Instant) -> Instant {
+        self.refill(now);
+        if self.tokens >= 1.0 {
+            return now;
+        }
+        now + Duration::from_secs_f64((1.0 - self.tokens) / self.per_second)
+    }
+
+    /// Takes a token for an Event sent at `now` (which must be at or after `ready_at`).
+    pub fn take(&mut self, now: Instant) {
+        self.refill(now);
+        self.tokens = (self.tokens - 1.0).max(0.0);
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * self.per_second).min(self.burst);
+        self.at = now;
+    }
+}
+
+/// Starts the publishing task, reporting as `config.reporting_controller` / `instance` (the
+/// replica's identity, as in the leader Lease); `index` sizes the queue. The task ends once
+/// every [`EventSink`] is dropped and the queue is drained.
 pub fn spawn(
     client: kube::Client,
-    controller: &str,
+    config: &EventsConfig,
     instance: &str,
+    index: SharedIndex,
     metrics: Arc<Metrics>,
     leadership: Leadership,
 ) -> (EventSink, JoinHandle<()>) {
-    let (sender, mut receiver) = mpsc::channel::<EventRequest>(256);
     let reporter = Reporter {
-        controller: controller.to_string(),
+        controller: config.reporting_controller.clone(),
         instance: Some(instance.to_string()),
     };
     let recorder = Recorder::new(client, reporter);
-    let task = tokio::spawn(async move {
-        while let Some(request) = receiver.recv().await {
-            if !leadership.is_leader() {
-                metrics.events_dropped.inc();
-                tracing::debug!(
-                    reason = request.reason,
-                    "no longer the leader: Event dropped"
-                );
-                continue;
-            }
+    let publish = move |request: EventRequest| {
+        let recorder = recorder.clone();
+        async move {
             let event = Event {
                 type_: request.type_,
                 reason: request.reason.to_string(),
@@ -238,10 +329,72 @@ pub fn spawn(
                 action: "Compare".into(),
                 secondary: None,
             };
-            if let Err(err) = recorder.publish(&event, &request.reference).await {
-                metrics.events_dropped.inc();
-                tracing::warn!(reason = request.reason, error = %err, "cannot publish Event");
+            recorder
+                .publish(&event, &request.reference)
+                .await
+                .map_err(|err| err.to_string())
+        }
+    };
+    let tracked = move || {
+        let index = index.read().unwrap_or_else(|e| e.into_inner());
+        index.len() + index.locks().len()
+    };
+    spawn_with(config, tracked, metrics, leadership, publish)
+}
+
+/// [`spawn`] with the publishing and the object count given (tests publish to a list).
+pub fn spawn_with<P, F>(
+    config: &EventsConfig,
+    tracked: impl Fn() -> usize + Send + 'static,
+    metrics: Arc<Metrics>,
+    leadership: Leadership,
+    publish: P,
+) -> (EventSink, JoinHandle<()>)
+where
+    P: Fn(EventRequest) -> F + Send + 'static,
+    F: std::future::Future<Output = Result<(), String>> + Send,
+{
+    let (sender, mut receiver) = mpsc::unbounded_channel::<EventRequest>();
+    let mut queue = EventQueue::new(config.queue_min);
+    let mut limit = RateLimit::new(config.max_per_second, config.burst, Instant::now());
+    let task = tokio::spawn(async move {
+        let mut open = true;
+        loop {
+            let next = match queue.is_empty() {
+                true => None,
+                false => Some(limit.ready_at(Instant::now())),
+            };
+            tokio::select! {
+                received = receiver.recv(), if open => match received {
+                    Some(request) => {
+                        if let Err(request) = queue.push(request, tracked()) {
+                            metrics.events_dropped.inc();
+                            tracing::warn!(
+                                reason = request.reason,
+                                queued = queue.len(),
+                                "Event queue full: Event dropped"
+                            );
+                        }
+                    }
+                    None => open = false,
+                },
+                _ = tokio::time::sleep_until(next.unwrap_or_else(Instant::now)), if next.is_some() => {
+                    let Some(request) = queue.pop() else { continue };
+                    limit.take(Instant::now());
+                    if !leadership.is_leader() {
+                        metrics.events_dropped.inc();
+                        tracing::debug!(
+                            reason = request.reason,
+                            "no longer the leader: Event dropped"
+                        );
+                    } else if let Err(err) = publish(request.clone()).await {
+                        metrics.events_dropped.inc();
+                        tracing::warn!(reason = request.reason, error = %err, "cannot publish Event");
+                    }
+                }
+                else => break,
             }
+            metrics.events_queued.set(queue.len() as i64);
         }
     });
     (EventSink { sender }, task)
@@ -260,6 +413,152 @@ mod tests {
             name: Some("driftd".into()),
             ..Default::default()
         }
+    }
+
+    fn request(n: usize) -> EventRequest {
+        EventRequest {
+            reference: lease(),
+            type_: EventType::Warning,
+            reason: "DriftDetected",
+            note: format!("object {n}"),
+        }
+    }
+
+    fn config(per_second: f64, burst: u32) -> EventsConfig {
+        EventsConfig {
+            max_per_second: per_second,
+            burst,
+            ..EventsConfig::default()
+        }
+    }
+
+    fn metrics() -> Arc<Metrics> {
+        let index = Arc::new(std::sync::RwLock::new(crate::drift::DriftIndex::new(10)));
+        Arc::new(Metrics::new(index, Leadership::always()))
+    }
+
+    #[test]
+    fn the_queue_holds_a_detected_and_a_resolved_per_tracked_object() {
+        let mut queue = EventQueue::new(1000);
+        assert_eq!(queue.bound(10), 1000, "small states get queue_min");
+        for n in 0..10_000 {
+            assert!(queue.push(request(n), 5_000).is_ok(), "event {n} kept");
+        }
+        assert!(
+            queue.push(request(10_000), 5_000).is_err(),
+            "past the bound"
+        );
+        assert_eq!(queue.len(), 10_000);
+        assert_eq!(queue.pop().unwrap().note, "object 0", "first in, first out");
+    }
+
+    #[test]
+    fn the_rate_limit_lets_a_burst_through_then_spaces_events() {
+        let start = Instant::now();
+        let mut limit = RateLimit::new(10.0, 3, start);
+        for _ in 0..3 {
+            assert_eq!(limit.ready_at(start), start);
+            limit.take(start);
+        }
+        let next = limit.ready_at(start);
+        assert_eq!(next - start, Duration::from_millis(100));
+        limit.take(next);
+        assert_eq!(limit.ready_at(next) - next, Duration::from_millis(100));
+        // Idle time refills up to the burst, no further.
+        let later = next + Duration::from_secs(60);
+        for _ in 0..3 {
+            assert_eq!(limit.ready_at(later), later);
+            limit.take(later);
+        }
+        assert!(limit.ready_at(later) > later);
+    }
+
+    /// A cold start that finds 5,000 drifting objects: every Event is published, none
+    /// dropped, and never faster than the configured rate.
+    #[tokio::test(start_paused = true)]
+    async fn a_cold_start_with_5000_drifting_objects_publishes_every_event_at_the_rate() {
+        let metrics = metrics();
+        let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = sent.clone();
+        let (sink, task) = spawn_with(
+            &config(500.0, 100),
+            || 5_000,
+            metrics.clone(),
+            Leadership::always(),
+            move |request: EventRequest| {
+                log.lock().unwrap().push((Instant::now(), request.note));
+                async { Ok(()) }
+            },
+        );
+        let start = Instant::now();
+        for n in 0..5_000 {
+            sink.send(request(n), &metrics);
+        }
+        drop(sink);
+        task.await.unwrap();
+        let sent = sent.lock().unwrap();
+        assert_eq!(sent.len(), 5_000);
+        assert_eq!(metrics.events_dropped.get(), 0);
+        assert_eq!(metrics.events_queued.get(), 0);
+        assert_eq!(sent[4_999].1, "object 4999", "in order");
+        for (k, (at, _)) in sent.iter().enumerate().skip(100) {
+            let earliest = Duration::from_secs_f64((k + 1 - 100) as f64 / 500.0);
+            assert!(
+                *at - start + Duration::from_millis(1) >= earliest,
+                "event {k} went at {:?}, before {earliest:?}",
+                *at - start
+            );
+        }
+        let took = sent[4_999].0 - start;
+        assert!(took < Duration::from_secs(11), "took {took:?} at 500/s");
+    }
+
+    /// Past the bound (a flapping storm beyond two Events per object), Events are dropped
+    /// and counted rather than queued without end.
+    #[tokio::test(start_paused = true)]
+    async fn past_the_bound_events_are_dropped_and_counted() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let metrics = metrics();
+        let published = Arc::new(AtomicUsize::new(0));
+        let count = published.clone();
+        let (sink, task) = spawn_with(
+            &EventsConfig {
+                queue_min: 10,
+                ..config(1.0, 1)
+            },
+            || 2,
+            metrics.clone(),
+            Leadership::always(),
+            move |_request: EventRequest| {
+                count.fetch_add(1, Ordering::SeqCst);
+                async { Ok(()) }
+            },
+        );
+        for n in 0..50 {
+            sink.send(request(n), &metrics);
+        }
+        // Time is paused and this loop never idles the runtime: the task takes everything
+        // in and publishes at most its one-Event burst.
+        let seen = || {
+            published.load(Ordering::SeqCst)
+                + metrics.events_queued.get() as usize
+                + metrics.events_dropped.get() as usize
+        };
+        while seen() < 50 {
+            tokio::task::yield_now().await;
+        }
+        assert!(published.load(Ordering::SeqCst) <= 1);
+        assert!(metrics.events_queued.get() <= 10, "bounded queue");
+        let dropped = metrics.events_dropped.get();
+        assert!(dropped >= 39, "dropped {dropped}");
+        drop(sink);
+        task.await.unwrap();
+        assert_eq!(
+            metrics.events_dropped.get(),
+            dropped,
+            "the queued ones go out"
+        );
+        assert_eq!(published.load(Ordering::SeqCst) as u64 + dropped, 50);
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub struct Metrics {
     pub watch_errors: IntCounterVec,
     pub diff_duration: Histogram,
     pub events_dropped: IntCounter,
+    /// Events waiting for the publishing rate (`[events] max_per_second`).
+    pub events_queued: IntGauge,
     /// `driftd_store_errors_total` and the last failure, which `/readyz` says.
     pub store_errors: super::store_errors::StoreErrors,
 }
@@ -87,7 +89,12 @@ impl Metrics {
         .unwrap();
         let events_dropped = IntCounter::new(
             "driftd_kube_events_dropped_total",
-            "Kubernetes Events not published (queue full, API error, or leadership lost first).",
+            "Kubernetes Events not published (queue past its bound, API error, or leadership lost first).",
+        )
+        .unwrap();
+        let events_queued = IntGauge::new(
+            "driftd_kube_events_queued",
+            "Kubernetes Events waiting to be published at the configured rate.",
         )
         .unwrap();
         let store_errors = super::store_errors::StoreErrors::default();
@@ -110,6 +117,7 @@ impl Metrics {
             Box::new(watch_errors.clone()),
             Box::new(diff_duration.clone()),
             Box::new(events_dropped.clone()),
+            Box::new(events_queued.clone()),
             Box::new(store_errors.counter()),
             Box::new(build_info),
             Box::new(leader),
@@ -125,6 +133,7 @@ impl Metrics {
             watch_errors,
             diff_duration,
             events_dropped,
+            events_queued,
             store_errors,
         }
     }
