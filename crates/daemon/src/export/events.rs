@@ -239,10 +239,10 @@ impl EventQueue {
         self.min.max(tracked.saturating_mul(2))
     }
 
-    /// Queues `request`, or gives it back when the queue is at its bound.
-    pub fn push(&mut self, request: EventRequest, tracked: usize) -> Result<(), EventRequest> {
+    /// Queues `request`; at the bound, drops it and says which reason was dropped.
+    pub fn push(&mut self, request: EventRequest, tracked: usize) -> Result<(), &'static str> {
         if self.pending.len() >= self.bound(tracked) {
-            return Err(request);
+            return Err(request.reason);
         }
         self.pending.push_back(request);
         Ok(())
@@ -367,10 +367,10 @@ where
             tokio::select! {
                 received = receiver.recv(), if open => match received {
                     Some(request) => {
-                        if let Err(request) = queue.push(request, tracked()) {
+                        if let Err(reason) = queue.push(request, tracked()) {
                             metrics.events_dropped.inc();
                             tracing::warn!(
-                                reason = request.reason,
+                                reason,
                                 queued = queue.len(),
                                 "Event queue full: Event dropped"
                             );
