@@ -78,6 +78,7 @@ mod discovery;
 mod events;
 pub mod fields;
 mod http;
+pub mod mix;
 mod openapi;
 mod proto;
 

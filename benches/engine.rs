@@ -1,0 +1,439 @@
+//! The drift engine's own ceiling, apart from the transport: the engine fed with watch
+//! messages directly (no HTTP, no kube client), on the realistic mix of issue #11
+//! (`driftd_sim::mix`), at several object counts.
+//!
+//! Run with `cargo bench --bench engine` (default N = 1000 and 10000), or
+//! `cargo bench --bench engine -- 1000 10000 100000`. For each N it prints:
+//! - `commit_s`: one revision of N objects into a fresh SQLite store (on disk);
+//! - `load_s`: the engine loading that desired state;
+//! - `cold_s`: the first list of every kind (N live objects) compared and indexed;
+//! - `heap_B/obj`: heap bytes the engine holds per tracked object once every object is
+//!   compared (a counting allocator: exact, unlike RSS), next to the live JSON's size per
+//!   object, and RSS growth per object (what `ps` shows);
+//! - `events/s` and `µs/event` for M modifications (a ConfigMap or Secret value, an image, an
+//!   annotation) streamed in batches as the run loop takes them, next to the differ alone on
+//!   the same pairs (`compare µs`), the floor of any engine, and their ratio;
+//!   `drift` is how many objects the engine reports drifting afterwards, checked against
+//!   the modifications made (the bench fails otherwise: figures of wrong answers mean nothing).
+//!
+//! Growth in N is linear when `heap_B/obj` and `µs/event` stay flat across the rows.
+
+use driftd_core::diff::{ClusterFacts, CompareInput, Differ};
+use driftd_core::report::DriftClass;
+use driftd_daemon::config::Config;
+use driftd_daemon::drift::{
+    Announcement, DriftIndex, Engine, LockAnnouncement, Outputs, PodRef, SystemClock,
+};
+use driftd_daemon::watch::{WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
+use driftd_k8s::TypeKey;
+use driftd_sim::{fields, mix, server_defaults};
+use driftd_store::{CommitRequest, Store};
+use serde_json::{json, Value};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+/// Counts the bytes currently allocated, so retained memory is measured exactly.
+struct Counting;
+
+static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+            ALLOCATED.fetch_add(new_size, Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Watchers that exist only as the ids the engine expects on their messages.
+#[derive(Default, Clone)]
+struct Watchers {
+    last: u64,
+    running: Arc<Mutex<BTreeMap<TypeKey, WatcherId>>>,
+}
+
+impl Watchers {
+    fn of(&self, kind: &TypeKey) -> WatcherId {
+        *self
+            .running
+            .lock()
+            .unwrap()
+            .get(kind)
+            .unwrap_or_else(|| panic!("the engine watches {}", kind.kind))
+    }
+}
+
+impl WatchControl for Watchers {
+    fn start(&mut self, kind: &TypeKey) -> WatcherId {
+        self.last += 1;
+        let id = WatcherId(self.last);
+        self.running.lock().unwrap().insert(kind.clone(), id);
+        id
+    }
+
+    fn stop(&mut self, kind: &TypeKey) {
+        self.running.lock().unwrap().remove(kind);
+    }
+
+    fn start_pods_named(&mut self, _name: &str) -> WatcherId {
+        self.last += 1;
+        WatcherId(self.last)
+    }
+
+    fn stop_pods_named(&mut self, _name: &str) {}
+}
+
+/// Outputs that go nowhere (Events and counters cost nothing here: they are measured apart).
+struct Nowhere;
+
+impl Outputs for Nowhere {
+    fn watch_event(&mut self, _kind: &TypeKey) {}
+    fn watch_error(&mut self, _kind: &TypeKey, _error: &WatchError) {}
+    fn compared(&mut self, _took: Duration) {}
+    fn announce(
+        &mut self,
+        _a: Announcement,
+        _e: &driftd_core::report::DriftEntry,
+        _l: Option<&Value>,
+    ) {
+    }
+    fn store_error(&mut self, _what: &str, _error: &driftd_store::StoreError) {}
+    fn announce_lock(
+        &mut self,
+        _what: LockAnnouncement,
+        _lock: &driftd_core::report::StaleLock,
+        _pod: Option<&PodRef>,
+    ) {
+    }
+}
+
+fn type_of(object: &Value) -> TypeKey {
+    TypeKey {
+        api_version: object["apiVersion"].as_str().unwrap_or_default().into(),
+        kind: object["kind"].as_str().unwrap_or_default().into(),
+    }
+}
+
+/// `desired` as the cluster holds it after `kubectl apply`: the last-applied annotation,
+/// API defaults, identity metadata, managedFields, and a Deployment's status.
+fn live_of(desired: &Value, i: usize) -> Value {
+    let key = type_of(desired);
+    let mut live = desired.clone();
+    live["metadata"]["annotations"] = json!({
+        "kubectl.kubernetes.io/last-applied-configuration": format!("{desired}\n"),
+    });
+    server_defaults::as_created(&key.api_version, &key.kind, &mut live);
+    let md = live["metadata"].as_object_mut().unwrap();
+    md.insert(
+        "uid".into(),
+        json!(format!("6f1c7c1e-3a8e-4d0b-9d55-{i:012}")),
+    );
+    md.insert("resourceVersion".into(), json!(format!("{}", 1000 + i)));
+    md.insert("creationTimestamp".into(), json!("2026-11-30T05:00:00Z"));
+    fields::record(
+        &key.kind,
+        None,
+        &mut live,
+        &fields::Write {
+            manager: "kubectl-client-side-apply",
+            subresource: None,
+            api_version: &key.api_version,
+            time: "2026-11-30T05:00:00Z",
+        },
+    );
+    if key.kind == "Deployment" {
+        let replicas = live["spec"]["replicas"].clone();
+        live["status"] = json!({
+            "observedGeneration": 1, "replicas": replicas, "updatedReplicas": replicas,
+            "readyReplicas": replicas, "availableReplicas": replicas,
+            "conditions": [{"type": "Available", "status": "True",
+                "reason": "MinimumReplicasAvailable", "lastUpdateTime": "2026-11-30T05:00:00Z",
+                "lastTransitionTime": "2026-11-30T05:00:00Z"}],
+        });
+    }
+    live
+}
+
+/// Kinds whose modification below changes a field the desired state sets (drift); the
+/// others get an annotation the manifest does not set (an event, but no drift).
+const DRIFTING_KINDS: [&str; 3] = ["ConfigMap", "Secret", "Deployment"];
+
+/// `live` after its `round`-th modification: a value, an image or an annotation, by kind.
+fn modified(live: &Value, round: usize) -> Value {
+    let mut edited = live.clone();
+    let mark = format!("edit-{round}");
+    match edited["kind"].as_str().unwrap_or_default() {
+        "ConfigMap" => edited["data"]["color"] = json!(mark),
+        "Secret" => edited["data"]["token"] = json!("ZWRpdGVk"),
+        "Deployment" => {
+            edited["spec"]["template"]["spec"]["containers"][0]["image"] =
+                json!(format!("registry.example.com/team/app:{mark}"))
+        }
+        _ => edited["metadata"]["annotations"]["example.com/edited"] = json!(mark),
+    }
+    edited["metadata"]["resourceVersion"] = json!(format!("{}", 10_000_000 + round));
+    edited
+}
+
+fn rss_bytes() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok())
+        })
+        .unwrap_or(0)
+        * 1024
+}
+
+fn heap() -> usize {
+    ALLOCATED.load(Ordering::Relaxed)
+}
+
+struct Row {
+    n: usize,
+    commit_s: f64,
+    load_s: f64,
+    cold_s: f64,
+    heap_per_object: f64,
+    rss_per_object: f64,
+    json_per_object: f64,
+    events: usize,
+    events_per_s: f64,
+    us_per_event: f64,
+    compare_us: f64,
+    drifting: usize,
+    expected_drifting: usize,
+}
+
+fn run(n: usize, dir: &std::path::Path) -> Row {
+    let (_namespaces, objects) = mix::mix(n);
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+    let parsed = driftd_core::manifest::parse_text(
+        &list.to_string(),
+        "bench.json",
+        &driftd_core::manifest::LoadOptions::default(),
+    )
+    .expect("the mix is valid");
+    let path = dir.join(format!("engine-{n}.db"));
+    let mut store = Store::open(&path).expect("store opens");
+    let started = Instant::now();
+    store
+        .commit(&CommitRequest {
+            source: "bench",
+            message: "bench",
+            author: "bench",
+            objects: &parsed,
+            committed_at: None,
+        })
+        .expect("commit");
+    let commit_s = started.elapsed().as_secs_f64();
+    drop(parsed);
+    drop(list);
+
+    let mut config = Config::default();
+    config.events.enabled = false;
+    let (heap0, rss0) = (heap(), rss_bytes());
+    let index = Arc::new(RwLock::new(DriftIndex::new(10_000)));
+    let watchers = Watchers::default();
+    let mut engine = Engine::new(
+        store,
+        &config,
+        index.clone(),
+        watchers.clone(),
+        Nowhere,
+        Arc::new(SystemClock),
+    )
+    .expect("engine");
+    let started = Instant::now();
+    engine.poll_desired().expect("desired state loads");
+    let load_s = started.elapsed().as_secs_f64();
+
+    // The first list of every kind, as a watcher delivers it; live objects are built per
+    // kind and moved in, so what stays allocated afterwards is what the engine keeps.
+    let mut by_kind: BTreeMap<TypeKey, Vec<usize>> = BTreeMap::new();
+    for (i, object) in objects.iter().enumerate() {
+        by_kind.entry(type_of(object)).or_default().push(i);
+    }
+    let mut json_bytes = 0usize;
+    let mut cold = Duration::ZERO;
+    for (kind, members) in &by_kind {
+        let watcher = watchers.of(kind);
+        let mut batch = vec![message(kind, watcher, WatchEvent::Init)];
+        for &i in members {
+            let live = live_of(&objects[i], i);
+            json_bytes += live.to_string().len();
+            batch.push(message(kind, watcher, WatchEvent::Apply(live)));
+        }
+        batch.push(message(kind, watcher, WatchEvent::InitDone));
+        let started = Instant::now();
+        engine.handle(batch);
+        cold += started.elapsed();
+    }
+    let heap_per_object = heap().saturating_sub(heap0) as f64 / n as f64;
+    let rss_per_object = rss_bytes().saturating_sub(rss0) as f64 / n as f64;
+    {
+        let index = index.read().unwrap();
+        assert_eq!(index.len(), n, "every object is judged");
+        let drifting = index
+            .entries()
+            .filter(|e| e.class != DriftClass::InSync)
+            .count();
+        assert_eq!(drifting, 0, "the mix as applied is in sync");
+    }
+
+    // Modifications: each object modified in turn; M = max(N, 20000).
+    let events = n.max(20_000);
+    let key = b"benchmark installation key, 32+ bytes long";
+    let differ = Differ::new(key);
+    let facts = ClusterFacts::default();
+    let lives: Vec<Value> = objects
+        .iter()
+        .enumerate()
+        .map(|(i, o)| live_of(o, i))
+        .collect();
+    let mut modifications: Vec<(usize, Value)> = (0..events)
+        .map(|round| (round % n, modified(&lives[round % n], round)))
+        .collect();
+    let started = Instant::now();
+    for (i, live) in modifications.iter().take(2_000) {
+        std::hint::black_box(differ.compare(&CompareInput {
+            desired: &objects[*i],
+            live: Some(live),
+            previous: None,
+            facts: &facts,
+        }));
+    }
+    let compare_us = started.elapsed().as_secs_f64() * 1e6 / modifications.len().min(2_000) as f64;
+    drop(lives);
+    let mut handled = Duration::ZERO;
+    while !modifications.is_empty() {
+        let rest = modifications.split_off(modifications.len().min(256));
+        let batch: Vec<WatchMessage> = std::mem::replace(&mut modifications, rest)
+            .into_iter()
+            .map(|(i, live)| {
+                let kind = type_of(&objects[i]);
+                let watcher = watchers.of(&kind);
+                message(&kind, watcher, WatchEvent::Apply(live))
+            })
+            .collect();
+        let started = Instant::now();
+        engine.handle(batch);
+        handled += started.elapsed();
+    }
+    let expected_drifting = objects
+        .iter()
+        .take(events)
+        .filter(|o| DRIFTING_KINDS.contains(&o["kind"].as_str().unwrap_or_default()))
+        .count();
+    let drifting = index
+        .read()
+        .unwrap()
+        .entries()
+        .filter(|e| e.class != DriftClass::InSync)
+        .count();
+    Row {
+        n,
+        commit_s,
+        load_s,
+        cold_s: cold.as_secs_f64(),
+        heap_per_object,
+        rss_per_object,
+        json_per_object: json_bytes as f64 / n as f64,
+        events,
+        events_per_s: events as f64 / handled.as_secs_f64(),
+        us_per_event: handled.as_secs_f64() * 1e6 / events as f64,
+        compare_us,
+        drifting,
+        expected_drifting,
+    }
+}
+
+fn message(kind: &TypeKey, watcher: WatcherId, event: WatchEvent) -> WatchMessage {
+    WatchMessage {
+        type_key: kind.clone(),
+        watcher,
+        event,
+    }
+}
+
+fn main() {
+    // With `harness = false` cargo passes `--bench`; numbers are object counts.
+    let mut counts: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    if counts.is_empty() {
+        counts = vec![1_000, 10_000];
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    println!(
+        "{:>8} {:>9} {:>7} {:>7} {:>11} {:>10} {:>10} {:>8} {:>10} {:>9} {:>11} {:>8} {:>7}",
+        "objects",
+        "commit_s",
+        "load_s",
+        "cold_s",
+        "heap_B/obj",
+        "rss_B/obj",
+        "json_B/obj",
+        "events",
+        "events/s",
+        "µs/event",
+        "compare_µs",
+        "x diff",
+        "drift"
+    );
+    let mut wrong = false;
+    for n in counts {
+        let row = run(n, dir.path());
+        println!(
+            "{:>8} {:>9.2} {:>7.2} {:>7.2} {:>11.0} {:>10.0} {:>10.0} {:>8} {:>10.0} {:>9.1} {:>11.1} {:>8.2} {:>7}",
+            row.n,
+            row.commit_s,
+            row.load_s,
+            row.cold_s,
+            row.heap_per_object,
+            row.rss_per_object,
+            row.json_per_object,
+            row.events,
+            row.events_per_s,
+            row.us_per_event,
+            row.compare_us,
+            row.us_per_event / row.compare_us,
+            row.drifting
+        );
+        if row.drifting != row.expected_drifting {
+            eprintln!(
+                "warning: {} objects drift, {} expected: these figures are of wrong answers",
+                row.drifting, row.expected_drifting
+            );
+            wrong = true;
+        }
+    }
+    if wrong {
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,88 @@
+//! The realistic mix of objects the scale figures use (issue #11): what a team's desired
+//! state typically holds, so memory and time per object are measured on a fair sample.
+//! Shared by the simulator's `scale` example and the engine benchmark.
+
+use serde_json::{json, Value};
+
+/// The mix: 40% Deployments (1-3 containers with env, probes, resources), then ConfigMaps,
+/// Secrets, Services, ServiceAccounts, Roles, RoleBindings, Jobs and CronJobs.
+pub fn mix(n: usize) -> (Vec<String>, Vec<Value>) {
+    let namespaces: Vec<String> = (0..n.div_ceil(1000).max(1))
+        .map(|i| format!("team-{i}"))
+        .collect();
+    let objects = (0..n)
+        .map(|i| object(i, &namespaces[i % namespaces.len()]))
+        .collect();
+    (namespaces, objects)
+}
+
+fn container(i: usize, c: usize) -> Value {
+    json!({
+        "name": format!("c{c}"),
+        "image": format!("registry.example.com/team/app-{}:1.{}.{}", i % 50, c, i % 10),
+        "ports": [{"containerPort": 8080 + c, "name": format!("http{c}")}],
+        "env": [
+            {"name": "MODE", "value": "production"},
+            {"name": "LOG_LEVEL", "value": if i.is_multiple_of(2) { "info" } else { "debug" }},
+            {"name": "FEATURE_FLAGS", "value": format!("a,b,c{}", i % 5)},
+        ],
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "128Mi"},
+            "limits": {"cpu": "500m", "memory": "256Mi"},
+        },
+        "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080 + c}, "periodSeconds": 5},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080 + c}, "initialDelaySeconds": 10},
+    })
+}
+
+fn object(i: usize, ns: &str) -> Value {
+    let name = format!("obj-{i}");
+    let labels = json!({"app": name, "team": format!("t{}", i % 7)});
+    let meta = json!({"name": name, "namespace": ns, "labels": labels});
+    match i % 20 {
+        0..=7 => json!({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+            "spec": {
+                "replicas": 1 + i % 2,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": (0..1 + i % 3).map(|c| container(i, c)).collect::<Vec<_>>()},
+                },
+            },
+        }),
+        8..=10 => json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+            "data": {"config.yaml": format!("replicas: {i}\nmode: production\n"), "color": "blue", "size": format!("{}", i % 100)},
+        }),
+        11 | 12 => json!({
+            "apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": "Opaque",
+            "data": {"password": "aHVudGVyMg==", "token": "c2VjcmV0LXRva2Vu"},
+        }),
+        13 | 14 => json!({
+            "apiVersion": "v1", "kind": "Service", "metadata": meta,
+            "spec": {"selector": {"app": name}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]},
+        }),
+        15 => json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}),
+        16 => json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
+            "rules": [{"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["get", "list", "watch"]}],
+        }),
+        17 => json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": ns}],
+        }),
+        18 => json!({
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "run", "image": "busybox:1.36", "command": ["sh", "-c", "true"]}]}}},
+        }),
+        _ => json!({
+            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta,
+            "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "OnFailure",
+                "containers": [{"name": "run", "image": "busybox:1.36", "command": ["sh", "-c", "date"]}]}}}}},
+        }),
+    }
+}
