@@ -46,6 +46,9 @@ enum Command {
     /// Start a simulator, commit the example app, drift it, and serve /drift and /metrics.
     #[cfg(feature = "sim")]
     Demo(cmd::demo::Args),
+    /// Measure driftd at scale against the simulator: memory, cold start, events/s, latency.
+    #[cfg(feature = "sim")]
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +69,8 @@ fn main() -> ExitCode {
         Command::Sim(a) => cmd::sim::run(a),
         #[cfg(feature = "sim")]
         Command::Demo(a) => cmd::demo::run(a),
+        #[cfg(feature = "sim")]
+        Command::Bench(a) => cmd::bench::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,6 +1,8 @@
 //! One file per subcommand: argument struct (clap) and a `run` that returns the exit code.
 //! Errors returned from `run` are printed by `main` and exit with status 2.
 
+#[cfg(feature = "sim")]
+pub mod bench;
 pub mod check;
 pub mod cluster;
 pub mod commit;

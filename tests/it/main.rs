@@ -5,6 +5,7 @@
 
 mod scaffold;
 
+mod bench;
 mod browser;
 mod check_cli;
 mod check_sim;

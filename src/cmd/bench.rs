@@ -1,0 +1,568 @@
+//! `driftd bench`: the scale figures of issue #11 from one run, on loopback, in one process
+//! tree: this process runs the cluster simulator (controllers off, so it only does what is
+//! asked) and the load; `driftd serve` and `driftd commit` run as child processes, so their
+//! memory and time are their own.
+//!
+//! Phases, in order:
+//! 1. the realistic mix (`driftd_sim::mix`) of N objects is loaded into the simulator with
+//!    its own defaulting, and 5% of them are edited (drift);
+//! 2. `commit_s`: `driftd commit` of the N desired objects;
+//! 3. `transfer_floor_s`: listing every kind (pages of 500) and parsing it, nothing else;
+//! 4. `rss_per_object_bytes` and `cold_start_s`: `driftd serve` on an empty desired state,
+//!    then on the N objects, each until `/readyz` answers 200 (every kind listed, every
+//!    object compared); RSS after minus RSS empty, over N;
+//! 5. `events_per_s`: the simulator makes M modifications itself (in process) while driftd
+//!    counts the watch events it took in; the simulator's delivery rate is printed beside it,
+//!    so a reader sees which side limited the run;
+//! 6. `latency_p99_ms`: a steady 1,000 writes/s over HTTP for 5 s; one write in 20 goes to
+//!    a ConfigMap of a small namespace whose `/drift` is polled until the written value shows;
+//! 7. `drift_query_ms`: `GET /drift` (every drifting object) p50 of 20;
+//! 8. `kube_events_dropped`: `driftd_kube_events_dropped_total` at the end.
+
+use anyhow::{bail, Context};
+use driftd_sim::store::bulk::BulkEdit;
+use driftd_sim::{SimOptions, Simulator};
+use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use kube::Api;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Desired objects (the realistic mix).
+    #[arg(long, default_value_t = 10_000)]
+    pub objects: usize,
+    /// Modifications streamed for `events_per_s`.
+    #[arg(long, default_value_t = 50_000)]
+    pub changes: usize,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Directory for the databases and kubeconfig (default: a new temporary directory).
+    #[arg(long)]
+    pub workdir: Option<PathBuf>,
+}
+
+/// Namespace of the ConfigMaps whose writes are timed until `/drift` shows them.
+const LATENCY_NAMESPACE: &str = "bench-latency";
+const LATENCY_OBJECTS: usize = 50;
+const WRITES_PER_SECOND: u64 = 1_000;
+const LATENCY_SECONDS: u64 = 5;
+const READY_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// Every figure, with the keys `--json` prints.
+#[derive(Debug, serde::Serialize)]
+struct Figures {
+    objects: usize,
+    changes: usize,
+    rss_per_object_bytes: f64,
+    cold_start_s: f64,
+    transfer_floor_s: f64,
+    cold_start_over_floor: f64,
+    events_per_s: f64,
+    latency_p99_ms: f64,
+    commit_s: f64,
+    drift_query_ms: f64,
+    kube_events_dropped: u64,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let workdir = match &args.workdir {
+        Some(dir) => dir.clone(),
+        None => std::env::temp_dir().join(format!("driftd-bench-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&workdir)?;
+    let result = super::runtime()?.block_on(bench(&args, &workdir));
+    if args.workdir.is_none() {
+        let _ = std::fs::remove_dir_all(&workdir);
+    }
+    let (figures, notes) = result?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&figures)?);
+    } else {
+        print_table(&figures, &notes);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What the table prints besides the figures.
+struct Notes {
+    sim_delivery_per_s: f64,
+    drifting: usize,
+    rss_empty_mib: f64,
+    rss_full_mib: f64,
+}
+
+async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> {
+    let n = args.objects.max(1);
+    eprintln!(
+        "bench: {n} objects, {} changes, in {}",
+        args.changes,
+        workdir.display()
+    );
+    let sim = Simulator::start_with(
+        "127.0.0.1:0".parse()?,
+        SimOptions {
+            controllers: false,
+            ..SimOptions::default()
+        },
+    )
+    .await?;
+    let kubeconfig = workdir.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig)?;
+
+    // 1. The cluster: the mix, the latency ConfigMaps, 5% drifting.
+    let (namespaces, mut objects) = driftd_sim::mix::mix(n);
+    objects.extend((0..LATENCY_OBJECTS).map(latency_configmap));
+    let mut load: Vec<Value> = namespaces
+        .iter()
+        .map(String::as_str)
+        .chain([LATENCY_NAMESPACE])
+        .map(|ns| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+        .collect();
+    load.extend(objects.iter().cloned());
+    let sim = std::sync::Arc::new(sim);
+    let loader = sim.clone();
+    let loaded = tokio::task::spawn_blocking(move || loader.bulk_load(load)).await?;
+    if loaded.failed > 0 {
+        bail!(
+            "the simulator refused {} objects: {:?}",
+            loaded.failed,
+            loaded.errors
+        );
+    }
+    eprintln!(
+        "bench: loaded {} objects in {:.1} s",
+        loaded.created, loaded.seconds
+    );
+    let drift_edits = n / 20;
+    bulk_edit(&sim, drift_edits).await?;
+
+    // 2. Commit.
+    let desired = workdir.join("desired.json");
+    std::fs::write(
+        &desired,
+        serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "List", "items": objects}))?,
+    )?;
+    drop(objects);
+    let database = workdir.join("bench.db");
+    let started = Instant::now();
+    let status = Command::new(std::env::current_exe()?)
+        .args(["commit", "--source", "bench", "-m", "bench", "--db"])
+        .arg(&database)
+        .arg("-f")
+        .arg(&desired)
+        .stdout(Stdio::null())
+        .status()?;
+    if !status.success() {
+        bail!("driftd commit failed: {status}");
+    }
+    let commit_s = started.elapsed().as_secs_f64();
+
+    // 3. The transfer floor: every kind listed and parsed, nothing compared.
+    let client = super::demo::client_for(&sim).await?;
+    let started = Instant::now();
+    let listed = list_everything(&client).await?;
+    let transfer_floor_s = started.elapsed().as_secs_f64();
+    eprintln!("bench: the floor listed {listed} objects in {transfer_floor_s:.2} s");
+
+    // 4. RSS on an empty desired state, then cold start on N.
+    let empty = Serve::start(workdir, &workdir.join("empty.db"), &kubeconfig)?;
+    empty.wait_ready().await?;
+    let rss_empty = empty.rss_bytes();
+    drop(empty);
+    let started = Instant::now();
+    let serve = Serve::start(workdir, &database, &kubeconfig)?;
+    serve.wait_ready().await?;
+    let cold_start_s = started.elapsed().as_secs_f64();
+    let rss_full = serve.rss_bytes();
+    eprintln!("bench: ready after {cold_start_s:.2} s");
+
+    // 5. Watch events streamed into drift state.
+    let before = serve.metric_sum("driftd_watch_events_total").await?;
+    let started = Instant::now();
+    let outcome = bulk_edit(&sim, args.changes).await?;
+    let target = before + outcome.edit.made as f64;
+    let deadline = Instant::now() + READY_TIMEOUT;
+    while serve.metric_sum("driftd_watch_events_total").await? < target {
+        if Instant::now() > deadline {
+            bail!("driftd did not take in {} watch events", outcome.edit.made);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let events_per_s = outcome.edit.made as f64 / started.elapsed().as_secs_f64();
+
+    // 6. Latency at a steady write rate.
+    let latency_p99_ms = latency_p99(&client, &serve).await?;
+
+    // 7. /drift.
+    let mut times = Vec::new();
+    let mut drifting = 0;
+    for _ in 0..20 {
+        let started = Instant::now();
+        let body: Value = serve.get_json("/drift").await?;
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+        drifting = body["objects"].as_array().map_or(0, Vec::len);
+    }
+    times.sort_by(f64::total_cmp);
+    let drift_query_ms = times[times.len() / 2];
+
+    let kube_events_dropped = serve.metric_sum("driftd_kube_events_dropped_total").await? as u64;
+    Ok((
+        Figures {
+            objects: n,
+            changes: args.changes,
+            rss_per_object_bytes: rss_full.saturating_sub(rss_empty) as f64 / n as f64,
+            cold_start_s,
+            transfer_floor_s,
+            cold_start_over_floor: cold_start_s / transfer_floor_s,
+            events_per_s,
+            latency_p99_ms,
+            commit_s,
+            drift_query_ms,
+            kube_events_dropped,
+        },
+        Notes {
+            sim_delivery_per_s: outcome.delivery.delivery_events_per_second,
+            drifting,
+            rss_empty_mib: rss_empty as f64 / 1048576.0,
+            rss_full_mib: rss_full as f64 / 1048576.0,
+        },
+    ))
+}
+
+fn latency_configmap(i: usize) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": format!("latency-{i}"), "namespace": LATENCY_NAMESPACE},
+        "data": {"color": "blue"},
+    })
+}
+
+async fn bulk_edit(
+    sim: &std::sync::Arc<Simulator>,
+    count: usize,
+) -> anyhow::Result<driftd_sim::BulkEditOutcome> {
+    let sim = sim.clone();
+    let spec = BulkEdit {
+        count,
+        kinds: vec![],
+        rate: None,
+    };
+    tokio::task::spawn_blocking(move || sim.bulk_edit(&spec))
+        .await?
+        .map_err(|e| anyhow::anyhow!("bulk edit: {e:?}"))
+}
+
+fn configmaps() -> ApiResource {
+    ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        plural: "configmaps".into(),
+    }
+}
+
+/// Lists every kind of the mix in pages of 500, as a watcher's initial list does, and parses
+/// every object; returns how many there were.
+async fn list_everything(client: &kube::Client) -> anyhow::Result<usize> {
+    let kinds = [
+        ("apps", "v1", "Deployment", "deployments"),
+        ("", "v1", "ConfigMap", "configmaps"),
+        ("", "v1", "Secret", "secrets"),
+        ("", "v1", "Service", "services"),
+        ("", "v1", "ServiceAccount", "serviceaccounts"),
+        ("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+            "rolebindings",
+        ),
+        ("batch", "v1", "Job", "jobs"),
+        ("batch", "v1", "CronJob", "cronjobs"),
+    ];
+    let mut count = 0;
+    for (group, version, kind, plural) in kinds {
+        let resource = ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: match group {
+                "" => version.into(),
+                g => format!("{g}/{version}"),
+            },
+            kind: kind.into(),
+            plural: plural.into(),
+        };
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let mut params = ListParams::default().limit(500);
+        loop {
+            let page = api.list(&params).await?;
+            count += page.items.len();
+            for item in page.items {
+                std::hint::black_box(serde_json::to_value(item)?);
+            }
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => break,
+            }
+        }
+    }
+    Ok(count)
+}
+
+/// A steady [`WRITES_PER_SECOND`] of ConfigMap writes over HTTP; one in 20 goes to a latency
+/// ConfigMap, and is timed until `/drift` shows the written value. Returns the p99 in ms.
+async fn latency_p99(client: &kube::Client, serve: &Serve) -> anyhow::Result<f64> {
+    let load: Api<DynamicObject> = Api::all_with(client.clone(), &configmaps());
+    let targets: Vec<(String, String)> = load
+        .list(&ListParams::default().limit(2000))
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|o| Some((o.metadata.namespace?, o.metadata.name?)))
+        .filter(|(ns, _)| ns != LATENCY_NAMESPACE)
+        .collect();
+    if targets.is_empty() {
+        bail!("no ConfigMaps to write to");
+    }
+    let total = WRITES_PER_SECOND * LATENCY_SECONDS;
+    let mut ticker = tokio::time::interval(Duration::from_micros(1_000_000 / WRITES_PER_SECOND));
+    let mut samples = tokio::task::JoinSet::new();
+    let mut writes = tokio::task::JoinSet::new();
+    let params = PatchParams::default();
+    // At most this many writes in flight (as a client's connection pool would allow); when
+    // the simulator cannot keep up the rate falls, and the achieved rate is printed.
+    let in_flight = std::sync::Arc::new(tokio::sync::Semaphore::new(64));
+    let started = Instant::now();
+    for k in 0..total {
+        ticker.tick().await;
+        let permit = in_flight.clone().acquire_owned().await?;
+        let value = format!("w{k}");
+        if k % 20 == 0 {
+            let name = format!("latency-{}", (k / 20) as usize % LATENCY_OBJECTS);
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), LATENCY_NAMESPACE, &configmaps());
+            let http = serve.http.clone();
+            let url = format!("{}/drift?namespace={LATENCY_NAMESPACE}", serve.url);
+            let params = params.clone();
+            samples.spawn(async move {
+                let sent = Instant::now();
+                api.patch(
+                    &name,
+                    &params,
+                    &Patch::Merge(json!({"data": {"color": value}})),
+                )
+                .await?;
+                drop(permit);
+                loop {
+                    let body = http.get(&url).send().await?.text().await?;
+                    if body.contains(&format!("\"{value}\"")) {
+                        return anyhow::Ok(sent.elapsed().as_secs_f64() * 1000.0);
+                    }
+                    if sent.elapsed() > Duration::from_secs(30) {
+                        bail!("{name}={value} not in /drift after 30 s");
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            });
+        } else {
+            let (ns, name) = targets[k as usize % targets.len()].clone();
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &configmaps());
+            let params = params.clone();
+            writes.spawn(async move {
+                let written = api
+                    .patch(
+                        &name,
+                        &params,
+                        &Patch::Merge(json!({"data": {"color": value}})),
+                    )
+                    .await
+                    .map(|_| ());
+                drop(permit);
+                written
+            });
+        }
+    }
+    while let Some(done) = writes.join_next().await {
+        done?.context("a load write failed")?;
+    }
+    let rate = total as f64 / started.elapsed().as_secs_f64();
+    eprintln!("bench: {total} writes at {rate:.0}/s for the latency figure");
+    let mut latencies = Vec::new();
+    while let Some(done) = samples.join_next().await {
+        latencies.push(done??);
+    }
+    latencies.sort_by(f64::total_cmp);
+    let p99 = latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)];
+    Ok(p99)
+}
+
+/// `driftd serve` as a child process.
+struct Serve {
+    child: Child,
+    /// Kept open: serve's stdout must not be a closed pipe.
+    _stdout: std::io::BufReader<std::process::ChildStdout>,
+    url: String,
+    http: reqwest::Client,
+}
+
+impl Serve {
+    fn start(workdir: &Path, database: &Path, kubeconfig: &Path) -> anyhow::Result<Serve> {
+        let log = std::fs::File::create(workdir.join(format!(
+            "serve-{}.log",
+            database.file_stem().unwrap_or_default().to_string_lossy()
+        )))?;
+        let mut child = Command::new(std::env::current_exe()?)
+            .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+            .arg(database)
+            .env("KUBECONFIG", kubeconfig)
+            .env("DRIFTD_LEADER_ELECTION_ENABLED", "false")
+            .env("DRIFTD_NAMESPACE", "default")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()?;
+        let mut stdout = std::io::BufReader::new(child.stdout.take().context("serve's stdout")?);
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut stdout, &mut line)?;
+        let url = line
+            .trim()
+            .strip_prefix("driftd listening on ")
+            .with_context(|| format!("serve did not start: {line:?}"))?
+            .to_string();
+        Ok(Serve {
+            child,
+            _stdout: stdout,
+            url,
+            http: reqwest::Client::new(),
+        })
+    }
+
+    async fn wait_ready(&self) -> anyhow::Result<()> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            let ready = self
+                .http
+                .get(format!("{}/readyz", self.url))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if ready {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("driftd serve not ready after {READY_TIMEOUT:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn rss_bytes(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            })
+            .unwrap_or(0)
+            * 1024
+    }
+
+    async fn get_json(&self, path: &str) -> anyhow::Result<Value> {
+        Ok(self
+            .http
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?)
+    }
+
+    /// The sum of every series of `name` on `/metrics`.
+    async fn metric_sum(&self, name: &str) -> anyhow::Result<f64> {
+        let text = self
+            .http
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await?
+            .text()
+            .await?;
+        Ok(text
+            .lines()
+            .filter(|l| {
+                l.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum())
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn print_table(f: &Figures, notes: &Notes) {
+    let rows: [(&str, String, &str); 11] = [
+        ("objects", f.objects.to_string(), ""),
+        ("changes", f.changes.to_string(), ""),
+        (
+            "rss_per_object_bytes",
+            format!("{:.0}", f.rss_per_object_bytes),
+            "target <= 2048",
+        ),
+        (
+            "cold_start_s",
+            format!("{:.2}", f.cold_start_s),
+            "target <= 15",
+        ),
+        ("transfer_floor_s", format!("{:.2}", f.transfer_floor_s), ""),
+        (
+            "cold_start_over_floor",
+            format!("{:.2}", f.cold_start_over_floor),
+            "target <= 4",
+        ),
+        (
+            "events_per_s",
+            format!("{:.0}", f.events_per_s),
+            "target >= 20000",
+        ),
+        (
+            "latency_p99_ms",
+            format!("{:.1}", f.latency_p99_ms),
+            "target <= 100",
+        ),
+        ("commit_s", format!("{:.2}", f.commit_s), "target <= 10"),
+        (
+            "drift_query_ms",
+            format!("{:.1}", f.drift_query_ms),
+            "target <= 100",
+        ),
+        (
+            "kube_events_dropped",
+            f.kube_events_dropped.to_string(),
+            "target 0",
+        ),
+    ];
+    for (name, value, note) in rows {
+        println!("{name:<24} {value:>12}  {note}");
+    }
+    println!();
+    println!(
+        "simulator delivered {:.0} watch events/s during the edits (driftd took in {:.0}/s)",
+        notes.sim_delivery_per_s, f.events_per_s
+    );
+    println!(
+        "driftd RSS {:.1} MiB with an empty desired state, {:.1} MiB with {} objects; /drift held {} entries",
+        notes.rss_empty_mib, notes.rss_full_mib, f.objects, notes.drifting
+    );
+}
