@@ -8,8 +8,9 @@
 //! - `load_s`: the engine loading that desired state;
 //! - `cold_s`: the first list of every kind (N live objects) compared and indexed;
 //! - `heap_B/obj`: heap bytes the engine holds per tracked object once every object is
-//!   compared (a counting allocator: exact, unlike RSS), next to the live JSON's size per
-//!   object, and RSS growth per object (what `ps` shows);
+//!   compared (a counting allocator: exact, unlike RSS), of which `desired_B` the desired
+//!   state alone; next to them RSS growth per object (what `ps` shows) and the live JSON's
+//!   size per object;
 //! - `events/s` and `µs/event` for M modifications (a ConfigMap or Secret value, an image, an
 //!   annotation) streamed in batches as the run loop takes them, next to the differ alone on
 //!   the same pairs (`compare µs`), the floor of any engine, and their ratio;
@@ -219,6 +220,7 @@ struct Row {
     load_s: f64,
     cold_s: f64,
     heap_per_object: f64,
+    desired_heap_per_object: f64,
     rss_per_object: f64,
     json_per_object: f64,
     events: usize,
@@ -271,6 +273,7 @@ fn run(n: usize, dir: &std::path::Path) -> Row {
     let started = Instant::now();
     engine.poll_desired().expect("desired state loads");
     let load_s = started.elapsed().as_secs_f64();
+    let desired_heap_per_object = heap().saturating_sub(heap0) as f64 / n as f64;
 
     // The first list of every kind, as a watcher delivers it; live objects are built per
     // kind and moved in, so what stays allocated afterwards is what the engine keeps.
@@ -361,6 +364,7 @@ fn run(n: usize, dir: &std::path::Path) -> Row {
         load_s,
         cold_s: cold.as_secs_f64(),
         heap_per_object,
+        desired_heap_per_object,
         rss_per_object,
         json_per_object: json_bytes as f64 / n as f64,
         events,
@@ -391,12 +395,13 @@ fn main() {
     }
     let dir = tempfile::tempdir().expect("temp dir");
     println!(
-        "{:>8} {:>9} {:>7} {:>7} {:>11} {:>10} {:>10} {:>8} {:>10} {:>9} {:>11} {:>8} {:>7}",
+        "{:>8} {:>9} {:>7} {:>7} {:>11} {:>10} {:>10} {:>10} {:>8} {:>10} {:>9} {:>11} {:>8} {:>7}",
         "objects",
         "commit_s",
         "load_s",
         "cold_s",
         "heap_B/obj",
+        "desired_B",
         "rss_B/obj",
         "json_B/obj",
         "events",
@@ -410,12 +415,13 @@ fn main() {
     for n in counts {
         let row = run(n, dir.path());
         println!(
-            "{:>8} {:>9.2} {:>7.2} {:>7.2} {:>11.0} {:>10.0} {:>10.0} {:>8} {:>10.0} {:>9.1} {:>11.1} {:>8.2} {:>7}",
+            "{:>8} {:>9.2} {:>7.2} {:>7.2} {:>11.0} {:>10.0} {:>10.0} {:>10.0} {:>8} {:>10.0} {:>9.1} {:>11.1} {:>8.2} {:>7}",
             row.n,
             row.commit_s,
             row.load_s,
             row.cold_s,
             row.heap_per_object,
+            row.desired_heap_per_object,
             row.rss_per_object,
             row.json_per_object,
             row.events,

@@ -490,7 +490,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
         if self.tracked.contains_key(&key) {
             match object {
-                Some(object) => self.live.insert(key.clone(), object),
+                Some(object) => self.live.insert(key.clone(), as_compared(object)),
                 None => self.live.remove(&key),
             };
             self.evaluate(&key);
@@ -733,3 +733,23 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
 #[cfg(test)]
 mod tests;
+
+/// The annotation `kubectl apply` keeps the whole applied object in.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// What of a live object the engine keeps: everything the comparison reads. `status` (the
+/// controllers') and kubectl's last-applied copy of the object are never compared, and are
+/// often half of what the API server sends; keeping them would hold each object twice over.
+fn as_compared(mut object: Value) -> Value {
+    if let Some(map) = object.as_object_mut() {
+        map.remove("status");
+        if let Some(annotations) = map
+            .get_mut("metadata")
+            .and_then(|m| m.get_mut("annotations"))
+            .and_then(Value::as_object_mut)
+        {
+            annotations.remove(LAST_APPLIED);
+        }
+    }
+    object
+}
