@@ -139,7 +139,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let expected_by_key: HashMap<&ObjectKey, Value> = expected
         .iter()
-        .map(|o| (&o.key, driftd_core::diff::dry_run::expected_desired(&o.object)))
+        .map(|o| {
+            (
+                &o.key,
+                driftd_core::diff::dry_run::expected_desired(&o.object),
+            )
+        })
         .collect();
     let mut facts = cluster_facts(desired.iter().chain(live.iter()));
     facts.controller_managers = config.controller_managers.clone();

@@ -154,7 +154,10 @@ fn secret_values(case: &Case) -> Vec<Vec<u8>> {
 /// `driftd check` of `desired` against `live` (and the case's CRD, live too), hashing
 /// Secret values under the runner's key.
 fn check(case: &Case, desired: &Path, live: &Path, format: &str) -> Output {
-    let expected = case.dry_run.iter().flat_map(|p| [Path::new("--expected"), p]);
+    let expected = case
+        .dry_run
+        .iter()
+        .flat_map(|p| [Path::new("--expected"), p]);
     Command::new(env!("CARGO_BIN_EXE_driftd"))
         .arg("check")
         .arg("--desired")

@@ -88,10 +88,7 @@ async fn dry_run(
                     found
                 }
                 Err(err) => {
-                    return DryRunOutcome::Failed(format!(
-                        "cannot resolve {}: {err}",
-                        request.kind
-                    ))
+                    return DryRunOutcome::Failed(format!("cannot resolve {}: {err}", request.kind))
                 }
             }
         }

@@ -86,6 +86,9 @@ mod tests {
         assert!(made_against_other_version(&answer, None));
         // A dry-run create (the object did not exist) against a missing object.
         assert!(!made_against_other_version(&json!({"metadata": {}}), None));
-        assert!(made_against_other_version(&json!({"metadata": {}}), Some(&live("3"))));
+        assert!(made_against_other_version(
+            &json!({"metadata": {}}),
+            Some(&live("3"))
+        ));
     }
 }

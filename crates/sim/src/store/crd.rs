@@ -54,7 +54,11 @@ impl Inner {
     /// events from now on. The resourceVersion stays and no watch event is sent: storage
     /// was not written, reads just decode it differently.
     fn reread_custom(&mut self, crd: &CrdSchemas) {
-        let Some(kind) = self.types.iter().find(|t| t.custom && t.group == crd.group && t.kind == crd.kind) else {
+        let Some(kind) = self
+            .types
+            .iter()
+            .find(|t| t.custom && t.group == crd.group && t.kind == crd.kind)
+        else {
             return;
         };
         let (group, plural) = (kind.group.clone(), kind.plural.clone());

@@ -447,13 +447,16 @@ fn sidecar_webhook() -> webhook::MutatingWebhook {
     .unwrap()
 }
 
+/// The container names, sorted (a strategic merge puts items new to a keyed list first).
 fn container_names(obj: &Value) -> Vec<&str> {
-    obj["spec"]["template"]["spec"]["containers"]
+    let mut names: Vec<&str> = obj["spec"]["template"]["spec"]["containers"]
         .as_array()
         .unwrap()
         .iter()
         .map(|c| c["name"].as_str().unwrap())
-        .collect()
+        .collect();
+    names.sort();
+    names
 }
 
 #[test]
@@ -472,7 +475,10 @@ fn webhooks_mutate_writes_and_a_dry_run_apply_answers_without_storing() {
     assert!(created);
     assert_eq!(container_names(&answer), ["app", "log-shipper"]);
     assert_eq!(answer["metadata"]["labels"]["injected"], "true");
-    assert_eq!(answer["spec"]["strategy"]["type"], "RollingUpdate", "defaulted");
+    assert_eq!(
+        answer["spec"]["strategy"]["type"], "RollingUpdate",
+        "defaulted"
+    );
     assert_eq!(store.current_rv(), rv, "nothing stored");
     assert_eq!(store.get(&d, Some("default"), "web").unwrap_err().code, 404);
 
@@ -510,8 +516,13 @@ fn webhooks_mutate_writes_and_a_dry_run_apply_answers_without_storing() {
 
     // Subresources are not the webhook's: a status write does not run it.
     store.clear_webhooks();
-    store.add_webhook(serde_json::from_value(json!({"name": "n", "group": "apps",
-        "kind": "Deployment", "patch": {"metadata": {"labels": {"again": "yes"}}}})).unwrap()).unwrap();
+    store
+        .add_webhook(
+            serde_json::from_value(json!({"name": "n", "group": "apps",
+        "kind": "Deployment", "patch": {"metadata": {"labels": {"again": "yes"}}}}))
+            .unwrap(),
+        )
+        .unwrap();
     let mut status = stored.clone();
     status["status"] = json!({"replicas": 1});
     let after = store
@@ -544,10 +555,15 @@ fn a_default_a_crd_gains_shows_on_reads_of_stored_objects() {
     // The CRD gains `size: small` as a default; the widget is not written again.
     let mut gained = crd.clone();
     gained["spec"] = widget_crd()["spec"].clone();
-    store.update(&crds, None, "widgets.example.com", gained, None, &ctx).unwrap();
+    store
+        .update(&crds, None, "widgets.example.com", gained, None, &ctx)
+        .unwrap();
     let read = store.get(&widgets, Some("default"), "w").unwrap();
     assert_eq!(read["spec"]["size"], "small", "defaulted on read");
-    assert_eq!(read["metadata"]["resourceVersion"], rv, "storage not written");
+    assert_eq!(
+        read["metadata"]["resourceVersion"], rv,
+        "storage not written"
+    );
     let listed = store.list(&widgets, &ListParams::default()).unwrap();
     assert_eq!(listed["items"][0]["spec"]["size"], "small");
 }

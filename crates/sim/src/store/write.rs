@@ -6,11 +6,11 @@ use super::super::fields;
 use super::super::server_defaults;
 use super::super::status::{ApiError, Gr};
 use super::alloc::Allocations;
-use super::webhook;
 use super::object::{meta_str, object_key, render, set_meta, to_bytes, to_storage, Key, Stored};
 use super::validate::{
     check_type, same_but_bookkeeping, same_spec, tracks_generation, validate_name, validate_object,
 };
+use super::webhook;
 use super::{gr, new_uid, now_rfc3339, random_suffix, Inner, Store};
 use axum::body::Bytes;
 use driftd_k8s::kinds::ResourceType;

@@ -24,13 +24,16 @@ spec:
         image: nginx:1.25
 "#;
 
+/// The container names, sorted (a strategic merge puts items new to a keyed list first).
 fn names(d: &Value) -> Vec<String> {
-    d["spec"]["template"]["spec"]["containers"]
+    let mut names: Vec<String> = d["spec"]["template"]["spec"]["containers"]
         .as_array()
         .unwrap()
         .iter()
         .map(|c| c["name"].as_str().unwrap().to_string())
-        .collect()
+        .collect();
+    names.sort();
+    names
 }
 
 #[test]
@@ -47,7 +50,13 @@ fn a_server_dry_run_answers_what_would_be_stored_and_stores_nothing() {
     let three = sim.file("three.yaml", &DEPLOYMENT.replace("REPLICAS", "3"));
     let dry = |file: &str| -> Value {
         serde_json::from_str(&sim.kubectl(&[
-            "apply", "--server-side", "--dry-run=server", "-o", "json", "-f", file,
+            "apply",
+            "--server-side",
+            "--dry-run=server",
+            "-o",
+            "json",
+            "-f",
+            file,
         ]))
         .unwrap()
     };
@@ -55,7 +64,13 @@ fn a_server_dry_run_answers_what_would_be_stored_and_stores_nothing() {
     // A dry-run create: defaulted and mutated, not stored.
     let answer = dry(&two);
     assert_eq!(names(&answer), ["app", "log-shipper"]);
-    assert_eq!(answer["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
+    let app = answer["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "app")
+        .unwrap();
+    assert_eq!(app["imagePullPolicy"], "IfNotPresent", "defaulted");
     let err = sim.kubectl_err(&["get", "deployment", "web"]);
     assert!(err.contains("not found"), "{err}");
 
@@ -79,7 +94,11 @@ fn a_server_dry_run_answers_what_would_be_stored_and_stores_nothing() {
         let api: Api<Deployment> = Api::namespaced(sim.client().await, "default");
         let manifest: Value = serde_saphyr::from_str(&DEPLOYMENT.replace("REPLICAS", "3")).unwrap();
         let answer = api
-            .patch("web", &PatchParams::apply("driftd").force().dry_run(), &Patch::Apply(&manifest))
+            .patch(
+                "web",
+                &PatchParams::apply("driftd").force().dry_run(),
+                &Patch::Apply(&manifest),
+            )
             .await
             .unwrap();
         let answer = serde_json::to_value(answer).unwrap();

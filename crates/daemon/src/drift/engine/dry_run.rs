@@ -83,7 +83,11 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                     at: *at,
                 },
             ),
-            Some(Answer::Expected { answer, desired: expected, at }) => {
+            Some(Answer::Expected {
+                answer,
+                desired: expected,
+                at,
+            }) => {
                 let started = Instant::now();
                 let comparison = self.differ.compare(&CompareInput {
                     desired: expected,

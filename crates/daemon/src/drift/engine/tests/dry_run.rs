@@ -75,7 +75,10 @@ fn a_webhook_mutated_object_is_in_sync_against_the_dry_run_and_hand_edits_still_
     assert_eq!(plain.class("a"), Some(DriftClass::Modified));
 
     let mut d = DryRunHarness::start(&(cm("a", "1") + &secret()));
-    assert!(d.asked().is_empty(), "nothing asked before the kind is listed");
+    assert!(
+        d.asked().is_empty(),
+        "nothing asked before the kind is listed"
+    );
     d.h.list(&configmaps(), vec![mutated("5", "1-mutated")]);
     assert_eq!(d.asked(), [("a".to_string(), 1, json!("1"))]);
     assert_eq!(d.h.class("a"), None, "no verdict before the answer");
@@ -91,7 +94,8 @@ fn a_webhook_mutated_object_is_in_sync_against_the_dry_run_and_hand_edits_still_
         "data": {"p": "aHVudGVyMg=="}});
     d.h.list(&kind("v1", "Secret"), vec![live_secret]);
     assert_eq!(
-        d.h.entry("Secret", "s").map(|e| (e.class, e.dry_run.is_none())),
+        d.h.entry("Secret", "s")
+            .map(|e| (e.class, e.dry_run.is_none())),
         Some((DriftClass::InSync, true))
     );
     assert!(d.asked().is_empty());
@@ -116,7 +120,10 @@ fn a_webhook_mutated_object_is_in_sync_against_the_dry_run_and_hand_edits_still_
     let entry = d.h.entry("ConfigMap", "a").unwrap();
     assert_eq!(entry.class, DriftClass::Modified);
     let note = entry.dry_run.unwrap();
-    assert_eq!((note.state.as_str(), note.message.as_deref()), ("error", Some("connection refused")));
+    assert_eq!(
+        (note.state.as_str(), note.message.as_deref()),
+        ("error", Some("connection refused"))
+    );
     d.h.clock.advance(crate::drift::dry_run::RETRY);
     d.h.engine.refresh_dry_runs();
     assert_eq!(d.asked().len(), 1, "asked again after the retry delay");
