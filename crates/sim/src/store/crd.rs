@@ -4,8 +4,9 @@
 //! [`Inner::store_custom`]).
 
 use super::super::status::ApiError;
-use super::object::Stored;
+use super::object::{to_bytes, Stored};
 use super::{Inner, Store};
+use axum::body::Bytes;
 use driftd_k8s::crd::{listtype, CrdSchemas};
 use driftd_k8s::kinds::{CustomResourceTypes, ResourceType, BUILTIN};
 use serde_json::Value;
@@ -75,7 +76,11 @@ impl Inner {
             let before = stored.value();
             let version = driftd_k8s::kinds::split_api_version(&stored.api_version).1;
             let mut after = before.clone();
-            if crd.as_read(&mut after, version).is_err() || after == before {
+            if crd.as_read(&mut after, version).is_err() {
+                continue;
+            }
+            let renditions = read_at_other_versions(crd, version, &after);
+            if after == before && renditions == stored.renditions {
                 continue;
             }
             let fresh = Stored::new(
@@ -83,7 +88,8 @@ impl Inner {
                 stored.key.clone(),
                 &after,
                 stored.api_version.clone(),
-            );
+            )
+            .with_renditions(renditions);
             delta += fresh.json.len() as isize - stored.json.len() as isize;
             *stored = Arc::new(fresh);
         }
@@ -134,6 +140,42 @@ impl Inner {
             err.message = format!("{gk} \"{name}\" is invalid: [{}]", causes.join(", "));
         }
         Err(err)
+    }
+}
+
+/// `object` (stored at `version`) as reads at the CRD's other served versions return it:
+/// converted (`None` strategy: the apiVersion) and pruned by that version's schema
+/// ([`CrdSchemas::as_read`]), as kube-apiserver's `schemaCoercingConverter` does on the way
+/// out.
+fn read_at_other_versions(
+    crd: &CrdSchemas,
+    version: &str,
+    object: &Value,
+) -> Box<[(Box<str>, Bytes)]> {
+    crd.versions
+        .iter()
+        .filter(|v| v.served && v.name != version)
+        .filter_map(|v| {
+            let mut read = object.clone();
+            crd.as_read(&mut read, &v.name).ok()?;
+            Some((Box::from(v.name.as_str()), to_bytes(&read)))
+        })
+        .collect()
+}
+
+/// The renditions ([`Stored::renditions`]) of a custom resource about to be stored through
+/// `info`; none for other objects.
+pub(super) fn renditions(
+    schemas: &std::collections::HashMap<(String, String), Arc<CrdSchemas>>,
+    info: &ResourceType,
+    object: &Value,
+) -> Box<[(Box<str>, Bytes)]> {
+    if !info.custom || object.is_null() {
+        return Box::default();
+    }
+    match schemas.get(&(info.group.clone(), info.kind.clone())) {
+        Some(crd) => read_at_other_versions(crd, &info.version, object),
+        None => Box::default(),
     }
 }
 

@@ -359,7 +359,9 @@ impl Inner {
         object["apiVersion"] = json!(api_version);
         object["kind"] = json!(info.kind);
         set_meta(&mut object, "resourceVersion", json!(rv.to_string()));
-        let stored = Arc::new(Stored::new(rv, key.clone(), &object, av));
+        let renditions = crd::renditions(&self.crd_schemas, info, &object);
+        let stored =
+            Arc::new(Stored::new(rv, key.clone(), &object, av).with_renditions(renditions));
         let deleted = event == "DELETED";
         let replaced = if deleted {
             kind.objects.remove(&key)

@@ -567,3 +567,38 @@ fn a_default_a_crd_gains_shows_on_reads_of_stored_objects() {
     let listed = store.list(&widgets, &ListParams::default()).unwrap();
     assert_eq!(listed["items"][0]["spec"]["size"], "small");
 }
+
+#[test]
+fn a_custom_resource_read_at_another_served_version_is_pruned_by_its_schema() {
+    let store = Store::new(100);
+    let crds = store
+        .resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .unwrap();
+    let ctx = WriteCtx::new("test");
+    // v1 (storage) knows `spec.color`; v1beta1, still served, does not.
+    let mut crd = widget_crd();
+    let mut beta = crd["spec"]["versions"][0].clone();
+    beta["name"] = json!("v1beta1");
+    beta["storage"] = json!(false);
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["color"] = json!({"type": "string"});
+    crd["spec"]["versions"].as_array_mut().unwrap().push(beta);
+    store.create(&crds, None, crd, &ctx).unwrap();
+    let v1 = store.resolve("example.com", "v1", "widgets").unwrap();
+    let beta = store.resolve("example.com", "v1beta1", "widgets").unwrap();
+    let w = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+        "spec": {"color": "red"}});
+    store.create(&v1, Some("default"), w, &ctx).unwrap();
+
+    let read = store.get(&beta, Some("default"), "w").unwrap();
+    assert_eq!(read["apiVersion"], "example.com/v1beta1");
+    assert!(read["spec"].get("color").is_none(), "pruned: {read:#}");
+    assert_eq!(read["spec"]["size"], "small");
+    let listed = store.list(&beta, &ListParams::default()).unwrap();
+    assert!(listed["items"][0]["spec"].get("color").is_none());
+    let stored = store.get(&v1, Some("default"), "w").unwrap();
+    assert_eq!(
+        stored["spec"]["color"], "red",
+        "kept where the version has it"
+    );
+}
