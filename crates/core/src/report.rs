@@ -309,7 +309,7 @@ mod tests {
         let err = DriftFilter::from_pairs([("class", "modifed")]).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown class `modifed`; valid classes: in_sync, modified, missing, uncommitted, stale_config, unmanaged"
+            "unknown class `modifed`; valid classes: in_sync, modified, missing, uncommitted, stale_config, unmanaged, rejected"
         );
         let err = DriftFilter::from_pairs([("klass", "modified")]).unwrap_err();
         assert!(
