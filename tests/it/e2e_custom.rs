@@ -62,14 +62,6 @@ spec:
     emptyDir: {}
 "#;
 
-fn entry(daemon: &Daemon, kind: &str, name: &str) -> Option<Value> {
-    let in_sync = daemon.drift("?class=in_sync");
-    let drifting = daemon.drift("");
-    find(&in_sync, kind, name)
-        .or_else(|| find(&drifting, kind, name))
-        .cloned()
-}
-
 fn paths(entry: &Value) -> Vec<String> {
     entry["changes"]
         .as_array()
@@ -135,7 +127,7 @@ fn custom_resources_by_their_crd_and_bare_pods_with_admission() {
         ("CustomResourceDefinition", "widgets.example.com"),
     ] {
         let e = wait_for(&format!("{kind}/{name} in sync"), T, || {
-            entry(&daemon, kind, name).filter(|e| e["class"] == "in_sync")
+            daemon.entry(kind, name).filter(|e| e["class"] == "in_sync")
         });
         if kind == "Widget" {
             assert_eq!(e["schema"], "crd", "{e:#}");
@@ -159,14 +151,16 @@ fn custom_resources_by_their_crd_and_bare_pods_with_admission() {
         &json!({"spec": {"size": "large"}}),
     );
     let e = wait_for("the hand-edited default is drift", T, || {
-        entry(&daemon, "Widget", "edited").filter(|e| e["class"] == "modified")
+        daemon
+            .entry("Widget", "edited")
+            .filter(|e| e["class"] == "modified")
     });
     assert_eq!(paths(&e), ["/spec/size"], "{e:#}");
     assert_eq!(e["changes"][0]["desired"], "small");
     assert_eq!(e["changes"][0]["live"], "large");
-    let e = entry(&daemon, "Widget", "reordered").unwrap();
+    let e = daemon.entry("Widget", "reordered").unwrap();
     assert_eq!(e["class"], "in_sync", "{e:#}");
-    let e = entry(&daemon, "Pod", "debug").unwrap();
+    let e = daemon.entry("Pod", "debug").unwrap();
     assert_eq!(e["class"], "in_sync", "{e:#}");
 }
 
@@ -212,7 +206,9 @@ fn a_default_a_crd_gains_shows_on_existing_objects_and_is_compared() {
     daemon.wait_ready();
     // The cluster's CRD has no default yet: the committed default is missing live.
     let e = wait_for("the default the cluster lacks is drift", T, || {
-        entry(&daemon, "Widget", "plain").filter(|e| e["class"] == "modified")
+        daemon
+            .entry("Widget", "plain")
+            .filter(|e| e["class"] == "modified")
     });
     assert_eq!(paths(&e), ["/spec/color"], "{e:#}");
 
@@ -226,10 +222,13 @@ fn a_default_a_crd_gains_shows_on_existing_objects_and_is_compared() {
         stored["metadata"]["resourceVersion"]
     );
     wait_for("the widget left to the default is in sync", T, || {
-        entry(&daemon, "Widget", "plain").filter(|e| e["class"] == "in_sync")
+        daemon
+            .entry("Widget", "plain")
+            .filter(|e| e["class"] == "in_sync")
     });
     let e = wait_for("a committed value other than the default drifts", T, || {
-        entry(&daemon, "Widget", "painted")
+        daemon
+            .entry("Widget", "painted")
             .filter(|e| e["class"] == "modified" && e["changes"][0]["live"] == "blue")
     });
     assert_eq!(paths(&e), ["/spec/color"], "{e:#}");

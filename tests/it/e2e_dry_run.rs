@@ -4,7 +4,7 @@
 //! reports a hand edit, and reports a manifest the server refuses as `rejected`.
 
 use crate::scaffold::*;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Duration;
 
 const T: Duration = Duration::from_secs(30);
@@ -33,14 +33,6 @@ spec:
 /// A ConfigMap in a namespace that does not exist: the server refuses it.
 const ORPHAN: &str =
     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: orphan, namespace: nowhere}\ndata: {k: v}\n";
-
-fn entry(daemon: &Daemon, kind: &str, name: &str) -> Option<Value> {
-    let in_sync = daemon.drift("?class=in_sync");
-    let drifting = daemon.drift("");
-    find(&in_sync, kind, name)
-        .or_else(|| find(&drifting, kind, name))
-        .cloned()
-}
 
 #[test]
 fn a_dry_run_source_is_in_sync_with_a_webhooks_changes_and_still_sees_hand_edits() {
@@ -88,12 +80,16 @@ fn a_dry_run_source_is_in_sync_with_a_webhooks_changes_and_still_sees_hand_edits
     let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
     daemon.wait_ready();
     let e = wait_for("web in sync against the dry run", T, || {
-        entry(&daemon, "Deployment", "web").filter(|e| e["class"] == "in_sync")
+        daemon
+            .entry("Deployment", "web")
+            .filter(|e| e["class"] == "in_sync")
     });
     assert_eq!(e["dry_run"]["state"], "expected", "{e:#}");
     // The static model of the other source reports the injected container.
     let e = wait_for("api drifts by the static model", T, || {
-        entry(&daemon, "Deployment", "api").filter(|e| e["class"] == "modified")
+        daemon
+            .entry("Deployment", "api")
+            .filter(|e| e["class"] == "modified")
     });
     assert_eq!(
         e["changes"][0]["path"],
@@ -103,7 +99,9 @@ fn a_dry_run_source_is_in_sync_with_a_webhooks_changes_and_still_sees_hand_edits
     assert!(e.get("dry_run").is_none());
     // The server refuses the ConfigMap: a finding with its message, not drift.
     let e = wait_for("the refused manifest is rejected", T, || {
-        entry(&daemon, "ConfigMap", "orphan").filter(|e| e["class"] == "rejected")
+        daemon
+            .entry("ConfigMap", "orphan")
+            .filter(|e| e["class"] == "rejected")
     });
     let message = e["dry_run"]["message"].as_str().unwrap();
     assert!(message.contains("nowhere"), "{e:#}");
@@ -118,7 +116,9 @@ fn a_dry_run_source_is_in_sync_with_a_webhooks_changes_and_still_sees_hand_edits
         "app=nginx:hand",
     ]);
     let e = wait_for("the hand-set image is drift", T, || {
-        entry(&daemon, "Deployment", "web").filter(|e| e["class"] == "modified")
+        daemon
+            .entry("Deployment", "web")
+            .filter(|e| e["class"] == "modified")
     });
     // The path points into the answer, whose containers are in live order.
     assert_eq!(

@@ -11,23 +11,11 @@
 //! write moves (`resourceVersion`, `generation`, `managedFields`, ...) and `status` are not
 //! part of it.
 
+use super::walk::SERVER_METADATA;
 use serde_json::Value;
 
-/// Metadata the server writes on its own account (`rest.BeforeCreate`/`BeforeUpdate`, the
-/// field manager): never part of what was committed.
-const SERVER_METADATA: &[&str] = &[
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "managedFields",
-    "selfLink",
-];
-
 /// The desired object a dry-run answer stands for: the answer without server bookkeeping
-/// and `status`.
+/// (the metadata the differ never compares) and `status`.
 pub fn expected_desired(answer: &Value) -> Value {
     let mut desired = answer.clone();
     if let Some(map) = desired.as_object_mut() {
