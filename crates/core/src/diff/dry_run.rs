@@ -31,8 +31,10 @@ pub fn expected_desired(answer: &Value) -> Value {
 
 /// Whether a dry-run answer was made against another version of the object than `live`
 /// (`None`: the object does not exist). A dry-run update answers with the resourceVersion
-/// it read (`DryRunnableStorage.GuaranteedUpdate` does not write, so it assigns none; a
-/// dry-run create has none), so the answer describes `live` only when they are equal.
+/// it read (`DryRunnableStorage.GuaranteedUpdate` in `staging/src/k8s.io/apiserver/pkg/
+/// registry/generic/registry/dryrun.go` reads, updates and copies without writing, so it
+/// assigns none; a dry-run create has none), so the answer describes `live` only when they
+/// are equal.
 pub fn made_against_other_version(answer: &Value, live: Option<&Value>) -> bool {
     let rv = |o: &Value| {
         o.pointer("/metadata/resourceVersion")
