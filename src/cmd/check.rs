@@ -14,6 +14,10 @@
 //! CustomResourceDefinition of their kind is among the `--live` inputs (the cluster's) or,
 //! failing that, the `--desired` ones; a drifting custom resource's JSON entry says
 //! `"schema": "crd"` or `"schema": "none"` (no CRD found: the plain rules applied).
+//!
+//! `--expected` takes server-side dry-run answers (`kubectl apply --server-side
+//! --dry-run=server -o json`): an object named there is compared against the answer, as
+//! `serve` compares a `compare = "dry-run"` source (see `driftd_core::diff::dry_run`).
 
 use anyhow::Context;
 use driftd_core::diff::{ClusterFacts, CompareInput, Comparison, Differ, DriftClass};
@@ -36,6 +40,12 @@ pub struct Args {
     /// `--show-managed-fields` to that `kubectl get` to see who changed each field.
     #[arg(long, required = true, num_args = 1..)]
     pub live: Vec<PathBuf>,
+    /// Server-side dry-run answers (`kubectl apply --server-side --dry-run=server -o json`
+    /// of the desired files): a desired object named in them is compared against the object
+    /// the server said it would store (mutating webhooks included) instead of the static
+    /// model, as `serve` compares a `compare = "dry-run"` source.
+    #[arg(long, num_args = 1..)]
+    pub expected: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
@@ -120,6 +130,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let live_by_key: HashMap<&ObjectKey, &ManifestObject> =
         live.iter().map(|o| (&o.key, o)).collect();
+    let expected = if args.expected.is_empty() {
+        Vec::new()
+    } else {
+        super::commit::read_input(&args.expected, &live_options)
+            .context("expected (dry-run) files")?
+            .objects
+    };
+    let expected_by_key: HashMap<&ObjectKey, Value> = expected
+        .iter()
+        .map(|o| {
+            (
+                &o.key,
+                driftd_core::diff::dry_run::expected_desired(&o.object),
+            )
+        })
+        .collect();
     let mut facts = cluster_facts(desired.iter().chain(live.iter()));
     facts.controller_managers = config.controller_managers.clone();
     // The cluster's CRDs win over the desired ones (added last).
@@ -142,7 +168,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut drifting = Vec::new();
     for d in &desired {
         let comparison = differ.compare(&CompareInput {
-            desired: &d.object,
+            desired: expected_by_key.get(&d.key).unwrap_or(&d.object),
             live: live_by_key.get(&d.key).map(|l| &l.object),
             previous: None,
             facts: &facts,

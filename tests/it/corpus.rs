@@ -40,6 +40,9 @@ struct Case {
     /// `crd.yaml`: the CustomResourceDefinition of the case's custom resource as the
     /// cluster has it, passed to `driftd check` as a further `--live` input.
     crd: Option<PathBuf>,
+    /// `dry-run.json`: the server's answer to a server-side dry run of the manifest, passed
+    /// as `--expected` (the case is compared as a `compare = "dry-run"` source).
+    dry_run: Option<PathBuf>,
 }
 
 fn corpus_dir() -> PathBuf {
@@ -64,6 +67,7 @@ fn load_cases() -> Vec<Case> {
             };
             Case {
                 crd: Some(dir.join("crd.yaml")).filter(|p| p.exists()),
+                dry_run: Some(dir.join("dry-run.json")).filter(|p| p.exists()),
                 desired_text: read("desired.yaml"),
                 live: parse("live.json"),
                 expected: parse("expected.json"),
@@ -150,6 +154,10 @@ fn secret_values(case: &Case) -> Vec<Vec<u8>> {
 /// `driftd check` of `desired` against `live` (and the case's CRD, live too), hashing
 /// Secret values under the runner's key.
 fn check(case: &Case, desired: &Path, live: &Path, format: &str) -> Output {
+    let expected = case
+        .dry_run
+        .iter()
+        .flat_map(|p| [Path::new("--expected"), p]);
     Command::new(env!("CARGO_BIN_EXE_driftd"))
         .arg("check")
         .arg("--desired")
@@ -157,6 +165,7 @@ fn check(case: &Case, desired: &Path, live: &Path, format: &str) -> Output {
         .arg("--live")
         .arg(live)
         .args(&case.crd)
+        .args(expected)
         .args(["--format", format, "--hash-key", secrets::HASH_KEY])
         .env_remove("DRIFTD_CHECK_HASH_KEY")
         .output()
@@ -210,6 +219,9 @@ fn run_case(case: &Case) -> Result<(), String> {
         .as_array()
         .ok_or_else(|| format!("no \"objects\" list in {report}"))?;
     if class == "in_sync" {
+        if case.dry_run.is_some() && static_model_is_in_sync(case) {
+            return Err("in sync without the dry-run answer too: the case proves nothing".into());
+        }
         if !objects.is_empty() {
             let found: Vec<String> = objects
                 .iter()
@@ -272,6 +284,27 @@ fn run_case(case: &Case) -> Result<(), String> {
         };
     }
     patch_restores_sync(case, object, &plain)
+}
+
+/// Whether the static model (no `--expected`) finds a dry-run case in sync: an in-sync
+/// dry-run case must hold what only the server's answer explains.
+fn static_model_is_in_sync(case: &Case) -> bool {
+    let without = Case {
+        dry_run: None,
+        name: case.name.clone(),
+        dir: case.dir.clone(),
+        desired_text: String::new(),
+        live: Value::Null,
+        expected: Value::Null,
+        crd: case.crd.clone(),
+    };
+    let out = check(
+        &without,
+        &case.dir.join("desired.yaml"),
+        &case.dir.join("live.json"),
+        "json",
+    );
+    out.status.code() == Some(0)
 }
 
 /// Applies the drifting object's restoring patch to its live object and runs `driftd check`

@@ -62,14 +62,6 @@ spec:
     emptyDir: {}
 "#;
 
-fn entry(daemon: &Daemon, kind: &str, name: &str) -> Option<Value> {
-    let in_sync = daemon.drift("?class=in_sync");
-    let drifting = daemon.drift("");
-    find(&in_sync, kind, name)
-        .or_else(|| find(&drifting, kind, name))
-        .cloned()
-}
-
 fn paths(entry: &Value) -> Vec<String> {
     entry["changes"]
         .as_array()
@@ -135,7 +127,7 @@ fn custom_resources_by_their_crd_and_bare_pods_with_admission() {
         ("CustomResourceDefinition", "widgets.example.com"),
     ] {
         let e = wait_for(&format!("{kind}/{name} in sync"), T, || {
-            entry(&daemon, kind, name).filter(|e| e["class"] == "in_sync")
+            daemon.entry(kind, name).filter(|e| e["class"] == "in_sync")
         });
         if kind == "Widget" {
             assert_eq!(e["schema"], "crd", "{e:#}");
@@ -159,13 +151,86 @@ fn custom_resources_by_their_crd_and_bare_pods_with_admission() {
         &json!({"spec": {"size": "large"}}),
     );
     let e = wait_for("the hand-edited default is drift", T, || {
-        entry(&daemon, "Widget", "edited").filter(|e| e["class"] == "modified")
+        daemon
+            .entry("Widget", "edited")
+            .filter(|e| e["class"] == "modified")
     });
     assert_eq!(paths(&e), ["/spec/size"], "{e:#}");
     assert_eq!(e["changes"][0]["desired"], "small");
     assert_eq!(e["changes"][0]["live"], "large");
-    let e = entry(&daemon, "Widget", "reordered").unwrap();
+    let e = daemon.entry("Widget", "reordered").unwrap();
     assert_eq!(e["class"], "in_sync", "{e:#}");
-    let e = entry(&daemon, "Pod", "debug").unwrap();
+    let e = daemon.entry("Pod", "debug").unwrap();
     assert_eq!(e["class"], "in_sync", "{e:#}");
+}
+
+/// The Widget CRD of [`CRD`] with a `color` field, without or with a default.
+fn colored_crd(default: Option<&str>) -> String {
+    let color = match default {
+        Some(d) => format!("color: {{type: string, default: {d}}}"),
+        None => "color: {type: string}".to_string(),
+    };
+    CRD.replace(
+        "size: {type: string, default: small}",
+        &format!("size: {{type: string, default: small}}\n              {color}"),
+    )
+}
+
+#[test]
+fn a_default_a_crd_gains_shows_on_existing_objects_and_is_compared() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let sim = Sim::start(dir);
+    let before = dir.join("crd-before.yaml");
+    std::fs::write(&before, colored_crd(None)).unwrap();
+    sim.kubectl(&["apply", "-f", before.to_str().unwrap()]);
+    let widgets = widget("plain") + &widget("painted");
+    wait_for("kubectl apply of the widgets", T, || {
+        sim.kubectl_output(&["apply", "-f", "-"], Some(widgets.as_str()))
+            .status
+            .success()
+            .then_some(())
+    });
+    let stored = sim.kubectl_json(&["get", "widget", "plain", "-n", "default"]);
+    assert!(stored["spec"].get("color").is_none(), "{stored:#}");
+
+    // Committed: the CRD with `color` defaulting to blue, one widget leaving it to the
+    // default and one asking for green.
+    let manifests = dir.join("manifests");
+    std::fs::create_dir_all(&manifests).unwrap();
+    std::fs::write(manifests.join("crd.yaml"), colored_crd(Some("blue"))).unwrap();
+    let painted = widget("painted").replace("spec:\n", "spec:\n  color: green\n");
+    std::fs::write(manifests.join("widgets.yaml"), widget("plain") + &painted).unwrap();
+    commit(&dir.join("driftd.db"), "app", &manifests);
+    let daemon = Daemon::start(&write_config(dir, ""), &sim.kubeconfig, &[]);
+    daemon.wait_ready();
+    // The cluster's CRD has no default yet: the committed default is missing live.
+    let e = wait_for("the default the cluster lacks is drift", T, || {
+        daemon
+            .entry("Widget", "plain")
+            .filter(|e| e["class"] == "modified")
+    });
+    assert_eq!(paths(&e), ["/spec/color"], "{e:#}");
+
+    // The cluster's CRD gains the default: reads of the stored widgets show it at once,
+    // with no write (same resourceVersion).
+    sim.kubectl(&["apply", "-f", manifests.join("crd.yaml").to_str().unwrap()]);
+    let read = sim.kubectl_json(&["get", "widget", "plain", "-n", "default"]);
+    assert_eq!(read["spec"]["color"], "blue", "{read:#}");
+    assert_eq!(
+        read["metadata"]["resourceVersion"],
+        stored["metadata"]["resourceVersion"]
+    );
+    wait_for("the widget left to the default is in sync", T, || {
+        daemon
+            .entry("Widget", "plain")
+            .filter(|e| e["class"] == "in_sync")
+    });
+    let e = wait_for("a committed value other than the default drifts", T, || {
+        daemon
+            .entry("Widget", "painted")
+            .filter(|e| e["class"] == "modified" && e["changes"][0]["live"] == "blue")
+    });
+    assert_eq!(paths(&e), ["/spec/color"], "{e:#}");
+    assert_eq!(e["changes"][0]["desired"], "green");
 }

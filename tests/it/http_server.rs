@@ -388,7 +388,7 @@ fn web_config_file_serves_tls_and_basic_auth_that_prometheus_scrapes() {
     assert_eq!(
         body,
         "unknown class `drifting`; valid classes: in_sync, modified, missing, uncommitted, \
-         stale_config, unmanaged\n"
+         stale_config, unmanaged, rejected\n"
     );
     let (status, _, body) = get("/drift?namespce=shop", Some("s3cret"));
     assert_eq!(status, 400);

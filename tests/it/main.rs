@@ -17,6 +17,7 @@ mod dashboards;
 mod e2e_custom;
 mod e2e_demo;
 mod e2e_deploy;
+mod e2e_dry_run;
 mod e2e_faults;
 mod e2e_prometheus;
 mod e2e_rules;

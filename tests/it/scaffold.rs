@@ -318,6 +318,15 @@ impl Daemon {
         serde_json::from_str(&body).unwrap()
     }
 
+    /// The `/drift` entry of `kind`/`name`, whatever its class (in sync included).
+    pub fn entry(&self, kind: &str, name: &str) -> Option<Value> {
+        let in_sync = self.drift("?class=in_sync");
+        let drifting = self.drift("");
+        find(&in_sync, kind, name)
+            .or_else(|| find(&drifting, kind, name))
+            .cloned()
+    }
+
     /// The value of one `/metrics` series (see [`sample`]).
     pub fn sample(&self, series: &str) -> Option<f64> {
         sample(&self.get("/metrics").1, series)

@@ -17,6 +17,10 @@ pub enum DriftClass {
     Uncommitted,
     StaleConfig,
     Unmanaged,
+    /// `compare = "dry-run"`: the cluster refused a server-side dry run of the committed
+    /// manifest (a webhook or validation said no); the entry's `dry_run` has the server's
+    /// message. A finding about the committed state, not drift of the live object.
+    Rejected,
 }
 
 impl DriftClass {
@@ -28,17 +32,19 @@ impl DriftClass {
             DriftClass::Uncommitted => "uncommitted",
             DriftClass::StaleConfig => "stale_config",
             DriftClass::Unmanaged => "unmanaged",
+            DriftClass::Rejected => "rejected",
         }
     }
 
     /// Every class, in the order tables and metrics list them.
-    pub const ALL: [DriftClass; 6] = [
+    pub const ALL: [DriftClass; 7] = [
         DriftClass::InSync,
         DriftClass::Modified,
         DriftClass::Missing,
         DriftClass::Uncommitted,
         DriftClass::StaleConfig,
         DriftClass::Unmanaged,
+        DriftClass::Rejected,
     ];
 }
 
@@ -102,6 +108,25 @@ pub struct DriftEntry {
     /// the plain rules applied (no defaults, lists position by position).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<SchemaUse>,
+    /// For objects of a `compare = "dry-run"` source: what their last server-side dry run
+    /// said, so a comparison against the server's answer is told apart from one by the
+    /// static model, and a refused or failed dry run is seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<DryRunNote>,
+}
+
+/// How the server-side dry run of one object went (`compare = "dry-run"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DryRunNote {
+    /// `expected`: compared against the server's answer; `rejected`: the server refused the
+    /// manifest (the object's class is `rejected`); `error`: the request failed (network,
+    /// 5xx) and the object keeps the judgement of its last answer.
+    pub state: String,
+    /// The server's message (rejected) or the failure (error); absent for `expected`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// When the answer (or failure) came.
+    pub at: Timestamp,
 }
 
 /// The open intent (a deploy recorded before it applied, never committed) that explains an
@@ -284,7 +309,7 @@ mod tests {
         let err = DriftFilter::from_pairs([("class", "modifed")]).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown class `modifed`; valid classes: in_sync, modified, missing, uncommitted, stale_config, unmanaged"
+            "unknown class `modifed`; valid classes: in_sync, modified, missing, uncommitted, stale_config, unmanaged, rejected"
         );
         let err = DriftFilter::from_pairs([("klass", "modified")]).unwrap_err();
         assert!(

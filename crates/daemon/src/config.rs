@@ -7,6 +7,9 @@
 
 use driftd_k8s::TypeKey;
 use serde::Deserialize;
+
+mod dry_run;
+pub use dry_run::{Compare, DryRunConfig, SourceConfig};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -53,6 +56,10 @@ pub struct Config {
     /// `[[controller_managers]]`: field managers whose fields in live `managedFields` are
     /// never drift (controllers acting by design). Setting any replaces the default list.
     pub controller_managers: Vec<driftd_core::diff::ManagerMatch>,
+    /// `[[sources]]`: per-source settings (how each source is compared).
+    pub sources: Vec<SourceConfig>,
+    /// `[dry_run]`: server-side dry runs of `compare = "dry-run"` sources.
+    pub dry_run: DryRunConfig,
 }
 
 /// `[unmanaged]`: opt-in coverage. Live objects of these kinds in these namespaces that no
@@ -419,6 +426,8 @@ impl Default for Config {
             http: HttpConfig::default(),
             ignore: Vec::new(),
             controller_managers: driftd_core::diff::ClusterFacts::default().controller_managers,
+            sources: Vec::new(),
+            dry_run: DryRunConfig::default(),
         }
     }
 }
@@ -505,6 +514,8 @@ const ENV_KEYS: &[&str] = &[
     "locks.auto_release_after",
     "pulumi.scan_seconds",
     "pulumi.max_lock_age",
+    "dry_run.refresh_seconds",
+    "dry_run.max_per_second",
 ];
 
 /// Environment variable that sets `key`. `database` is `DRIFTD_DB`, the name `driftd commit`,
@@ -629,6 +640,12 @@ impl Config {
         if let Err((key, reason)) = self.http.check() {
             return Err(bad(key, &reason));
         }
+        if let Err((key, reason)) = self.dry_run.check() {
+            return Err(bad(key, &reason));
+        }
+        if let Err((key, reason)) = dry_run::check_sources(&self.sources) {
+            return Err(bad(&key, &reason));
+        }
         if !(self.pulumi.scan_seconds >= 1.0 && self.pulumi.scan_seconds <= 3600.0) {
             return Err(bad("pulumi.scan_seconds", "must be between 1 and 3600"));
         }
@@ -638,6 +655,15 @@ impl Config {
     /// The ignore rules, compiled (validated at load, so this cannot fail afterwards).
     pub fn rule_set(&self) -> driftd_core::diff::RuleSet {
         driftd_core::diff::RuleSet::new(self.ignore.clone()).expect("rules were validated at load")
+    }
+
+    /// Names of the sources compared by server-side dry run.
+    pub fn dry_run_sources(&self) -> std::collections::BTreeSet<String> {
+        self.sources
+            .iter()
+            .filter(|s| s.compare == Compare::DryRun)
+            .map(|s| s.name.clone())
+            .collect()
     }
 
     pub fn settle(&self) -> Duration {

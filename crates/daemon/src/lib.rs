@@ -4,11 +4,13 @@
 //! [`watch::Supervisor`]) <- `drift` (the engine and the drift index it writes) <- `export`
 //! (`/drift`, `/metrics` rendered from the index, Events) <- `serve` (wiring). `config` is
 //! the daemon's configuration, read by all. `leader` (the Lease election and the
-//! [`leader::Leadership`] handle) is consulted by `export` for leader-only work.
+//! [`leader::Leadership`] handle) is consulted by `export` for leader-only work. `dry_run`
+//! is the task that asks the API server for server-side dry runs on the engine's behalf.
 
 pub mod cluster_log;
 pub mod config;
 pub mod drift;
+pub mod dry_run;
 pub mod export;
 pub mod leader;
 pub mod serve;

@@ -174,11 +174,18 @@ pub async fn run(
         store,
         &config,
         index.clone(),
-        Supervisor::new(client, sender),
+        Supervisor::new(client.clone(), sender),
         Publisher::new(metrics.clone(), events, leadership.clone(), home),
         clock,
     )?
     .with_leadership(leadership, &identity);
+    let engine = if config.dry_run_sources().is_empty() {
+        engine
+    } else {
+        let (requests, answers) =
+            crate::dry_run::spawn(client.clone(), config.dry_run.max_per_second, &metrics);
+        engine.with_dry_run(requests, answers)
+    };
 
     let mut server_stop = stop_rx.clone();
     let connection_metrics = server::ConnectionMetrics::default();

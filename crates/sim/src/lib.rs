@@ -49,6 +49,10 @@
 //!   the next N matching requests fail with a `Status` of that code (verbs: list, watch, get,
 //!   create, update, patch, delete, deletecollection; omitted = any). `DELETE /_sim/faults` clears.
 //!   Note kube's client retries 429/503/504 by itself; use 500 to see one failure per fault.
+//! - `POST /_sim/webhooks` `{"name", "group", "kind", "operations"?, "patch"}`: a mutating
+//!   admission webhook, modelled: `patch` (strategic merge; JSON merge for custom resources)
+//!   applied on CREATE/UPDATE of that kind, dry runs included (`store::webhook`). `GET` lists
+//!   them, `DELETE` removes them all.
 //! - `POST /_sim/latency` `{"millis": N}`: delay every API request by N ms (0 turns it off).
 //! - `POST /_sim/compact`: drop the watch history; watches and continue tokens from an older
 //!   resourceVersion get `410 Expired`.

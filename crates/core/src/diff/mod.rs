@@ -14,6 +14,7 @@
 //! `normalize` (spellings), `pointer` (paths), `managed` (managedFields attribution),
 //! `secret`, `rules` (ignore rules).
 
+pub mod dry_run;
 mod lists;
 pub mod managed;
 pub mod normalize;

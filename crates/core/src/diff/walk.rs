@@ -24,7 +24,7 @@ pub(crate) struct RawChange {
 
 /// Metadata kube-apiserver fills or maintains itself; never compared even when a desired
 /// file carries it (files exported with `kubectl get -o yaml` often do).
-const SERVER_METADATA: &[&str] = &[
+pub(crate) const SERVER_METADATA: &[&str] = &[
     "uid",
     "resourceVersion",
     "generation",

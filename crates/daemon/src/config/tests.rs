@@ -171,3 +171,26 @@ fn errors_name_the_key() {
     assert_eq!(err.key, "events.enabled");
     assert!(err.origin.contains("DRIFTD_EVENTS_ENABLED"), "{err}");
 }
+
+#[test]
+fn sources_choose_dry_run_and_bad_dry_run_settings_name_their_key() {
+    let f = file("[[sources]]\nname = \"shop\"\ncompare = \"dry-run\"\n[[sources]]\nname = \"web\"\n[dry_run]\nrefresh_seconds = 60\n");
+    let c = Config::load_with_env(Some(f.path()), |_| None).unwrap();
+    assert_eq!(
+        c.dry_run_sources().into_iter().collect::<Vec<_>>(),
+        ["shop"]
+    );
+    assert_eq!(c.dry_run.refresh(), Duration::from_secs(60));
+
+    let f = file("[[sources]]\nname = \"shop\"\ncompare = \"dryrun\"\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert_eq!(err.key, "sources[0].compare");
+    let f = file("[[sources]]\nname = \"shop\"\n[[sources]]\nname = \"shop\"\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert_eq!(err.key, "sources[1].name");
+    let err = Config::load_with_env(None, |k| {
+        (k == "DRIFTD_DRY_RUN_MAX_PER_SECOND").then(|| "0".to_string())
+    })
+    .unwrap_err();
+    assert_eq!(err.key, "dry_run.max_per_second");
+}

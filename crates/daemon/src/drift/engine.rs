@@ -19,6 +19,7 @@ use super::clock::Clock;
 use super::coverage::{self, Coverage};
 use super::crds::{crd_kind, group_kind, is_crd_kind, is_custom, Crds, GroupKind};
 use super::desired::DesiredSet;
+use super::dry_run::{DryRunAnswer, DryRunOutcome, DryRunRequest, DryRuns};
 use super::hpa::{hpa_kind, is_hpa_kind, Autoscalers};
 use super::index::SharedIndex;
 use super::intents::{IntentChange, IntentSet};
@@ -56,6 +57,7 @@ const LOCK_PERIOD: Duration = Duration::from_secs(1);
 /// How often recently ended intents are counted again for `driftd_intents`.
 const RECOUNT_PERIOD: Duration = Duration::from_secs(60);
 
+mod dry_run;
 mod stale;
 mod uncommitted;
 
@@ -102,6 +104,9 @@ pub struct Engine<W, O> {
     leadership: Leadership,
     /// Who this replica is in the history it writes (`driftd/<identity>`).
     actor: String,
+    /// Server-side dry runs of `compare = "dry-run"` sources, and where their answers come.
+    dry_runs: DryRuns,
+    dry_run_answers: Option<mpsc::UnboundedReceiver<DryRunAnswer>>,
 }
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
@@ -157,6 +162,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             locks: LockState::new(config),
             leadership: Leadership::always(),
             actor: "driftd".into(),
+            dry_runs: DryRuns::new(config.dry_run_sources(), config.dry_run.refresh()),
+            dry_run_answers: None,
         })
     }
 
@@ -192,6 +199,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let relist_period = self.relist.unwrap_or(Duration::from_secs(86400));
         let mut relist_tick =
             tokio::time::interval_at(tokio::time::Instant::now() + relist_period, relist_period);
+        let mut dry_run_tick = tokio::time::interval(dry_run::DRY_RUN_PERIOD);
+        let mut answers = self.dry_run_answers.take();
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -220,6 +229,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 _ = recount_tick.tick() => self.recount_intents(),
                 _ = scan_tick.tick() => self.scan_pulumi_locks(),
                 _ = relist_tick.tick(), if self.relist.is_some() => self.relist_periodically(),
+                Some(answer) = next_answer(&mut answers) => self.dry_run_answered(answer),
+                _ = dry_run_tick.tick(), if answers.is_some() => self.refresh_dry_runs(),
             }
         }
     }
@@ -279,6 +290,24 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
     }
 
+    /// A CRD changed in the cluster: kube-apiserver prunes and defaults its custom
+    /// resources on every read (`customresource_handler.go`), so a `default:` it gained
+    /// shows on objects nobody wrote since, and no watch event says so. The tracked kinds it
+    /// defines are listed again (still judged on their copies meanwhile).
+    fn relist_defined_by(&mut self, crd: &Value) {
+        let text = |p: &str| crd.pointer(p).and_then(Value::as_str).unwrap_or_default();
+        let defined: GroupKind = (text("/spec/group").into(), text("/spec/names/kind").into());
+        let kinds: BTreeSet<TypeKey> = self
+            .tracked
+            .values()
+            .filter(|t| is_custom(t) && group_kind(t) == defined)
+            .cloned()
+            .collect();
+        for kind in kinds {
+            self.lists.relist(&kind, BTreeSet::new(), &mut self.watches);
+        }
+    }
+
     /// Whether a custom resource of `kind` must wait for the cluster's CRDs to be listed
     /// before it is compared (else it would be compared schema-less first).
     fn awaits_crds(&self, kind: &TypeKey) -> bool {
@@ -312,6 +341,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         for key in &removed {
             self.forget(key, now);
         }
+        let desired = &self.desired;
+        self.dry_runs.retain(|k| desired.contains(k));
         // Episodes an earlier run left open for objects no longer desired end now.
         let orphaned: Vec<ObjectKey> = self
             .settling
@@ -484,6 +515,9 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         if is_crd_kind(kind) && self.lists.listed_once(kind) {
             let kinds = self.crds.apply_live(&key, object.as_ref());
             self.crds_changed(kinds);
+            if let Some(crd) = &object {
+                self.relist_defined_by(crd);
+            }
         } else if is_crd_kind(kind) {
             // Still listing: taken in at the end of the list, compared once.
             self.crds.apply_live(&key, object.as_ref());
@@ -589,6 +623,9 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         if !self.lists.judges(&desired.kind, key) || self.awaits_crds(&desired.kind) {
             return;
         }
+        if self.dry_runs.applies(desired) {
+            return self.evaluate_dry_run(key);
+        }
         let live = self.live.get(key);
         let started = Instant::now();
         let comparison = self.differ.compare_prepared(
@@ -629,6 +666,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             ignored: comparison.ignored,
             intent: intent.map(|i| uncommitted::intent_ref(i, key, false)),
             schema: comparison.schema,
+            dry_run: None,
         };
         self.publish_entry(key, entry);
     }
@@ -728,6 +766,16 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             }
         }
         self.index.write().unwrap().set_rules_expired(expired.len());
+    }
+}
+
+/// The next dry-run answer; never, without a dry-run task.
+async fn next_answer(
+    answers: &mut Option<mpsc::UnboundedReceiver<DryRunAnswer>>,
+) -> Option<DryRunAnswer> {
+    match answers {
+        Some(answers) => answers.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -7,6 +7,7 @@
 //! - `settle`: when a drift state held long enough for Events and episodes;
 //! - `coverage`: `[unmanaged]` objects; `hpa`: autoscalers owning `spec.replicas`;
 //! - `crds`: the CRDs custom resources are compared by (committed, else the cluster's);
+//! - `dry_run`: server-side dry-run answers of `compare = "dry-run"` sources;
 //! - `intents`: open intents, what `uncommitted` objects equal;
 //! - `holders`: the pods holding deploy locks; `locks`: which locks are stale;
 //! - `index`: the published state; `outputs`: counters and Events; `clock`: time.
@@ -15,6 +16,7 @@ mod clock;
 mod coverage;
 mod crds;
 mod desired;
+mod dry_run;
 mod engine;
 mod holders;
 mod hpa;
@@ -28,6 +30,7 @@ mod settle;
 #[cfg(test)]
 pub(crate) use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
+pub use dry_run::{DryRunAnswer, DryRunOutcome, DryRunRequest};
 pub use engine::{Engine, EngineError};
 pub use index::{DriftIndex, SharedIndex};
 pub use locks::PodRef;

@@ -81,6 +81,14 @@ impl EventRequest {
             driftd_core::diff::DriftClass::Missing => {
                 format!("{} {} is missing from the cluster", entry.kind, entry.name)
             }
+            driftd_core::diff::DriftClass::Rejected => format!(
+                "the API server refused a dry run of the committed manifest: {}",
+                entry
+                    .dry_run
+                    .as_ref()
+                    .and_then(|d| d.message.as_deref())
+                    .unwrap_or("no message")
+            ),
             _ => format!(
                 "{} field(s) differ: {}",
                 entry.changes.len(),

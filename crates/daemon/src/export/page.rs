@@ -417,6 +417,27 @@ fn object(out: &mut String, o: &DriftEntry, now: Timestamp) {
             escape_html(&intent.revert),
         );
     }
+    if let Some(dry) = &o.dry_run {
+        match (dry.state.as_str(), &dry.message) {
+            ("rejected", Some(m)) => {
+                let _ = writeln!(
+                    out,
+                    "<p>The API server refused a dry run of the committed manifest: \
+                     <code>{}</code></p>",
+                    escape_html(m)
+                );
+            }
+            (_, Some(m)) => {
+                let _ = writeln!(
+                    out,
+                    "<p class=\"muted\">The last server-side dry run failed ({}); judged by the \
+                     answer before it.</p>",
+                    escape_html(m)
+                );
+            }
+            _ => {}
+        }
+    }
     if !o.patch.0.is_empty() {
         let patch = serde_json::to_string_pretty(&o.patch).unwrap_or_default();
         let secret = if o.kind == "Secret" && o.api_version == "v1" {

@@ -192,4 +192,27 @@ impl CrdSchemas {
         }
         Ok(Served { pruned })
     }
+
+    /// `obj`, as stored, the way kube-apiserver reads it back at `version`: decoded from
+    /// the storage version (pruned, and defaulted by the storage version's schema: the
+    /// storage codec's `schemaCoercingDecoder` and `unstructuredDefaulter` in
+    /// `apiextensions-apiserver/pkg/apiserver/customresource_handler.go`), then converted
+    /// to `version` (`None` strategy: the apiVersion only) and pruned by that version's
+    /// schema (`schemaCoercingConverter`). So a `default:` a CRD gained after an object was
+    /// stored shows on every read without the object being written again. Errors for a
+    /// version the CRD does not define.
+    pub fn as_read(&self, obj: &mut Value, version: &str) -> Result<(), SchemaError> {
+        let read = self
+            .version(version)
+            .ok_or_else(|| SchemaError::NoSuchVersion(version.to_string()))?;
+        let storage = self.storage().unwrap_or(read);
+        obj["apiVersion"] = Value::String(format!("{}/{}", self.group, storage.name));
+        self.write(obj, storage.schema.as_ref());
+        obj["apiVersion"] = Value::String(format!("{}/{}", self.group, read.name));
+        if read.name != storage.name && !self.preserve_unknown_fields {
+            pruning::prune(obj, read.schema.as_ref(), true);
+            defaulting::prune_nulls(obj, read.schema.as_ref());
+        }
+        Ok(())
+    }
 }

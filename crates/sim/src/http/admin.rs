@@ -1,4 +1,4 @@
-//! The `/_sim/` admin endpoints: fault injection, latency, compaction, closing watches, the
+//! The `/_sim/` admin endpoints: fault injection, mutating webhooks, latency, compaction, closing watches, the
 //! history limit, statistics, and the benchmark's bulk load and bulk edit. Also the meter
 //! of watch events written to streams, so a benchmark can tell whether the simulator or
 //! its client limited a run.
@@ -6,6 +6,7 @@
 use super::{error_response, json_response, not_found_path, parse_body, App, Fault};
 use crate::status::ApiError;
 use crate::store::bulk::{BulkEdit, BulkEditReport, BulkLoadReport};
+use crate::store::webhook::MutatingWebhook;
 use crate::store::Store;
 use axum::body::Bytes;
 use axum::http::Method;
@@ -257,6 +258,17 @@ fn simple(app: &App, method: &Method, path: &str, body: &Bytes) -> Result<Value,
                 .and_then(Value::as_u64)
                 .ok_or_else(|| ApiError::bad_request("history-limit: {\"limit\": N} expected"))?;
             app.store.set_history_limit(n as usize);
+            Ok(json!({"ok": true}))
+        }
+        ("POST", "webhooks") => {
+            let hook: MutatingWebhook = serde_json::from_value(body_json()?)
+                .map_err(|e| ApiError::bad_request(format!("webhook: {e}")))?;
+            app.store.add_webhook(hook)?;
+            Ok(json!({"ok": true}))
+        }
+        ("GET", "webhooks") => Ok(json!({"webhooks": app.store.webhooks()})),
+        ("DELETE", "webhooks") => {
+            app.store.clear_webhooks();
             Ok(json!({"ok": true}))
         }
         ("GET", "stats") => Ok(stats(app)),

@@ -4,7 +4,9 @@
 //! [`Inner::store_custom`]).
 
 use super::super::status::ApiError;
+use super::object::{to_bytes, Stored};
 use super::{Inner, Store};
+use axum::body::Bytes;
 use driftd_k8s::crd::{listtype, CrdSchemas};
 use driftd_k8s::kinds::{CustomResourceTypes, ResourceType, BUILTIN};
 use serde_json::Value;
@@ -35,7 +37,63 @@ impl Inner {
             }
         }
         self.types = Arc::new(types);
+        let changed: Vec<Arc<CrdSchemas>> = schemas
+            .iter()
+            .filter(|(k, s)| self.crd_schemas.get(*k) != Some(*s))
+            .map(|(_, s)| s.clone())
+            .collect();
         self.crd_schemas = schemas;
+        for crd in changed {
+            self.reread_custom(&crd);
+        }
+    }
+
+    /// What kube-apiserver does on every read of a custom resource, done once when its CRD
+    /// changes: each stored object becomes what a read at its version returns now
+    /// ([`CrdSchemas::as_read`]: pruned and defaulted through the storage version's schema,
+    /// pruned by its own), so a `default:` the CRD gained shows on GET, LIST and in watch
+    /// events from now on. The resourceVersion stays and no watch event is sent: storage
+    /// was not written, reads just decode it differently.
+    fn reread_custom(&mut self, crd: &CrdSchemas) {
+        let Some(kind) = self
+            .types
+            .iter()
+            .find(|t| t.custom && t.group == crd.group && t.kind == crd.kind)
+        else {
+            return;
+        };
+        let (group, plural) = (kind.group.clone(), kind.plural.clone());
+        let Some(objects) = self
+            .kinds
+            .get_mut(&group)
+            .and_then(|k| k.get_mut(&plural))
+            .map(|k| &mut k.objects)
+        else {
+            return;
+        };
+        let mut delta: isize = 0;
+        for stored in objects.values_mut() {
+            let before = stored.value();
+            let version = driftd_k8s::kinds::split_api_version(&stored.api_version).1;
+            let mut after = before.clone();
+            if crd.as_read(&mut after, version).is_err() {
+                continue;
+            }
+            let renditions = read_at_other_versions(crd, version, &after);
+            if after == before && renditions == stored.renditions {
+                continue;
+            }
+            let fresh = Stored::new(
+                stored.rv,
+                stored.key.clone(),
+                &after,
+                stored.api_version.clone(),
+            )
+            .with_renditions(renditions);
+            delta += fresh.json.len() as isize - stored.json.len() as isize;
+            *stored = Arc::new(fresh);
+        }
+        self.bytes = self.bytes.saturating_add_signed(delta);
     }
 
     /// A custom resource written through `info` as kube-apiserver's customresource handler
@@ -82,6 +140,42 @@ impl Inner {
             err.message = format!("{gk} \"{name}\" is invalid: [{}]", causes.join(", "));
         }
         Err(err)
+    }
+}
+
+/// `object` (stored at `version`) as reads at the CRD's other served versions return it:
+/// converted (`None` strategy: the apiVersion) and pruned by that version's schema
+/// ([`CrdSchemas::as_read`]), as kube-apiserver's `schemaCoercingConverter` does on the way
+/// out.
+fn read_at_other_versions(
+    crd: &CrdSchemas,
+    version: &str,
+    object: &Value,
+) -> Box<[(Box<str>, Bytes)]> {
+    crd.versions
+        .iter()
+        .filter(|v| v.served && v.name != version)
+        .filter_map(|v| {
+            let mut read = object.clone();
+            crd.as_read(&mut read, &v.name).ok()?;
+            Some((Box::from(v.name.as_str()), to_bytes(&read)))
+        })
+        .collect()
+}
+
+/// The renditions ([`Stored::renditions`]) of a custom resource about to be stored through
+/// `info`; none for other objects.
+pub(super) fn renditions(
+    schemas: &std::collections::HashMap<(String, String), Arc<CrdSchemas>>,
+    info: &ResourceType,
+    object: &Value,
+) -> Box<[(Box<str>, Bytes)]> {
+    if !info.custom || object.is_null() {
+        return Box::default();
+    }
+    match schemas.get(&(info.group.clone(), info.kind.clone())) {
+        Some(crd) => read_at_other_versions(crd, &info.version, object),
+        None => Box::default(),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod list;
 pub mod object;
 mod validate;
 pub mod watch;
+pub mod webhook;
 mod write;
 
 pub use delete::{DeleteOpts, Deletion};
@@ -98,6 +99,8 @@ struct Inner {
     changed: signal::Sender<u64>,
     /// The controllers' queue: every change they want, however far behind they are.
     feed: Option<(Wants, mpsc::UnboundedSender<Arc<Change>>)>,
+    /// Mutating admission webhooks registered through `/_sim/webhooks`.
+    webhooks: Vec<webhook::MutatingWebhook>,
 }
 
 /// Which changes a feed takes.
@@ -129,6 +132,7 @@ impl Store {
                 bytes: 0,
                 changed: signal::channel(0).0,
                 feed: None,
+                webhooks: Vec::new(),
             })),
             closes: Arc::new(signal::channel(0).0),
         };
@@ -208,6 +212,23 @@ impl Store {
         let mut g = self.lock();
         let rv = g.rv;
         g.history.compact(rv);
+    }
+
+    /// Registers a mutating admission webhook (see [`webhook`]).
+    pub fn add_webhook(&self, hook: webhook::MutatingWebhook) -> Result<(), ApiError> {
+        hook.check()?;
+        self.lock().webhooks.push(hook);
+        Ok(())
+    }
+
+    /// The registered webhooks, in the order they run.
+    pub fn webhooks(&self) -> Vec<webhook::MutatingWebhook> {
+        self.lock().webhooks.clone()
+    }
+
+    /// Removes every webhook.
+    pub fn clear_webhooks(&self) {
+        self.lock().webhooks.clear();
     }
 
     pub fn close_watches(&self) {
@@ -338,7 +359,9 @@ impl Inner {
         object["apiVersion"] = json!(api_version);
         object["kind"] = json!(info.kind);
         set_meta(&mut object, "resourceVersion", json!(rv.to_string()));
-        let stored = Arc::new(Stored::new(rv, key.clone(), &object, av));
+        let renditions = crd::renditions(&self.crd_schemas, info, &object);
+        let stored =
+            Arc::new(Stored::new(rv, key.clone(), &object, av).with_renditions(renditions));
         let deleted = event == "DELETED";
         let replaced = if deleted {
             kind.objects.remove(&key)

@@ -27,6 +27,10 @@ pub struct Stored {
     pub api_version: Arc<str>,
     /// uids named by `metadata.ownerReferences`, for the dependents index.
     pub owners: Box<[Box<str>]>,
+    /// For a custom resource whose CRD serves several versions: the object as a read at
+    /// each other served version returns it (pruned by that version's schema:
+    /// `CrdSchemas::as_read`), by version name. Empty otherwise.
+    pub renditions: Box<[(Box<str>, Bytes)]>,
 }
 
 impl Stored {
@@ -38,7 +42,23 @@ impl Stored {
             json: Bytes::from(serde_json::to_vec(object).expect("JSON values serialize")),
             api_version,
             owners: owner_uids(object),
+            renditions: Box::default(),
         }
+    }
+
+    /// The same version with its reads at other served versions.
+    pub fn with_renditions(mut self, renditions: Box<[(Box<str>, Bytes)]>) -> Stored {
+        self.renditions = renditions;
+        self
+    }
+
+    /// A read at `info`'s version prepared for a custom resource.
+    fn rendition(&self, info: &ResourceType) -> Option<&Bytes> {
+        self.renditions
+            .iter()
+            .find(|(v, _)| **v == *info.version)
+            .filter(|_| info.custom)
+            .map(|(_, b)| b)
     }
 
     /// The object as a tree.
@@ -55,6 +75,8 @@ impl Stored {
     pub fn json_as(&self, info: &ResourceType) -> Bytes {
         if self.serves_as(info) {
             self.json.clone()
+        } else if let Some(bytes) = self.rendition(info) {
+            bytes.clone()
         } else {
             to_bytes(&render(info, &self.value()))
         }
@@ -62,6 +84,9 @@ impl Stored {
 
     /// The object as served through `info`, as a tree.
     pub fn value_as(&self, info: &ResourceType) -> Value {
+        if let Some(bytes) = self.rendition(info) {
+            return serde_json::from_slice(bytes).expect("renditions are JSON");
+        }
         let v = self.value();
         if self.serves_as(info) {
             v

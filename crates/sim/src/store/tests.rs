@@ -437,3 +437,168 @@ fn a_created_pod_goes_through_the_default_admission_chain() {
         .unwrap();
     assert_eq!(created["spec"]["storageClassName"], "fast");
 }
+
+/// A sidecar injector: adds a `log-shipper` container and a label to Deployments.
+fn sidecar_webhook() -> webhook::MutatingWebhook {
+    serde_json::from_value(json!({"name": "inject.example.com", "group": "apps",
+        "kind": "Deployment", "patch": {"metadata": {"labels": {"injected": "true"}},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "log-shipper", "image": "example.com/log-shipper:1"}]}}}}}))
+    .unwrap()
+}
+
+/// The container names, sorted (a strategic merge puts items new to a keyed list first).
+fn container_names(obj: &Value) -> Vec<&str> {
+    let mut names: Vec<&str> = obj["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn webhooks_mutate_writes_and_a_dry_run_apply_answers_without_storing() {
+    let store = Store::new(100);
+    store.add_webhook(sidecar_webhook()).unwrap();
+    let d = deployments(&store);
+    let dry = WriteCtx {
+        dry_run: true,
+        ..WriteCtx::new("driftd")
+    };
+    let rv = store.current_rv();
+    let (answer, created) = store
+        .apply(&d, Some("default"), "web", deployment(1), &dry, true)
+        .unwrap();
+    assert!(created);
+    assert_eq!(container_names(&answer), ["app", "log-shipper"]);
+    assert_eq!(answer["metadata"]["labels"]["injected"], "true");
+    assert_eq!(
+        answer["spec"]["strategy"]["type"], "RollingUpdate",
+        "defaulted"
+    );
+    assert_eq!(store.current_rv(), rv, "nothing stored");
+    assert_eq!(store.get(&d, Some("default"), "web").unwrap_err().code, 404);
+
+    let ctx = WriteCtx::new("kubectl");
+    let (stored, _) = store
+        .apply(&d, Some("default"), "web", deployment(1), &ctx, false)
+        .unwrap();
+    assert_eq!(container_names(&stored), ["app", "log-shipper"]);
+    let rv = store.current_rv();
+    let history = store.history_len();
+
+    // A dry run of a changed manifest: the server's answer for the stored version, with the
+    // webhook's change kept (merged by name, not appended twice), nothing written.
+    let (answer, created) = store
+        .apply(&d, Some("default"), "web", deployment(3), &dry, true)
+        .unwrap();
+    assert!(!created);
+    assert_eq!(answer["spec"]["replicas"], 3);
+    assert_eq!(container_names(&answer), ["app", "log-shipper"]);
+    assert_eq!(
+        answer["metadata"]["resourceVersion"], stored["metadata"]["resourceVersion"],
+        "the answer names the version it was made against"
+    );
+    assert_eq!(answer["metadata"]["generation"], 2);
+    assert!(answer["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["manager"] == "driftd" && m["operation"] == "Apply"));
+    assert_eq!((store.current_rv(), store.history_len()), (rv, history));
+    assert_eq!(
+        store.get(&d, Some("default"), "web").unwrap()["spec"]["replicas"],
+        1
+    );
+
+    // Subresources are not the webhook's: a status write does not run it.
+    store.clear_webhooks();
+    store
+        .add_webhook(
+            serde_json::from_value(json!({"name": "n", "group": "apps",
+        "kind": "Deployment", "patch": {"metadata": {"labels": {"again": "yes"}}}}))
+            .unwrap(),
+        )
+        .unwrap();
+    let mut status = stored.clone();
+    status["status"] = json!({"replicas": 1});
+    let after = store
+        .update(&d, Some("default"), "web", status, Some("status"), &ctx)
+        .unwrap();
+    assert!(after["metadata"]["labels"].get("again").is_none());
+}
+
+#[test]
+fn a_default_a_crd_gains_shows_on_reads_of_stored_objects() {
+    let store = Store::new(100);
+    let crds = store
+        .resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .unwrap();
+    let ctx = WriteCtx::new("test");
+    let mut crd = widget_crd();
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["size"]
+        .as_object_mut()
+        .unwrap()
+        .remove("default");
+    let crd = store.create(&crds, None, crd, &ctx).unwrap();
+    let widgets = store.resolve("example.com", "v1", "widgets").unwrap();
+    let w = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+        "spec": {"ports": [{"name": "a", "port": 1}]}});
+    let created = store.create(&widgets, Some("default"), w, &ctx).unwrap();
+    assert!(created["spec"].get("size").is_none());
+    let rv = created["metadata"]["resourceVersion"].clone();
+
+    // The CRD gains `size: small` as a default; the widget is not written again.
+    let mut gained = crd.clone();
+    gained["spec"] = widget_crd()["spec"].clone();
+    store
+        .update(&crds, None, "widgets.example.com", gained, None, &ctx)
+        .unwrap();
+    let read = store.get(&widgets, Some("default"), "w").unwrap();
+    assert_eq!(read["spec"]["size"], "small", "defaulted on read");
+    assert_eq!(
+        read["metadata"]["resourceVersion"], rv,
+        "storage not written"
+    );
+    let listed = store.list(&widgets, &ListParams::default()).unwrap();
+    assert_eq!(listed["items"][0]["spec"]["size"], "small");
+}
+
+#[test]
+fn a_custom_resource_read_at_another_served_version_is_pruned_by_its_schema() {
+    let store = Store::new(100);
+    let crds = store
+        .resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .unwrap();
+    let ctx = WriteCtx::new("test");
+    // v1 (storage) knows `spec.color`; v1beta1, still served, does not.
+    let mut crd = widget_crd();
+    let mut beta = crd["spec"]["versions"][0].clone();
+    beta["name"] = json!("v1beta1");
+    beta["storage"] = json!(false);
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["color"] = json!({"type": "string"});
+    crd["spec"]["versions"].as_array_mut().unwrap().push(beta);
+    store.create(&crds, None, crd, &ctx).unwrap();
+    let v1 = store.resolve("example.com", "v1", "widgets").unwrap();
+    let beta = store.resolve("example.com", "v1beta1", "widgets").unwrap();
+    let w = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+        "spec": {"color": "red"}});
+    store.create(&v1, Some("default"), w, &ctx).unwrap();
+
+    let read = store.get(&beta, Some("default"), "w").unwrap();
+    assert_eq!(read["apiVersion"], "example.com/v1beta1");
+    assert!(read["spec"].get("color").is_none(), "pruned: {read:#}");
+    assert_eq!(read["spec"]["size"], "small");
+    let listed = store.list(&beta, &ListParams::default()).unwrap();
+    assert!(listed["items"][0]["spec"].get("color").is_none());
+    let stored = store.get(&v1, Some("default"), "w").unwrap();
+    assert_eq!(
+        stored["spec"]["color"], "red",
+        "kept where the version has it"
+    );
+}

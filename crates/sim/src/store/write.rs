@@ -10,6 +10,7 @@ use super::object::{meta_str, object_key, render, set_meta, to_bytes, to_storage
 use super::validate::{
     check_type, same_but_bookkeeping, same_spec, tracks_generation, validate_name, validate_object,
 };
+use super::webhook;
 use super::{gr, new_uid, now_rfc3339, random_suffix, Inner, Store};
 use axum::body::Bytes;
 use driftd_k8s::kinds::ResourceType;
@@ -213,6 +214,9 @@ impl Store {
         server_defaults::on_create(&mut alloc, &info.api_version(), &info.kind, &mut obj);
         g.store_custom(info, &name, &mut obj)?;
         g.admit_create(info, &mut obj);
+        if webhook::run(&g.webhooks, info, "CREATE", &mut obj)? {
+            g.store_custom(info, &name, &mut obj)?;
+        }
         validate_object(info, &name, &obj)?;
         let now = now_rfc3339();
         set_meta(&mut obj, "creationTimestamp", json!(now));
@@ -445,6 +449,9 @@ impl Store {
         }
         let mut alloc = Allocations::of(&g.services);
         server_defaults::on_update(&mut alloc, &info.api_version(), &info.kind, &old, &mut new);
+        if subresource.is_none() {
+            webhook::run(&g.webhooks, info, "UPDATE", &mut new)?;
+        }
         g.store_custom(info, name, &mut new)?;
         validate_object(info, name, &new)?;
         if tracks_generation(info) && !same_spec(&new, &old) {

@@ -2,6 +2,7 @@
 //! (`protocol`) and the real kubectl driving it as a user would (`kubectl`).
 
 mod bench;
+mod dry_run;
 mod kubectl;
 mod kubectl_workloads;
 mod protocol;

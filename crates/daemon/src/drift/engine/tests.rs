@@ -839,5 +839,6 @@ fn a_kind_still_listing_is_not_relisted_periodically() {
 }
 
 mod crds;
+mod dry_run;
 mod intents;
 mod locks;

@@ -74,6 +74,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             ignored: Vec::new(),
             intent: Some(intent_ref(info, key, true)),
             schema: None,
+            dry_run: None,
         };
         self.publish_entry(key, entry);
     }

@@ -311,3 +311,20 @@ fn ages_read_like_kubectl() {
     assert_eq!(at(3 * 86400 + 3600), "3d1h");
     assert_eq!(at(30 * 86400), "30d");
 }
+
+#[test]
+fn a_refused_dry_run_shows_the_servers_message_escaped() {
+    let entry: DriftEntry = serde_json::from_value(json!({
+        "source": "shop", "revision": 3, "apiVersion": "v1", "kind": "ConfigMap",
+        "namespace": "shop", "name": "orphan", "class": "rejected",
+        "since": "2026-11-30T11:56:40Z", "changes": [],
+        "dry_run": {"state": "rejected", "message": "namespaces \"<b>nowhere</b>\" not found",
+                    "at": "2026-11-30T11:56:40Z"}
+    }))
+    .unwrap();
+    let html = render_with(true, &DriftFilter::default(), &[entry]);
+    assert!(
+        html.contains("refused a dry run of the committed manifest: <code>namespaces &quot;&lt;b&gt;nowhere&lt;/b&gt;&quot; not found</code>"),
+        "{html}"
+    );
+}
