@@ -329,9 +329,8 @@ pub fn standing(versions: &[Release]) -> Standing<'_> {
         .filter(|r| r.status == Status::Deployed)
         .max_by_key(|r| r.version);
     let newest = versions.iter().max_by_key(|r| r.version);
-    let pending = newest.filter(|n| {
-        n.status.is_pending() && deployed.is_none_or(|d| n.version > d.version)
-    });
+    let pending =
+        newest.filter(|n| n.status.is_pending() && deployed.is_none_or(|d| n.version > d.version));
     let gone = match newest {
         None => true,
         Some(n) => deployed.is_none() && n.status == Status::Uninstalled,

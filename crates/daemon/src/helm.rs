@@ -56,9 +56,14 @@ pub fn spawn(
             warned: HashSet::new(),
         };
         let what = "helm: watching Helm release Secrets";
-        secrets::follow(apis, helm::SELECTOR, what, key_of, stop, |objects, change| {
-            importer.changed(objects, change)
-        })
+        secrets::follow(
+            apis,
+            helm::SELECTOR,
+            what,
+            key_of,
+            stop,
+            |objects, change| importer.changed(objects, change),
+        )
         .await;
     })
 }

@@ -180,9 +180,8 @@ pub async fn run(
         import_store,
         stop_rx.clone(),
     );
-    let helm = helm_store.map(|store| {
-        crate::helm::spawn(client.clone(), &config.helm, store, stop_rx.clone())
-    });
+    let helm = helm_store
+        .map(|store| crate::helm::spawn(client.clone(), &config.helm, store, stop_rx.clone()));
     let engine = Engine::new(
         store,
         &config,

@@ -11,11 +11,11 @@
 
 use super::intents::{self, commit_in, finish_in, lock_of, record, IntentAction, IntentInfo};
 use super::revisions::{
-    check_owners, insert_objects, insert_revision, newest_revision, validate_objects,
-    NewRevision, Sealing,
+    check_owners, insert_objects, insert_revision, newest_revision, validate_objects, NewRevision,
+    Sealing,
 };
 use super::secrets::record_hash_key;
-use super::{ts_to_db, RevisionInfo, StoreError};
+use super::{ts_to_db, CommitOutcome, RevisionInfo, StoreError};
 use driftd_core::helm::PendingLock;
 use driftd_core::manifest::ManifestObject;
 use jiff::{SignedDuration, Timestamp};
@@ -112,9 +112,17 @@ pub(super) fn sync(
                 _ => None,
             };
             outcome.ended = Some(match landed {
-                Some(_) => {
+                Some(d) => {
                     let id = next_id(&tx, "revisions")?;
-                    let (ended, _) = commit_in(&tx, open.id, ACTOR, now, Some(id))?;
+                    let (ended, committed) = commit_in(&tx, open.id, ACTOR, now, Some(id))?;
+                    if let CommitOutcome::Created(revision) = committed {
+                        // Said as any deployed version is, at the time Helm deployed it.
+                        let message = format!("helm: {} deployed", d.describe);
+                        tx.execute(
+                            "UPDATE revisions SET message = ?2, committed_at = ?3 WHERE id = ?1",
+                            params![revision.id, message, ts_to_db(d.at)],
+                        )?;
+                    }
                     ended
                 }
                 None if req.gone => finish_in(

@@ -42,8 +42,14 @@ struct Release {
 
 fn sync(store: &mut Store, release: &Release) -> HelmOutcome {
     let describe = |v: i64| format!("version {v}, chart web 0.1.0");
-    let d = release.deployed.as_ref().map(|(v, o)| (describe(*v), *v, o));
-    let p = release.pending.as_ref().map(|(v, o, l)| (describe(*v), *v, o, l));
+    let d = release
+        .deployed
+        .as_ref()
+        .map(|(v, o)| (describe(*v), *v, o));
+    let p = release
+        .pending
+        .as_ref()
+        .map(|(v, o, l)| (describe(*v), *v, o, l));
     store
         .sync_helm(&HelmSync {
             source: SOURCE,
@@ -93,7 +99,12 @@ fn a_deployed_version_is_one_revision_and_an_upgrade_in_flight_a_pending_intent(
         HelmOutcome::default(),
         "same content: nothing new"
     );
-    let listed: Vec<String> = store.sources().unwrap().into_iter().map(|s| s.name).collect();
+    let listed: Vec<String> = store
+        .sources()
+        .unwrap()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
     assert_eq!(listed, [SOURCE]);
     assert_eq!(store.helm_sources().unwrap(), [SOURCE]);
 
@@ -132,6 +143,11 @@ fn a_deployed_version_is_one_revision_and_an_upgrade_in_flight_a_pending_intent(
     let history = store.history(SOURCE).unwrap();
     assert_eq!(history.len(), 2);
     assert_eq!(ended.revision_id, Some(history[0].id));
+    assert_eq!(
+        history[0].message,
+        "helm: version 2, chart web 0.1.0 deployed"
+    );
+    assert_eq!(history[0].committed_at, at(200));
     assert!(history[0].id > rev.id);
     let desired = store.desired_state().unwrap();
     assert_eq!(desired.objects[0].object["data"]["image"], "nginx:1.17");
@@ -155,7 +171,11 @@ fn a_pending_version_older_than_stale_after_reads_expired() {
     assert_eq!(begun.state, IntentState::Expired);
     assert_eq!(begun.release_command(), "helm uninstall web -n shop");
     assert!(store.sources().unwrap().is_empty(), "nothing deployed yet");
-    assert_eq!(store.helm_sources().unwrap(), [SOURCE], "tracked by its lock");
+    assert_eq!(
+        store.helm_sources().unwrap(),
+        [SOURCE],
+        "tracked by its lock"
+    );
 }
 
 #[test]
@@ -167,18 +187,18 @@ fn a_failed_upgrade_stays_open_until_a_later_deploy_and_a_rollback_supersedes_it
         &mut store,
         &Release {
             deployed: Some((1, objects("nginx:1.16"))),
-            pending: Some((
-                2,
-                objects("bad"),
-                lock(2, Status::PendingUpgrade, Some(1)),
-            )),
+            pending: Some((2, objects("bad"), lock(2, Status::PendingUpgrade, Some(1)))),
             gone: false,
         },
     );
     // Version 2 failed: version 1 stays deployed.
     let failed = sync(&mut store, &deployed(1, "nginx:1.16")).ended.unwrap();
     assert_eq!(failed.state, IntentState::Failed);
-    assert_eq!(store.open_intents().unwrap().len(), 1, "it may have applied some");
+    assert_eq!(
+        store.open_intents().unwrap().len(),
+        1,
+        "it may have applied some"
+    );
     // `helm rollback web 1`: version 3 deployed with version 1's content.
     let rolled = sync(&mut store, &deployed(3, "nginx:1.16"));
     assert_eq!(rolled.revision, None, "same content");
@@ -215,10 +235,15 @@ fn an_uninstalled_release_stops_being_a_source_and_its_lock_is_aborted() {
     assert!(store.sources().unwrap().is_empty());
     assert!(store.helm_sources().unwrap().is_empty());
     assert!(store.desired_state().unwrap().objects.is_empty());
-    assert_eq!(store.history(SOURCE).unwrap()[0].message, "helm: release uninstalled");
+    assert_eq!(
+        store.history(SOURCE).unwrap()[0].message,
+        "helm: release uninstalled"
+    );
     assert_eq!(sync(&mut store, &gone), HelmOutcome::default(), "once");
     // Installed again later: a source again.
-    assert!(sync(&mut store, &deployed(1, "nginx:1.16")).revision.is_some());
+    assert!(sync(&mut store, &deployed(1, "nginx:1.16"))
+        .revision
+        .is_some());
     assert_eq!(store.helm_sources().unwrap(), [SOURCE]);
 }
 
@@ -247,7 +272,10 @@ fn helm_rows_never_take_a_number_of_the_cluster_log() {
             actor: "ci",
         })
         .unwrap();
-    assert!(matches!(imported, RevisionImport::Created { .. }), "{imported:?}");
+    assert!(
+        matches!(imported, RevisionImport::Created { .. }),
+        "{imported:?}"
+    );
 }
 
 #[test]
@@ -277,6 +305,9 @@ fn an_object_of_another_source_is_refused_and_nothing_is_written() {
             stale_after: Duration::from_secs(900),
         })
         .unwrap_err();
-    assert!(err.to_string().contains("already owned by source \"shop\""), "{err}");
+    assert!(
+        err.to_string().contains("already owned by source \"shop\""),
+        "{err}"
+    );
     assert!(store.history(SOURCE).unwrap().is_empty());
 }

@@ -100,7 +100,10 @@ fn the_manifest_is_desired_state_without_hooks_and_in_the_release_namespace() {
     let keys: Vec<String> = objects.iter().map(|o| o.key.to_string()).collect();
     assert_eq!(objects.len(), 4, "{keys:?}");
     for o in &objects {
-        assert_ne!(o.key.kind, "Pod", "the test hook is not desired state: {keys:?}");
+        assert_ne!(
+            o.key.kind, "Pod",
+            "the test hook is not desired state: {keys:?}"
+        );
         assert!(o.origin.file.contains("Helm release shop/web version 1"));
         if o.key.kind == "ClusterRole" {
             assert_eq!(o.key.namespace, None);
@@ -157,7 +160,10 @@ fn a_corrupt_payload_is_named_by_its_secret_without_its_bytes() {
     let data = base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap());
     let err = decode_release(secret, data.as_bytes()).unwrap_err();
     let text = err.to_string();
-    assert!(text.starts_with(&format!("Helm release Secret {secret}: ")), "{text}");
+    assert!(
+        text.starts_with(&format!("Helm release Secret {secret}: ")),
+        "{text}"
+    );
     assert!(text.contains("truncated JSON"), "{text}");
     assert!(!text.contains("hunter2"), "{text}");
 
@@ -225,10 +231,17 @@ fn standing_follows_helm_operations() {
     let v = [version(1, Deployed), version(2, Failed)];
     assert_eq!(at(&standing(&v)), (Some(1), None, false));
     // A first install in flight, and one that failed.
-    assert_eq!(at(&standing(&[version(1, PendingInstall)])), (None, Some(1), false));
+    assert_eq!(
+        at(&standing(&[version(1, PendingInstall)])),
+        (None, Some(1), false)
+    );
     assert_eq!(at(&standing(&[version(1, Failed)])), (None, None, false));
     // A rollback in flight to what version 1 had.
-    let v = [version(1, Superseded), version(2, Deployed), version(3, PendingRollback)];
+    let v = [
+        version(1, Superseded),
+        version(2, Deployed),
+        version(3, PendingRollback),
+    ];
     assert_eq!(at(&standing(&v)), (Some(2), Some(3), false));
     assert_eq!(rollback_to(&v), Some(2));
     let v = [version(1, Failed), version(2, PendingInstall)];
@@ -238,7 +251,10 @@ fn standing_follows_helm_operations() {
     assert_eq!(at(&standing(&v)), (None, None, true));
     assert_eq!(at(&standing(&[])), (None, None, true));
     // Mid-uninstall is not gone yet.
-    assert_eq!(at(&standing(&[version(2, Uninstalling)])), (None, None, false));
+    assert_eq!(
+        at(&standing(&[version(2, Uninstalling)])),
+        (None, None, false)
+    );
 }
 
 #[test]
@@ -254,7 +270,10 @@ fn a_pending_version_reads_back_from_its_holder_with_the_command_that_clears_it(
         lock.holder(),
         "helm pending-upgrade of version 3; last deployed version 2"
     );
-    assert_eq!(PendingLock::parse("helm:shop/web", &lock.holder()), Some(lock.clone()));
+    assert_eq!(
+        PendingLock::parse("helm:shop/web", &lock.holder()),
+        Some(lock.clone())
+    );
     assert_eq!(lock.release_command(), "helm rollback web 2 -n shop");
     let first = PendingLock {
         last_deployed: None,
@@ -262,9 +281,16 @@ fn a_pending_version_reads_back_from_its_holder_with_the_command_that_clears_it(
         version: 1,
         ..lock
     };
-    assert_eq!(PendingLock::parse("helm:shop/web", &first.holder()), Some(first.clone()));
+    assert_eq!(
+        PendingLock::parse("helm:shop/web", &first.holder()),
+        Some(first.clone())
+    );
     assert_eq!(first.release_command(), "helm uninstall web -n shop");
-    assert_eq!(PendingLock::parse("shop", &first.holder()), None, "not a Helm source");
+    assert_eq!(
+        PendingLock::parse("shop", &first.holder()),
+        None,
+        "not a Helm source"
+    );
     assert_eq!(PendingLock::parse("helm:shop/web", "pod:ci/deploy-1"), None);
     assert_eq!(parse_source("helm:shop/web"), Some(("shop", "web")));
     assert_eq!(parse_source("helm:shop"), None);

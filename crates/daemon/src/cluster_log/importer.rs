@@ -4,12 +4,12 @@
 //! new rows as it notices any commit (it polls the database's data version).
 
 use super::format::*;
+use crate::watch::secrets::{self, Change, Followed};
 use driftd_core::manifest::ManifestObject;
 use driftd_store::{
     ClusterIntent, ClusterRevision, ImportedIds, IntentAction, IntentImport, RevisionImport, Store,
     StoreError,
 };
-use crate::watch::secrets::{self, Change, Followed};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use std::collections::{BTreeMap, HashSet};
@@ -190,15 +190,11 @@ impl Importer {
     }
 
     /// The decoded payload of record `name`; `Ok(None)` while a part is not seen yet.
-    fn payload<T: serde::de::DeserializeOwned>(
-        log: &Log,
-        name: &str,
-    ) -> Result<Option<T>, String> {
+    fn payload<T: serde::de::DeserializeOwned>(log: &Log, name: &str) -> Result<Option<T>, String> {
         let Some(record) = log.get(name) else {
             return Ok(None);
         };
-        let Some(encoded) =
-            assemble(record, |part| log.get(part)).map_err(|e| e.to_string())?
+        let Some(encoded) = assemble(record, |part| log.get(part)).map_err(|e| e.to_string())?
         else {
             return Ok(None);
         };

@@ -29,7 +29,8 @@ fn release_secret(ns: &str, version: i64, status: &str, image: &str) -> Secret {
         "manifest": manifest(image),
     });
     let mut gz = GzEncoder::new(Vec::new(), Compression::best());
-    gz.write_all(&serde_json::to_vec(&release).unwrap()).unwrap();
+    gz.write_all(&serde_json::to_vec(&release).unwrap())
+        .unwrap();
     let text = base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap());
     secret(ns, version, status, text.into_bytes())
 }
@@ -45,7 +46,12 @@ fn secret(ns: &str, version: i64, status: &str, data: Vec<u8>) -> Secret {
         metadata: ObjectMeta {
             name: Some(format!("sh.helm.release.v1.web.v{version}")),
             namespace: Some(ns.into()),
-            labels: Some(labels.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .collect(),
+            ),
             resource_version: Some(format!("{version}-{status}")),
             creation_timestamp: Some(Time("2026-12-01T09:00:00Z".parse().unwrap())),
             ..Default::default()
@@ -78,7 +84,13 @@ fn desired_image(store: &Store) -> Vec<String> {
         .unwrap()
         .objects
         .iter()
-        .map(|o| format!("{} {}", o.source, o.object["data"]["image"].as_str().unwrap()))
+        .map(|o| {
+            format!(
+                "{} {}",
+                o.source,
+                o.object["data"]["image"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -86,12 +98,18 @@ fn desired_image(store: &Store) -> Vec<String> {
 fn releases_become_sources_and_follow_upgrades_without_a_commit() {
     let mut imp = importer(vec![None]);
     let mut objects = Followed::new();
-    put(&mut objects, release_secret("shop", 1, "deployed", "nginx:1.16"));
+    put(
+        &mut objects,
+        release_secret("shop", 1, "deployed", "nginx:1.16"),
+    );
     imp.changed(&objects, &Change::Listed { scope: 0 });
     assert_eq!(desired_image(&imp.store), ["helm:shop/web nginx:1.16"]);
 
     // `helm upgrade`: version 2 recorded pending-upgrade first.
-    let change = put(&mut objects, release_secret("shop", 2, "pending-upgrade", "nginx:1.17"));
+    let change = put(
+        &mut objects,
+        release_secret("shop", 2, "pending-upgrade", "nginx:1.17"),
+    );
     imp.changed(&objects, &change);
     let open = imp.store.open_intents().unwrap();
     assert_eq!(open.len(), 1);
@@ -104,10 +122,20 @@ fn releases_become_sources_and_follow_upgrades_without_a_commit() {
     assert_eq!(desired_image(&imp.store), ["helm:shop/web nginx:1.16"]);
 
     // Then version 1 superseded and version 2 deployed, one write at a time.
-    let change = put(&mut objects, release_secret("shop", 1, "superseded", "nginx:1.16"));
+    let change = put(
+        &mut objects,
+        release_secret("shop", 1, "superseded", "nginx:1.16"),
+    );
     imp.changed(&objects, &change);
-    assert_eq!(imp.store.open_intents().unwrap().len(), 1, "still in flight");
-    let change = put(&mut objects, release_secret("shop", 2, "deployed", "nginx:1.17"));
+    assert_eq!(
+        imp.store.open_intents().unwrap().len(),
+        1,
+        "still in flight"
+    );
+    let change = put(
+        &mut objects,
+        release_secret("shop", 2, "deployed", "nginx:1.17"),
+    );
     imp.changed(&objects, &change);
     assert!(imp.store.open_intents().unwrap().is_empty());
     assert_eq!(desired_image(&imp.store), ["helm:shop/web nginx:1.17"]);
@@ -134,8 +162,14 @@ fn releases_become_sources_and_follow_upgrades_without_a_commit() {
 fn an_unreadable_version_is_left_out_named_by_its_secret() {
     let mut imp = importer(vec![None]);
     let mut objects = Followed::new();
-    put(&mut objects, release_secret("shop", 1, "deployed", "nginx:1.16"));
-    let change = put(&mut objects, secret("shop", 2, "deployed", b"H4sI-broken".to_vec()));
+    put(
+        &mut objects,
+        release_secret("shop", 1, "deployed", "nginx:1.16"),
+    );
+    let change = put(
+        &mut objects,
+        secret("shop", 2, "deployed", b"H4sI-broken".to_vec()),
+    );
     imp.changed(&objects, &change);
     assert_eq!(desired_image(&imp.store), ["helm:shop/web nginx:1.16"]);
     let warned: Vec<&String> = imp.warned.iter().collect();
@@ -151,7 +185,10 @@ fn an_unreadable_version_is_left_out_named_by_its_secret() {
 fn a_release_gone_while_driftd_was_down_is_retired_at_the_next_list_of_its_scope() {
     let mut imp = importer(vec![Some("shop".into()), Some("ci".into())]);
     let mut objects = Followed::new();
-    put(&mut objects, release_secret("shop", 1, "deployed", "nginx:1.16"));
+    put(
+        &mut objects,
+        release_secret("shop", 1, "deployed", "nginx:1.16"),
+    );
     imp.changed(&objects, &Change::Listed { scope: 0 });
     assert_eq!(imp.store.helm_sources().unwrap(), ["helm:shop/web"]);
     // A list of another namespace does not judge releases of this one.

@@ -15,10 +15,17 @@ use std::collections::{BTreeMap, HashSet};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// The scope's (re-)list ended: the map holds what it listed.
-    Listed { scope: usize },
-    Applied { key: String },
+    Listed {
+        scope: usize,
+    },
+    Applied {
+        key: String,
+    },
     /// With the Secret as last seen.
-    Deleted { key: String, secret: Box<Secret> },
+    Deleted {
+        key: String,
+        secret: Box<Secret>,
+    },
 }
 
 /// The followed Secrets by key, with the scope each came from.

@@ -329,8 +329,16 @@ fn a_helm_version_pending_longer_than_stale_after_is_a_helm_lock_cleared_by_helm
     assert_eq!(stale.source, "helm:shop/web");
     assert_eq!(stale.state.as_deref(), Some("pending-upgrade"));
     assert_eq!(stale.release, "helm rollback web 1 -n shop");
-    assert!(stale.reason.contains("pending-upgrade for 1m 1s"), "{}", stale.reason);
-    assert!(stale.reason.contains("another operation"), "{}", stale.reason);
+    assert!(
+        stale.reason.contains("pending-upgrade for 1m 1s"),
+        "{}",
+        stale.reason
+    );
+    assert!(
+        stale.reason.contains("another operation"),
+        "{}",
+        stale.reason
+    );
     assert_eq!(h.announced().len(), 1, "{:?}", h.announced());
 
     // `helm rollback web 1`: nothing pending any more; the lock is gone without driftd.
