@@ -94,16 +94,6 @@ fn apply(sim: &Sim, yaml: &str) {
     );
 }
 
-/// The Deployment `web` as `/drift` reports it once `pred` holds.
-fn web_when(daemon: &Daemon, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    wait_for(what, T, || {
-        [daemon.drift(""), daemon.drift("?class=in_sync")]
-            .iter()
-            .find_map(|d| find(d, "Deployment", "web").cloned())
-            .filter(|w| pred(w))
-    })
-}
-
 fn sources(db: &Path) -> String {
     let out = driftd(&["sources", "--db", db.to_str().unwrap()]);
     assert!(

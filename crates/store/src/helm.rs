@@ -70,11 +70,6 @@ fn ttl_seconds(stale_after: Duration) -> i64 {
     ttl.as_secs() as i64
 }
 
-fn plus(at: Timestamp, seconds: i64) -> Timestamp {
-    at.saturating_add(SignedDuration::from_secs(seconds))
-        .expect("a signed duration never needs calendar units")
-}
-
 pub(super) fn sync(
     conn: &mut Connection,
     req: &HelmSync,
@@ -201,7 +196,7 @@ pub(super) fn sync(
                 message,
                 ts_to_db(p.at),
                 ttl,
-                ts_to_db(plus(p.at, ttl)),
+                ts_to_db(intents::plus(p.at, ttl)),
                 hash,
                 objects.len() as i64
             ],
@@ -230,21 +225,9 @@ fn supersede_older(
     revision: i64,
     now: Timestamp,
 ) -> Result<(), StoreError> {
-    let older = intents::list(tx, Some(source), false, now)?
-        .into_iter()
-        .filter(|i| i.state == intents::IntentState::Failed)
-        .filter(|i| PendingLock::parse(source, &i.holder).is_some_and(|l| l.version < deployed));
-    let reason = format!("superseded by revision {revision}");
-    for intent in older {
-        tx.execute(
-            "UPDATE intents SET state = 'superseded', ended_at = ?2, ended_by = ?3,
-                                end_reason = ?4
-             WHERE id = ?1",
-            params![intent.id, ts_to_db(now), ACTOR, reason],
-        )?;
-        record(tx, &intent, IntentAction::Supersede, ACTOR, &reason, now)?;
-    }
-    Ok(())
+    intents::supersede_where(tx, source, revision, ACTOR, now, |i| {
+        PendingLock::parse(source, &i.holder).is_some_and(|l| l.version < deployed)
+    })
 }
 
 /// Helm sources this database tracks: those with objects in their newest revision or a

@@ -84,6 +84,15 @@ fn deployed(v: i64, image: &str) -> Release {
     }
 }
 
+/// Version 1 deployed (nginx:1.16) and version 2 pending-upgrade with `image`.
+fn upgrading(image: &str) -> Release {
+    Release {
+        deployed: Some((1, objects("nginx:1.16"))),
+        pending: Some((2, objects(image), lock(2, Status::PendingUpgrade, Some(1)))),
+        gone: false,
+    }
+}
+
 #[test]
 fn a_deployed_version_is_one_revision_and_an_upgrade_in_flight_a_pending_intent() {
     let mut store = Store::open_in_memory().unwrap();
@@ -109,15 +118,7 @@ fn a_deployed_version_is_one_revision_and_an_upgrade_in_flight_a_pending_intent(
     assert_eq!(store.helm_sources().unwrap(), [SOURCE]);
 
     // `helm upgrade` recorded version 2 pending-upgrade.
-    let upgrading = Release {
-        deployed: Some((1, objects("nginx:1.16"))),
-        pending: Some((
-            2,
-            objects("nginx:1.17"),
-            lock(2, Status::PendingUpgrade, Some(1)),
-        )),
-        gone: false,
-    };
+    let upgrading = upgrading("nginx:1.17");
     let begun = sync(&mut store, &upgrading).begun.expect("an intent");
     assert_eq!(begun.state, IntentState::Pending);
     assert_eq!(
@@ -183,14 +184,7 @@ fn a_failed_upgrade_stays_open_until_a_later_deploy_and_a_rollback_supersedes_it
     let mut store = Store::open_in_memory().unwrap();
     store.set_clock(|| at(1000));
     sync(&mut store, &deployed(1, "nginx:1.16"));
-    sync(
-        &mut store,
-        &Release {
-            deployed: Some((1, objects("nginx:1.16"))),
-            pending: Some((2, objects("bad"), lock(2, Status::PendingUpgrade, Some(1)))),
-            gone: false,
-        },
-    );
+    sync(&mut store, &upgrading("bad"));
     // Version 2 failed: version 1 stays deployed.
     let failed = sync(&mut store, &deployed(1, "nginx:1.16")).ended.unwrap();
     assert_eq!(failed.state, IntentState::Failed);
@@ -212,18 +206,7 @@ fn an_uninstalled_release_stops_being_a_source_and_its_lock_is_aborted() {
     let mut store = Store::open_in_memory().unwrap();
     store.set_clock(|| at(1000));
     sync(&mut store, &deployed(1, "nginx:1.16"));
-    sync(
-        &mut store,
-        &Release {
-            deployed: Some((1, objects("nginx:1.16"))),
-            pending: Some((
-                2,
-                objects("nginx:1.17"),
-                lock(2, Status::PendingUpgrade, Some(1)),
-            )),
-            gone: false,
-        },
-    );
+    sync(&mut store, &upgrading("nginx:1.17"));
     let gone = Release {
         deployed: None,
         pending: None,
