@@ -149,6 +149,19 @@ fn a_helm_release_is_a_source_without_commit_and_a_stuck_upgrade_a_stale_lock() 
         &json!({"spec": {"replicas": 3}}),
     );
     web_when(&daemon, "web modified", |w| w["class"] == "modified");
+    // What a Helm user types to see it.
+    let out = driftd(&["drift", "--server", &daemon.url, "--source", SOURCE]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = table
+        .lines()
+        .find(|l| l.contains("Deployment"))
+        .unwrap_or("");
+    assert!(row.contains(SOURCE) && row.contains("modified"), "{table}");
 
     // `helm upgrade`: version 2 pending, then deployed (1 superseded), then applied.
     let upgrade_began = ago(0);
