@@ -319,6 +319,9 @@ fn a_helm_version_pending_longer_than_stale_after_is_a_helm_lock_cleared_by_helm
     };
     sync(&mut h.engine.store, true);
     h.reload();
+    // What the upgrade applied so far is the version in flight, not a hand edit.
+    h.list(&configmaps(), live(&cm("web", "2")));
+    assert_eq!(h.class("web"), Some(DriftClass::Uncommitted));
     h.age(Duration::from_secs(59));
     assert!(h.locks().1.is_empty(), "an upgrade may take a minute");
     h.age(Duration::from_secs(2));
