@@ -52,16 +52,6 @@ fn replica(sim: &Sim, root: &Path, name: &str) -> (Daemon, PathBuf) {
     (daemon, dir.join("driftd.db"))
 }
 
-/// `web` as `daemon` reports it once `pred` holds.
-fn web_when(daemon: &Daemon, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    wait_for(what, T, || {
-        [daemon.drift(""), daemon.drift("?class=in_sync")]
-            .iter()
-            .find_map(|d| find(d, "Deployment", "web").cloned())
-            .filter(|w| pred(w))
-    })
-}
-
 /// The driftd Secrets in namespace driftd.
 fn log_objects(sim: &Sim) -> Vec<Value> {
     let list = sim.kubectl_json(&[

@@ -376,6 +376,16 @@ pub fn find<'a>(drift: &'a Value, kind: &str, name: &str) -> Option<&'a Value> {
         .find(|o| o["kind"] == kind && o["name"] == name)
 }
 
+/// The Deployment `web` as `daemon` reports it (drifting or in sync) once `pred` holds.
+pub fn web_when(daemon: &Daemon, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    wait_for(what, Duration::from_secs(30), || {
+        [daemon.drift(""), daemon.drift("?class=in_sync")]
+            .iter()
+            .find_map(|d| find(d, "Deployment", "web").cloned())
+            .filter(|w| pred(w))
+    })
+}
+
 /// The repository's example app folder.
 pub fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/app")

@@ -245,6 +245,9 @@ pub enum LockKind {
     Intent,
     /// A lock file of Pulumi's file backend (`.pulumi/locks/...`).
     Pulumi,
+    /// A Helm release version left `pending-install|upgrade|rollback`: Helm refuses the
+    /// next operation on the release until it is rolled back or uninstalled.
+    Helm,
 }
 
 impl LockKind {
@@ -252,6 +255,7 @@ impl LockKind {
         match self {
             LockKind::Intent => "intent",
             LockKind::Pulumi => "pulumi",
+            LockKind::Helm => "helm",
         }
     }
 }
@@ -267,13 +271,17 @@ impl std::fmt::Display for LockKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StaleLock {
     pub kind: LockKind,
-    /// The driftd source of an intent; the fully qualified stack of a Pulumi lock.
+    /// The driftd source of an intent (`helm:NAMESPACE/NAME` for a Helm release); the fully
+    /// qualified stack of a Pulumi lock.
     pub source: String,
-    /// The intent's id, or the Pulumi lock's id (its file name).
+    /// The intent's id (a Helm version in flight is one too), or the Pulumi lock's id (its
+    /// file name).
     pub id: String,
-    /// Who took the lock: `pod:NAMESPACE/NAME`, free text, or Pulumi's `user@host (pid N)`.
+    /// Who took the lock: `pod:NAMESPACE/NAME`, free text, Helm's operation and version, or
+    /// Pulumi's `user@host (pid N)`.
     pub holder: String,
-    /// The intent's state (`pending` or `expired`); absent for Pulumi locks.
+    /// The intent's state (`pending` or `expired`), a Helm version's status
+    /// (`pending-upgrade`, ...); absent for Pulumi locks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
     /// When the lock was taken.

@@ -48,6 +48,7 @@ pub struct Config {
     pub leader_election: LeaderElectionConfig,
     pub locks: LocksConfig,
     pub pulumi: PulumiConfig,
+    pub helm: HelmConfig,
     pub unmanaged: UnmanagedConfig,
     pub secrets: SecretsConfig,
     pub http: HttpConfig,
@@ -384,6 +385,32 @@ impl Default for PulumiConfig {
     }
 }
 
+/// `[helm]`: Helm 3 releases as sources. Every release Secret (`owner=helm`, type
+/// `helm.sh/release.v1`) is read; each release is source `helm:<namespace>/<name>` whose
+/// committed state is its newest deployed version, so Helm users commit nothing.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HelmConfig {
+    /// Watch Helm's release Secrets (needs `get`, `list`, `watch` on Secrets there).
+    pub enabled: bool,
+    /// Namespaces whose releases are read; empty means every namespace.
+    pub namespaces: Vec<String>,
+    /// A version pending (`pending-install|upgrade|rollback`) longer than this is a stale
+    /// lock: no real `helm upgrade --wait` takes that long, and Helm refuses the next one.
+    #[serde(deserialize_with = "duration")]
+    pub stale_after: Duration,
+}
+
+impl Default for HelmConfig {
+    fn default() -> Self {
+        HelmConfig {
+            enabled: true,
+            namespaces: Vec::new(),
+            stale_after: Duration::from_secs(15 * 60),
+        }
+    }
+}
+
 /// A duration as people write it (`90s`, `30m`, `1h30m`, ISO 8601 `PT1H`; units up to hours).
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let parsed: jiff::SignedDuration = text
@@ -421,6 +448,7 @@ impl Default for Config {
             leader_election: LeaderElectionConfig::default(),
             locks: LocksConfig::default(),
             pulumi: PulumiConfig::default(),
+            helm: HelmConfig::default(),
             unmanaged: UnmanagedConfig::default(),
             secrets: SecretsConfig::default(),
             http: HttpConfig::default(),
@@ -516,6 +544,8 @@ const ENV_KEYS: &[&str] = &[
     "pulumi.max_lock_age",
     "dry_run.refresh_seconds",
     "dry_run.max_per_second",
+    "helm.enabled",
+    "helm.stale_after",
 ];
 
 /// Environment variable that sets `key`. `database` is `DRIFTD_DB`, the name `driftd commit`,
@@ -648,6 +678,23 @@ impl Config {
         }
         if !(self.pulumi.scan_seconds >= 1.0 && self.pulumi.scan_seconds <= 3600.0) {
             return Err(bad("pulumi.scan_seconds", "must be between 1 and 3600"));
+        }
+        if self.helm.stale_after < Duration::from_secs(1)
+            || self.helm.stale_after > driftd_store::MAX_TTL
+        {
+            return Err(bad("helm.stale_after", "must be between 1s and 168h"));
+        }
+        if let Some(ns) = self.helm.namespaces.iter().find(|ns| {
+            ns.is_empty()
+                || ns.len() > 63
+                || !ns
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        }) {
+            return Err(bad(
+                "helm.namespaces",
+                &format!("{ns:?} is not a namespace name (lowercase letters, digits, '-')"),
+            ));
         }
         Ok(())
     }

@@ -6,12 +6,15 @@
 //! the daemon's configuration, read by all. `leader` (the Lease election and the
 //! [`leader::Leadership`] handle) is consulted by `export` for leader-only work. `dry_run`
 //! is the task that asks the API server for server-side dry runs on the engine's behalf.
+//! `cluster_log` and `helm` import desired state recorded in the cluster (driftd's own
+//! records, Helm's releases) into the store, which the engine polls.
 
 pub mod cluster_log;
 pub mod config;
 pub mod drift;
 pub mod dry_run;
 pub mod export;
+pub mod helm;
 pub mod leader;
 pub mod serve;
 pub mod watch;

@@ -114,6 +114,17 @@ pub async fn run(
         config.secrets.load_keys().map_err(ServeError::Database)?,
     )
     .map_err(ServeError::Database)?;
+    // Helm releases are imported the same way, through a connection of their own.
+    let helm_store = match config.helm.enabled {
+        true => Some(
+            Store::open_with_keys(
+                &config.database,
+                config.secrets.load_keys().map_err(ServeError::Database)?,
+            )
+            .map_err(ServeError::Database)?,
+        ),
+        false => None,
+    };
     let metrics = Arc::new(Metrics::new(index.clone(), leadership.clone()));
     report_insecure_database(&store, &metrics);
     let listen_error = |source| ServeError::Listen {
@@ -170,6 +181,8 @@ pub async fn run(
         import_store,
         stop_rx.clone(),
     );
+    let helm = helm_store
+        .map(|store| crate::helm::spawn(client.clone(), &config.helm, store, stop_rx.clone()));
     let engine = Engine::new(
         store,
         &config,
@@ -242,7 +255,12 @@ pub async fn run(
         tracing::info!("shutting down");
         let _ = stop_tx.send(true);
     });
-    let (engine_result, (), (), _) = tokio::join!(engine, server, election, importer);
+    let helm = async move {
+        if let Some(task) = helm {
+            let _ = task.await;
+        }
+    };
+    let (engine_result, (), (), _, ()) = tokio::join!(engine, server, election, importer, helm);
     engine_result?;
     Ok(())
 }

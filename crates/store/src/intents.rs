@@ -227,7 +227,7 @@ fn validate_ttl(ttl: Duration) -> Result<i64, StoreError> {
     Ok(ttl.as_secs() as i64)
 }
 
-fn plus(now: Timestamp, seconds: i64) -> Timestamp {
+pub(super) fn plus(now: Timestamp, seconds: i64) -> Timestamp {
     now.saturating_add(SignedDuration::from_secs(seconds))
         .expect("a signed duration never needs calendar units")
 }
@@ -457,9 +457,22 @@ pub(super) fn supersede(
     actor: &str,
     now: Timestamp,
 ) -> Result<(), StoreError> {
+    supersede_where(conn, source, revision, actor, now, |_| true)
+}
+
+/// [`supersede`] for those of the failed and interrupted intents `which` picks.
+pub(super) fn supersede_where(
+    conn: &Connection,
+    source: &str,
+    revision: i64,
+    actor: &str,
+    now: Timestamp,
+    which: impl Fn(&IntentInfo) -> bool,
+) -> Result<(), StoreError> {
     let superseded: Vec<IntentInfo> = list(conn, Some(source), false, now)?
         .into_iter()
         .filter(|i| matches!(i.state, IntentState::Failed | IntentState::Interrupted))
+        .filter(|i| which(i))
         .collect();
     let reason = format!("superseded by revision {revision}");
     for intent in superseded {

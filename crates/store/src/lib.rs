@@ -13,6 +13,7 @@
 
 mod episodes;
 mod files;
+mod helm;
 mod history;
 mod import;
 mod intents;
@@ -31,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use files::{insecure_files, insecure_warning, InsecureFile};
+pub use helm::{HelmOutcome, HelmSync, HelmVersion, HELM_ID_BASE};
 pub use history::{HistoryEntry, IntentEvent};
 pub use import::{ClusterIntent, ClusterRevision, ImportedIds, IntentImport, RevisionImport};
 pub use intents::{
@@ -490,6 +492,21 @@ impl Store {
         at: Timestamp,
     ) -> Result<Option<IntentInfo>, StoreError> {
         import::import_end(&mut self.conn, id, action, actor, reason, at)
+    }
+
+    /// Brings the source of one Helm release to where the release stands (see [`helm`]):
+    /// its deployed version as the newest revision, its version in flight as the pending
+    /// intent. Validated like a commit; nothing is written when refused.
+    pub fn sync_helm(&mut self, req: &HelmSync) -> Result<HelmOutcome, StoreError> {
+        let now = self.now();
+        let sealing = sealing(&self.conn, &self.keys, &self.display())?;
+        helm::sync(&mut self.conn, req, &sealing, now)
+    }
+
+    /// The Helm sources (`helm:...`) this database tracks: with objects, or a first install
+    /// in flight. A release no longer in the cluster is retired with [`Store::sync_helm`].
+    pub fn helm_sources(&self) -> Result<Vec<String>, StoreError> {
+        helm::tracked(&self.conn)
     }
 
     /// The numbers of the cluster log this database imported or refused.

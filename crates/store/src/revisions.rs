@@ -168,7 +168,12 @@ pub(super) fn validate_objects(
     objects: &[ManifestObject],
     sealing: &Sealing,
 ) -> Result<(String, Vec<StoredObject>), StoreError> {
-    validate_source_name(source)?;
+    match driftd_core::helm::parse_source(source) {
+        // A Helm release's source: `helm:` and a namespace and a release name, which
+        // Kubernetes names keep within the plain characters.
+        Some((namespace, name)) => validate_source_name(&format!("{namespace}/{name}"))?,
+        None => validate_source_name(source)?,
+    }
     let mut seen: HashMap<&ObjectKey, &ManifestObject> = HashMap::new();
     for obj in objects {
         if let Some(first) = seen.insert(&obj.key, obj) {
@@ -401,6 +406,8 @@ pub(super) fn sources(conn: &Connection) -> Result<Vec<SourceSummary>, StoreErro
     let mut stmt = conn.prepare(&format!(
         "SELECT s.name, {REVISION_COLUMNS} FROM sources s
          LEFT JOIN revisions r ON r.id = (SELECT MAX(id) FROM revisions WHERE source_id = s.id)
+         -- An uninstalled Helm release is no source any more (its history stays).
+         WHERE NOT (s.name LIKE 'helm:%' AND r.object_count = 0)
          ORDER BY s.name"
     ))?;
     let rows = stmt.query_map([], |row| {

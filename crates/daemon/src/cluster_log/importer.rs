@@ -4,15 +4,13 @@
 //! new rows as it notices any commit (it polls the database's data version).
 
 use super::format::*;
+use crate::watch::secrets::{self, Change, Followed};
 use driftd_core::manifest::ManifestObject;
 use driftd_store::{
     ClusterIntent, ClusterRevision, ImportedIds, IntentAction, IntentImport, RevisionImport, Store,
     StoreError,
 };
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
-use kube::runtime::watcher::{self, Event};
-use kube::runtime::WatchStreamExt;
 use kube::Api;
 use std::collections::{BTreeMap, HashSet};
 
@@ -21,7 +19,7 @@ pub fn spawn(
     client: kube::Client,
     namespace: &str,
     store: Store,
-    mut stop: tokio::sync::watch::Receiver<bool>,
+    stop: tokio::sync::watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
     let api: Api<Secret> = Api::namespaced(client, namespace);
     let namespace = namespace.to_string();
@@ -35,54 +33,39 @@ pub fn spawn(
         };
         let mut importer = Importer {
             store,
-            objects: BTreeMap::new(),
             imported,
             ended: HashSet::new(),
             warned: HashSet::new(),
         };
-        let config = watcher::Config::default().labels(SELECTOR);
-        let mut stream = Box::pin(watcher::watcher(api, config).default_backoff());
-        let mut listing: Option<BTreeMap<String, Secret>> = None;
         tracing::info!(%namespace, "cluster log: importing driftd's Secrets in namespace {namespace}");
-        loop {
-            let event = tokio::select! {
-                _ = stop.wait_for(|s| *s) => return,
-                event = stream.next() => event,
-            };
-            match event {
-                None => return,
-                Some(Err(err)) => {
-                    importer.warn_once(format!(
-                        "cluster log: watching Secrets in {namespace}: {err}"
-                    ));
-                }
-                Some(Ok(Event::Init)) => listing = Some(BTreeMap::new()),
-                Some(Ok(Event::InitApply(s))) => {
-                    if let Some(l) = listing.as_mut() {
-                        l.insert(name_of(&s).to_string(), s);
-                    }
-                }
-                Some(Ok(Event::InitDone)) => {
-                    importer.objects = listing.take().unwrap_or_default();
-                    importer.sync();
-                }
-                Some(Ok(Event::Apply(s))) => {
-                    importer.objects.insert(name_of(&s).to_string(), s);
-                    importer.sync();
-                }
-                Some(Ok(Event::Delete(s))) => {
-                    importer.objects.remove(name_of(&s));
-                }
+        let what = format!("cluster log: watching Secrets in {namespace}");
+        let key = |s: &Secret| name_of(s).to_string();
+        secrets::follow(vec![api], SELECTOR, &what, key, stop, |objects, change| {
+            // A deletion imports nothing (records are immutable; an intent's end is an update).
+            if !matches!(change, Change::Deleted { .. }) {
+                importer.sync(&Log(objects));
             }
-        }
+        })
+        .await;
     })
 }
 
-/// What the log holds that this replica knows of, and what of it the database has.
+/// The log's Secrets by name, as followed.
+struct Log<'a>(&'a Followed);
+
+impl Log<'_> {
+    fn get(&self, name: &str) -> Option<&Secret> {
+        self.0.get(name).map(|(_, s)| s)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&String, &Secret)> {
+        self.0.iter().map(|(name, (_, s))| (name, s))
+    }
+}
+
+/// What of the log this replica's database has.
 struct Importer {
     store: Store,
-    /// The log's Secrets by name.
-    objects: BTreeMap<String, Secret>,
     imported: ImportedIds,
     /// Intent ends applied (or found not to apply) since start: (intent, state).
     ended: HashSet<(i64, String)>,
@@ -115,11 +98,11 @@ impl Importer {
 
     /// Applies everything new, in the log's order; what cannot be applied yet (a part not
     /// seen yet, a database error) is tried again at the next change.
-    fn sync(&mut self) {
+    fn sync(&mut self, log: &Log) {
         // Which intent each source's head names as its lock holder.
-        let locks: BTreeMap<&str, i64> = self
-            .objects
-            .values()
+        let locks: BTreeMap<&str, i64> = log
+            .iter()
+            .map(|(_, s)| s)
             .filter(|s| is(s, TYPE_SOURCE))
             .filter_map(|s| {
                 Some((
@@ -131,7 +114,7 @@ impl Importer {
         let mut steps: Vec<(i64, Step)> = Vec::new();
         let mut renewals = Vec::new();
         let mut unreadable = Vec::new();
-        for (name, secret) in &self.objects {
+        for (name, secret) in log.iter() {
             let Some(id) = number(secret) else { continue };
             if is(secret, TYPE_REVISION) {
                 if !self.imported.revisions.contains(&id) {
@@ -184,7 +167,7 @@ impl Importer {
         }
         steps.sort();
         for (_, step) in steps {
-            if let Err(err) = self.apply(&step) {
+            if let Err(err) = self.apply(log, &step) {
                 self.warn_once(format!("cluster log: importing {step:?}: {err}"));
             }
         }
@@ -192,8 +175,7 @@ impl Importer {
             if !self.imported.intents.contains(&id) {
                 continue;
             }
-            let holder = self
-                .objects
+            let holder = log
                 .get(&intent_name(id))
                 .and_then(|s| annotation(s, ANN_HOLDER));
             let holder = holder.unwrap_or("").to_string();
@@ -208,22 +190,21 @@ impl Importer {
     }
 
     /// The decoded payload of record `name`; `Ok(None)` while a part is not seen yet.
-    fn payload<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Option<T>, String> {
-        let Some(record) = self.objects.get(name) else {
+    fn payload<T: serde::de::DeserializeOwned>(log: &Log, name: &str) -> Result<Option<T>, String> {
+        let Some(record) = log.get(name) else {
             return Ok(None);
         };
-        let Some(encoded) =
-            assemble(record, |part| self.objects.get(part)).map_err(|e| e.to_string())?
+        let Some(encoded) = assemble(record, |part| log.get(part)).map_err(|e| e.to_string())?
         else {
             return Ok(None);
         };
         decode(name, &encoded).map(Some).map_err(|e| e.to_string())
     }
 
-    fn apply(&mut self, step: &Step) -> Result<(), String> {
+    fn apply(&mut self, log: &Log, step: &Step) -> Result<(), String> {
         match step {
             Step::Revision(name) => {
-                let Some(rec) = self.payload::<RevisionRecord>(name)? else {
+                let Some(rec) = Self::payload::<RevisionRecord>(log, name)? else {
                     return Ok(());
                 };
                 let objects: Vec<ManifestObject> =
@@ -257,11 +238,11 @@ impl Importer {
                 }
             }
             Step::Begin(name) => {
-                let Some(secret) = self.objects.get(name) else {
+                let Some(secret) = log.get(name) else {
                     return Ok(());
                 };
                 let status = IntentStatus::read(secret).map_err(|e| e.to_string())?;
-                let Some(rec) = self.payload::<IntentRecord>(name)? else {
+                let Some(rec) = Self::payload::<IntentRecord>(log, name)? else {
                     return Ok(());
                 };
                 let objects: Vec<ManifestObject> =
@@ -296,7 +277,7 @@ impl Importer {
                 }
             }
             Step::End { id, name } => {
-                let Some(secret) = self.objects.get(name) else {
+                let Some(secret) = log.get(name) else {
                     return Ok(());
                 };
                 let status = IntentStatus::read(secret).map_err(|e| e.to_string())?;

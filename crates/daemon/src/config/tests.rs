@@ -194,3 +194,27 @@ fn sources_choose_dry_run_and_bad_dry_run_settings_name_their_key() {
     .unwrap_err();
     assert_eq!(err.key, "dry_run.max_per_second");
 }
+
+#[test]
+fn helm_is_on_in_every_namespace_with_a_15_minute_stale_lock_by_default() {
+    let c = Config::default();
+    assert!(c.helm.enabled);
+    assert!(c.helm.namespaces.is_empty());
+    assert_eq!(c.helm.stale_after, Duration::from_secs(900));
+    let f = file("[helm]\nnamespaces = [\"shop\", \"ci\"]\nstale_after = \"1h\"\n");
+    let c = Config::load_with_env(Some(f.path()), |k| {
+        (k == "DRIFTD_HELM_ENABLED").then(|| "false".to_string())
+    })
+    .unwrap();
+    assert!(!c.helm.enabled);
+    assert_eq!(c.helm.namespaces, ["shop", "ci"]);
+    assert_eq!(c.helm.stale_after, Duration::from_secs(3600));
+
+    let f = file("[helm]\nnamespaces = [\"Shop\"]\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert_eq!(err.key, "helm.namespaces");
+    assert!(err.reason.contains("\"Shop\""), "{err}");
+    let f = file("[helm]\nstale_after = \"200h\"\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert_eq!(err.key, "helm.stale_after");
+}

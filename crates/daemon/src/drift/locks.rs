@@ -6,10 +6,14 @@
 //!   renewing it) or when its holder `pod:NAMESPACE/NAME` is confirmed gone.
 //! - A Pulumi lock is stale when its hostname is a pod that is confirmed gone, or when it is
 //!   older than `pulumi.max_lock_age` (pulumi-core's `stale`).
+//! - A Helm release version in flight (an intent the Helm importer recorded) is stale once
+//!   it is older than `helm.stale_after` (its TTL): Helm refuses the next operation on the
+//!   release meanwhile. Only Helm clears it (`helm rollback`, `helm uninstall`).
 //! - Only an intent whose holder pod is confirmed gone may be released automatically (a TTL
 //!   alone may be a deployer that lost its network for a while).
 
 use super::holders::{Holders, Liveness};
+use driftd_core::helm::PendingLock;
 use driftd_core::pulumi::{self, PulumiLock};
 use driftd_core::report::{LockKind, StaleLock};
 use driftd_store::IntentInfo;
@@ -75,6 +79,9 @@ pub fn judge_intent(info: &IntentInfo, holders: &Holders, now: Timestamp) -> Opt
     if !info.state.holds_lock() {
         return None;
     }
+    if let Some(helm) = PendingLock::parse(&info.source, &info.holder) {
+        return judge_helm(info, &helm, now);
+    }
     let pod = info.holder_pod();
     let gone = pod.and_then(
         |(ns, name)| match holders.liveness(Some(ns), name, info.created_at) {
@@ -115,6 +122,39 @@ pub fn judge_intent(info: &IntentInfo, holders: &Holders, now: Timestamp) -> Opt
             uid: holders.uid(ns, name),
         }),
         releasable,
+    })
+}
+
+/// The Helm version in flight `lock` (intent `info`) if it is stale at `now`: pending for
+/// longer than its TTL (`helm.stale_after`).
+fn judge_helm(info: &IntentInfo, lock: &PendingLock, now: Timestamp) -> Option<Judged> {
+    if info.expires_at > now {
+        return None;
+    }
+    Some(Judged {
+        lock: StaleLock {
+            kind: LockKind::Helm,
+            source: info.source.clone(),
+            id: info.id.to_string(),
+            holder: info.holder.clone(),
+            state: Some(lock.status.to_string()),
+            created_at: info.created_at,
+            age_seconds: now.duration_since(info.created_at).as_secs(),
+            since: info.expires_at,
+            reason: format!(
+                "Helm release {}/{} has been {} for {} (helm.stale_after {}): another \
+                 operation (install/upgrade/rollback) is in progress, says Helm to the next one",
+                lock.namespace,
+                lock.name,
+                lock.status,
+                friendly(now.duration_since(info.created_at)),
+                friendly(SignedDuration::from_secs(info.ttl_seconds))
+            ),
+            release: lock.release_command(),
+            path: None,
+        },
+        pod: None,
+        releasable: None,
     })
 }
 

@@ -281,7 +281,7 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
     let stale_locks = IntGaugeVec::new(
         Opts::new(
             "driftd_stale_locks",
-            "Deploy locks held by a run that is gone (kind intent or pulumi; a Pulumi lock's source is its stack), as listed at /locks.",
+            "Deploy locks held by a run that is gone (kind intent, helm or pulumi; a Helm release's source is helm:NAMESPACE/NAME, a Pulumi lock's its stack), as listed at /locks.",
         ),
         &["source", "kind"],
     )
@@ -295,7 +295,12 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
         for state in INTENT_STATES {
             intents.with_label_values(&[source.as_str(), state]);
         }
-        stale_locks.with_label_values(&[source.as_str(), "intent"]);
+        // A Helm release's lock is its version in flight, never a driftd intent.
+        let kind = match driftd_core::helm::parse_source(source.as_str()) {
+            Some(_) => "helm",
+            None => "intent",
+        };
+        stale_locks.with_label_values(&[source.as_str(), kind]);
         revision_timestamp
             .with_label_values(&[source.as_str()])
             .set(committed_at.as_millisecond() as f64 / 1000.0);

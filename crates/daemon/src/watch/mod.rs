@@ -4,6 +4,7 @@
 //! The engine only sees these types, so it can be driven by tests without a cluster; the
 //! kube-runtime implementation is [`Supervisor`].
 
+pub mod secrets;
 mod supervisor;
 
 pub use supervisor::Supervisor;

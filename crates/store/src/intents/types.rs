@@ -174,6 +174,10 @@ impl IntentInfo {
 
     /// The command that releases this intent, for messages that tell people what to type.
     pub fn release_command(&self) -> String {
+        // A Helm release's version in flight is cleared by Helm, which driftd follows.
+        if let Some(lock) = driftd_core::helm::PendingLock::parse(&self.source, &self.holder) {
+            return lock.release_command();
+        }
         format!("driftd intent release {}{}", self.id, self.cluster_flag())
     }
 

@@ -276,3 +276,76 @@ fn pulumi_locks_are_scanned_and_their_holder_pods_watched() {
         ["Stale pulumi 0c7e5b7a-2f4d-4c1b-9a8e-3d6f1e2b4c5a on pulumi/shop-dev-workspace-0"]
     );
 }
+
+#[test]
+fn a_helm_version_pending_longer_than_stale_after_is_a_helm_lock_cleared_by_helm() {
+    use driftd_core::helm::{PendingLock, Status};
+    use driftd_store::{HelmSync, HelmVersion};
+    let mut h = Harness::start(&config());
+    h.follow_clock();
+    let deployed = crate::test_support::parse(&cm("web", "1"));
+    let upgrade = crate::test_support::parse(&cm("web", "2"));
+    let began = h.clock.wall();
+    let lock = PendingLock {
+        namespace: "shop".into(),
+        name: "web".into(),
+        version: 2,
+        status: Status::PendingUpgrade,
+        last_deployed: Some(1),
+    };
+    let sync = |store: &mut driftd_store::Store, pending: bool| {
+        store
+            .sync_helm(&HelmSync {
+                source: "helm:shop/web",
+                deployed: Some(HelmVersion {
+                    version: 1,
+                    describe: "version 1",
+                    at: began,
+                    objects: &deployed,
+                }),
+                pending: pending.then(|| {
+                    let version = HelmVersion {
+                        version: 2,
+                        describe: "version 2",
+                        at: began,
+                        objects: &upgrade,
+                    };
+                    (version, lock.clone())
+                }),
+                gone: false,
+                stale_after: Duration::from_secs(60),
+            })
+            .unwrap();
+    };
+    sync(&mut h.engine.store, true);
+    h.reload();
+    // What the upgrade applied so far is the version in flight, not a hand edit.
+    h.list(&configmaps(), live(&cm("web", "2")));
+    assert_eq!(h.class("web"), Some(DriftClass::Uncommitted));
+    h.age(Duration::from_secs(59));
+    assert!(h.locks().1.is_empty(), "an upgrade may take a minute");
+    h.age(Duration::from_secs(2));
+    let (_, locks) = h.locks();
+    assert_eq!(locks.len(), 1, "{locks:?}");
+    let stale = &locks[0];
+    assert_eq!(stale.kind, LockKind::Helm);
+    assert_eq!(stale.source, "helm:shop/web");
+    assert_eq!(stale.state.as_deref(), Some("pending-upgrade"));
+    assert_eq!(stale.release, "helm rollback web 1 -n shop");
+    assert!(
+        stale.reason.contains("pending-upgrade for 1m 1s"),
+        "{}",
+        stale.reason
+    );
+    assert!(
+        stale.reason.contains("another operation"),
+        "{}",
+        stale.reason
+    );
+    assert_eq!(h.announced().len(), 1, "{:?}", h.announced());
+
+    // `helm rollback web 1`: nothing pending any more; the lock is gone without driftd.
+    sync(&mut h.engine.store, false);
+    h.reload();
+    assert!(h.locks().1.is_empty());
+}

@@ -1,0 +1,245 @@
+//! Helm releases as sources (issue 8), end to end: release Secrets written exactly as Helm 3
+//! writes them are created in the simulator, and `driftd serve` makes the release a source
+//! with no `driftd commit`: in sync, then hand-edited (`modified`), then upgraded (a new
+//! revision without a restart), then stuck in `pending-upgrade` (a stale lock at `/locks`
+//! with the `helm rollback` that clears it, the metric, the Event), then uninstalled (no
+//! longer a source).
+//!
+//! Decoding (gzip bomb, corrupt payloads) is unit-tested in `crates/core/src/helm/tests.rs`,
+//! the store's mapping in `crates/store/src/helm_tests.rs`, the importer in
+//! `crates/daemon/src/helm/tests.rs`.
+
+use crate::scaffold::*;
+use base64::Engine as _;
+use flate2::{write::GzEncoder, Compression};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(30);
+const SOURCE: &str = "helm:shop/web";
+
+/// The manifest Helm records for the chart `helm create web` generates (see its README).
+fn manifest(image: &str) -> String {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/helm-release/web-0.1.0.yaml");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .replace("nginx:1.16.0", image)
+}
+
+/// What `helm install` applies of it: the objects, not the test hook.
+fn applied_objects(image: &str) -> String {
+    let text = manifest(image);
+    text[..text.find("# Source: web/templates/tests/").unwrap()].to_string()
+}
+
+/// Release version `version` of `web` in `shop` as Helm 3's Secrets driver writes it
+/// (`pkg/storage/driver/secrets.go` `newSecretsObject`: name, labels, type; the payload is
+/// `util.go` `encodeRelease`: the `pkg/release` JSON, gzip at best compression, base64;
+/// `data` base64-encodes that text once more on the wire, as for any Secret).
+fn release_secret(version: i64, status: &str, last_deployed: &str, image: &str) -> Value {
+    let release = json!({
+        "name": "web",
+        "info": {"first_deployed": "2026-11-30T09:00:00Z", "last_deployed": last_deployed,
+                 "deleted": "", "description": "Install complete", "status": status,
+                 "notes": "1. Get the application URL by running these commands:"},
+        "chart": {"metadata": {"name": "web", "version": "0.1.0", "appVersion": "1.16.0",
+                               "apiVersion": "v2", "type": "application"},
+                  "lock": null, "templates": [], "values": {"replicaCount": 1},
+                  "schema": null, "files": []},
+        "config": {"auth": {"password": "values-are-secret"}},
+        "manifest": manifest(image),
+        "hooks": [{"name": "web-test-connection", "kind": "Pod",
+                   "path": "web/templates/tests/test-connection.yaml", "events": ["test"]}],
+        "version": version,
+        "namespace": "shop",
+    });
+    let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+    gz.write_all(&serde_json::to_vec(&release).unwrap())
+        .unwrap();
+    let b64 = &base64::engine::general_purpose::STANDARD;
+    let encoded = b64.encode(gz.finish().unwrap());
+    json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": format!("sh.helm.release.v1.web.v{version}"),
+            "namespace": "shop",
+            "labels": {"name": "web", "owner": "helm", "status": status,
+                       "version": version.to_string()},
+        },
+        "type": "helm.sh/release.v1",
+        "data": {"release": b64.encode(encoded)},
+    })
+}
+
+/// Writes a release Secret (create or replace, as Helm's `Create`/`Update` do).
+fn record(sim: &Sim, secret: &Value) {
+    let out = sim.kubectl_output(&["apply", "-f", "-"], Some(&secret.to_string()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn apply(sim: &Sim, yaml: &str) {
+    let out = sim.kubectl_output(&["apply", "-n", "shop", "-f", "-"], Some(yaml));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn sources(db: &Path) -> String {
+    let out = driftd(&["sources", "--db", db.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_helm_release_is_a_source_without_commit_and_a_stuck_upgrade_a_stale_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("driftd.db");
+    let sim = Sim::start(dir.path());
+    sim.kubectl(&["create", "namespace", "shop"]);
+    let ago = |minutes: i64| {
+        (jiff::Timestamp::now() - jiff::SignedDuration::from_mins(minutes)).to_string()
+    };
+    // `helm install web ./web -n shop`: the objects, and version 1 deployed.
+    apply(&sim, &applied_objects("nginx:1.16.0"));
+    record(
+        &sim,
+        &release_secret(1, "deployed", &ago(120), "nginx:1.16.0"),
+    );
+    let daemon = Daemon::start(&write_config(dir.path(), ""), &sim.kubeconfig, &[]);
+    daemon.wait_ready();
+
+    let started = Instant::now();
+    let web = web_when(&daemon, "web in sync", |w| w["class"] == "in_sync");
+    eprintln!(
+        "release Secret to source in sync after ready: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(web["source"], SOURCE, "{web}");
+    for kind in ["Service", "ServiceAccount"] {
+        let listed = wait_for(kind, T, || {
+            find(&daemon.drift("?class=in_sync"), kind, "web").cloned()
+        });
+        assert_eq!(listed["namespace"], "shop", "{listed}");
+    }
+    let listed = sources(&db);
+    assert!(listed.contains(SOURCE), "{listed}");
+    assert!(
+        listed.contains("helm: version 1, chart web 0.1.0 deployed"),
+        "{listed}"
+    );
+
+    // A hand edit is drift from what Helm deployed.
+    sim.merge_patch(
+        "shop",
+        &["deployment", "web"],
+        &json!({"spec": {"replicas": 3}}),
+    );
+    web_when(&daemon, "web modified", |w| w["class"] == "modified");
+    // What a Helm user types to see it.
+    let out = driftd(&["drift", "--server", &daemon.url, "--source", SOURCE]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = table
+        .lines()
+        .find(|l| l.contains("Deployment"))
+        .unwrap_or("");
+    assert!(row.contains(SOURCE) && row.contains("modified"), "{table}");
+
+    // `helm upgrade`: version 2 pending, then deployed (1 superseded), then applied.
+    let upgrade_began = ago(0);
+    record(
+        &sim,
+        &release_secret(2, "pending-upgrade", &upgrade_began, "nginx:1.17.0"),
+    );
+    record(
+        &sim,
+        &release_secret(1, "superseded", &ago(120), "nginx:1.16.0"),
+    );
+    record(
+        &sim,
+        &release_secret(2, "deployed", &upgrade_began, "nginx:1.17.0"),
+    );
+    let started = Instant::now();
+    wait_for("revision of version 2", T, || {
+        sources(&db)
+            .contains("helm: version 2, chart web 0.1.0 deployed")
+            .then_some(())
+    });
+    eprintln!(
+        "version 2 deployed to its revision: {:?}",
+        started.elapsed()
+    );
+    apply(&sim, &applied_objects("nginx:1.17.0"));
+    web_when(&daemon, "web in sync at version 2", |w| {
+        w["class"] == "in_sync"
+    });
+
+    // `helm upgrade` killed mid-way an hour ago: version 3 stays pending-upgrade.
+    record(
+        &sim,
+        &release_secret(3, "pending-upgrade", &ago(60), "nginx:1.18.0"),
+    );
+    let started = Instant::now();
+    let lock = wait_for("a stale Helm lock", T, || {
+        let (_, body) = daemon.get("/locks");
+        let body: Value = serde_json::from_str(&body).unwrap();
+        body["locks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["kind"] == "helm")
+            .cloned()
+    });
+    eprintln!("stuck version to /locks: {:?}", started.elapsed());
+    assert_eq!(lock["source"], SOURCE, "{lock}");
+    assert_eq!(lock["release"], "helm rollback web 2 -n shop", "{lock}");
+    assert_eq!(lock["state"], "pending-upgrade", "{lock}");
+    let reason = lock["reason"].as_str().unwrap();
+    assert!(reason.contains("another operation"), "{reason}");
+    assert_eq!(
+        daemon.sample(&format!(
+            "driftd_stale_locks{{kind=\"helm\",source=\"{SOURCE}\"}}"
+        )),
+        Some(1.0)
+    );
+    let event = wait_for("StaleLock Event", T, || {
+        sim.events("default", "StaleLock").into_iter().next()
+    });
+    let note = event["note"].as_str().unwrap();
+    assert!(note.contains("helm rollback web 2 -n shop"), "{note}");
+
+    // `helm uninstall`: every release Secret deleted; the source is no longer tracked.
+    sim.kubectl(&["delete", "secrets", "-n", "shop", "-l", "owner=helm"]);
+    wait_for("source untracked", T, || {
+        (!sources(&db).contains(SOURCE)).then_some(())
+    });
+    wait_for("web no longer desired", T, || {
+        let drift = daemon.drift("?class=in_sync");
+        find(&drift, "Deployment", "web").is_none().then_some(())
+    });
+    let (_, body) = daemon.get("/locks");
+    assert!(!body.contains("\"helm\""), "{body}");
+    let log = daemon.proc.stderr();
+    assert!(
+        !log.contains("values-are-secret"),
+        "the values never reach the log"
+    );
+}
