@@ -5,4 +5,5 @@ mod bench;
 mod kubectl;
 mod kubectl_workloads;
 mod protocol;
+mod restore;
 mod support;
