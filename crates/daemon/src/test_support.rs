@@ -33,6 +33,7 @@ pub fn entry(source: &str, key: &ObjectKey, class: DriftClass, since: Timestamp)
         ignored: vec![],
         intent: None,
         schema: None,
+        stale: false,
     }
 }
 

@@ -98,6 +98,7 @@ impl Coverage {
             ignored: Vec::new(),
             intent: None,
             schema: None,
+            stale: false,
         }))
     }
 

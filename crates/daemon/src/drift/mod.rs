@@ -29,6 +29,6 @@ mod settle;
 pub(crate) use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
 pub use engine::{Engine, EngineError};
-pub use index::{DriftIndex, SharedIndex};
+pub use index::{DriftIndex, SharedIndex, WatchHealth};
 pub use locks::PodRef;
 pub use outputs::{Announcement, LockAnnouncement, Outputs};

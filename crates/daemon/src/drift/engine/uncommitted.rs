@@ -74,6 +74,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             ignored: Vec::new(),
             intent: Some(intent_ref(info, key, true)),
             schema: None,
+            stale: false,
         };
         self.publish_entry(key, entry);
     }

@@ -72,6 +72,7 @@ fn render_with(ready: bool, filter: &DriftFilter, objects: &[DriftEntry]) -> Str
     render(&Page {
         now: now(),
         ready,
+        stale: &[],
         filter,
         objects,
         revisions: &revisions,
@@ -135,6 +136,7 @@ fn everything_untrusted_is_escaped() {
     let html = render(&Page {
         now: now(),
         ready: true,
+        stale: &[],
         filter: &filter,
         objects: &objects,
         revisions: &revisions,
@@ -235,6 +237,7 @@ fn stale_locks_and_intents_are_listed_when_there_are_any() {
         render(&Page {
             now: now(),
             ready: true,
+            stale: &[],
             filter: &DriftFilter::default(),
             objects: &[],
             revisions: &[],
