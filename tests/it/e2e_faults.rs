@@ -577,10 +577,14 @@ fn an_api_outage_shows_as_stale_and_recovery_takes_seconds() {
             .all(|kind| healthy(&w.daemon, kind) == 0.0)
             .then_some(())
     });
-    // Retries keep failing and each one is counted.
-    wait_for("three failed ConfigMap attempts counted", T, || {
-        (errors() >= before + 3.0).then_some(())
-    });
+    // Retries keep failing and each one is counted. Seven failures take the backoff to its
+    // cap (0.2 s doubling to 5 s), so the recovery below is measured from a long outage's
+    // longest wait.
+    wait_for(
+        "seven failed ConfigMap attempts counted",
+        Duration::from_secs(60),
+        || (errors() >= before + 7.0).then_some(()),
+    );
     let drift = w.daemon.drift("?class=in_sync");
     let stale: BTreeSet<&str> = drift["stale"]
         .as_array()

@@ -467,7 +467,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             }
             WatchEvent::InitDone => self.step_list(&kind, ListEvent::Done),
             WatchEvent::NotServed => self.step_list(&kind, ListEvent::NotServed),
-            WatchEvent::Position(rv) => {
+            WatchEvent::Position(rv) | WatchEvent::Bookmark(rv) => {
                 if self
                     .lists
                     .position(&kind, &rv, Position::Server, &mut self.watches)

@@ -175,7 +175,8 @@ impl Named {
             WatchEvent::NotServed
             | WatchEvent::Error(_)
             | WatchEvent::Opened
-            | WatchEvent::Position(_) => false,
+            | WatchEvent::Position(_)
+            | WatchEvent::Bookmark(_) => false,
         }
     }
 

@@ -4,8 +4,8 @@
 //! - every answer: a watch that opens is [`WatchEvent::Opened`] (kube-runtime's watcher
 //!   says nothing when a resumed watch opens, so a recovered kind would look failed until
 //!   its next change);
-//! - the server's resourceVersion ([`WatchEvent::Position`]): the list's, each bookmark's,
-//!   and before a watch resumes, the server's current one (a list of at most one object).
+//! - the server's resourceVersion ([`WatchEvent::Position`], [`WatchEvent::Bookmark`]): the
+//!   list's, each bookmark's, and before a watch resumes, the server's current one (a list of at most one object).
 //!   kube-apiserver accepts a plain watch from a resourceVersion it has not reached and
 //!   stays silent until it does (`staging/src/k8s.io/apiserver/pkg/storage/cacher/
 //!   cacher.go`, `waitUntilWatchCacheFreshAndForceAllEvents` only waits for watch-lists),
@@ -208,7 +208,7 @@ pub async fn step(
                 }
                 Some(Ok(ApiEvent::Bookmark(bookmark))) => {
                     let rv = bookmark.metadata.resource_version;
-                    send!(WatchEvent::Position(rv.clone()));
+                    send!(WatchEvent::Bookmark(rv.clone()));
                     (State::Watching { rv, events }, Outcome::Sent)
                 }
                 Some(Ok(ApiEvent::Error(status))) => {

@@ -32,9 +32,11 @@ pub enum WatchEvent {
     InitDone,
     /// A watch stream opened: the server answers again.
     Opened,
-    /// The server reported this resourceVersion (a list's, a bookmark's, or its current one,
-    /// asked before a watch resumes): how the engine notices a server whose state went back.
+    /// The server reported this resourceVersion (a list's, or its current one, asked before
+    /// a watch resumes): how the engine notices a server whose state went back.
     Position(String),
+    /// A watch bookmark at this resourceVersion: the watch works, and where the server is.
+    Bookmark(String),
     /// The kind is not served by the cluster (no CRD yet): its objects cannot exist.
     NotServed,
     /// The watch failed; the watcher retries with backoff.

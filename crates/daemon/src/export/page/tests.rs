@@ -314,3 +314,46 @@ fn ages_read_like_kubectl() {
     assert_eq!(at(3 * 86400 + 3600), "3d1h");
     assert_eq!(at(30 * 86400), "30d");
 }
+
+#[test]
+fn stale_kinds_are_said_in_plain_words_and_escaped() {
+    let mut stale_web = web();
+    stale_web.stale = true;
+    let objects = [stale_web];
+    let revisions = vec![revision("shop", 3)];
+    let choices = Choices::gather(&objects, &revisions);
+    let stale = [
+        StaleKind {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            since: "2026-11-30T11:58:00Z".parse().unwrap(),
+        },
+        StaleKind {
+            api_version: "example.com/v1".into(),
+            kind: "<b>Widget".into(),
+            since: "2026-11-30T11:59:00Z".parse().unwrap(),
+        },
+    ];
+    let html = render(&Page {
+        now: now(),
+        ready: true,
+        stale: &stale,
+        filter: &DriftFilter::default(),
+        objects: &objects,
+        revisions: &revisions,
+        choices: &choices,
+        locks: &[],
+        locks_ready: true,
+        intents: &BTreeMap::new(),
+    });
+    assert!(
+        html.contains(
+            "data stale since 2026-11-30 11:58:00 UTC for kinds: Deployment, &lt;b&gt;Widget;"
+        ),
+        "{html}"
+    );
+    assert!(!html.contains("<b>Widget"));
+    assert!(html.contains("<strong>stale</strong>: its kind's watch is failing"));
+    // Nothing stale: no such line.
+    assert!(!render_with(true, &DriftFilter::default(), &[web()]).contains("data stale"));
+}

@@ -135,9 +135,11 @@ fn asking_the_server_where_it_is_does_not_make_a_failing_watch_healthy() {
     );
     assert!(!h.health().0);
     assert_eq!(h.stale_marks(), [("a".into(), true)]);
-    // A fresh list ends the outage.
-    h.list(&configmaps(), live(&cm("a", "1")));
-    assert!(h.health().0);
+    // A bookmark comes only on a working watch: it ends the outage, and is the last event.
+    h.clock.advance(Duration::from_secs(3));
+    h.send(&configmaps(), vec![WatchEvent::Bookmark("8".into())]);
+    assert_eq!(h.health(), (true, None, Some(h.clock.wall())));
+    assert_eq!(h.stale_marks(), [("a".into(), false)]);
 }
 
 #[test]
