@@ -45,9 +45,11 @@ async fn a_restore_goes_back_and_watches_ahead_of_the_server_wait() {
         .unwrap()
         .parse()
         .unwrap();
-    let b = api.create(&PostParams::default(), &cm("b")).await.unwrap();
+    api.create(&PostParams::default(), &cm("b")).await.unwrap();
+    // Two writes past the snapshot: still ahead after one write following the restore.
+    let b = api.create(&PostParams::default(), &cm("b2")).await.unwrap();
     let ahead = b.metadata.resource_version.unwrap();
-    assert!(ahead.parse::<u64>().unwrap() > at);
+    assert!(ahead.parse::<u64>().unwrap() > at + 1);
 
     let restored = sim.admin("restore", json!({})).await;
     assert_eq!(restored["resourceVersion"], at.to_string());
