@@ -79,12 +79,15 @@ pub fn example_objects() -> anyhow::Result<Vec<ManifestObject>> {
     Ok(objects)
 }
 
-/// A client for the simulator, built from its kubeconfig as any user's would be.
-pub async fn client_for(sim: &Simulator) -> anyhow::Result<Client> {
+/// The simulator's client configuration, from its kubeconfig as any user's would be.
+pub async fn config_for(sim: &Simulator) -> anyhow::Result<kube::Config> {
     let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig_yaml())?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
-    Ok(Client::try_from(config)?)
+    Ok(kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?)
+}
+
+/// A client for the simulator.
+pub async fn client_for(sim: &Simulator) -> anyhow::Result<Client> {
+    Ok(Client::try_from(config_for(sim).await?)?)
 }
 
 /// Creates `objects` in the cluster in order (the example files are in install order).
@@ -157,7 +160,7 @@ pub async fn run_demo(
     let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
     let daemon = tokio::spawn(driftd_daemon::serve::run(
         config,
-        client.clone(),
+        config_for(&sim).await?,
         shutdown,
         move |listening| {
             let _ = addr_tx.send(listening.addr);

@@ -2,7 +2,9 @@
 //! uncommitted apply changed are followed by the intent that applied them and the two ways
 //! out.
 
-use driftd_core::report::{DriftClass, DriftEntry, DriftFilter, DriftResponse, IntentRef};
+use driftd_core::report::{
+    DriftClass, DriftEntry, DriftFilter, DriftResponse, IntentRef, StaleKind,
+};
 use driftd_core::text::escape_control;
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
@@ -107,7 +109,10 @@ pub fn render_table(body: &DriftResponse) -> String {
             o.namespace.clone().unwrap_or_default(),
             o.kind.clone(),
             o.name.clone(),
-            o.class.to_string(),
+            match o.stale {
+                true => format!("{} (stale)", o.class),
+                false => o.class.to_string(),
+            },
             o.since.map(drifting_for).unwrap_or_default(),
         ];
         if o.changes.is_empty() {
@@ -125,6 +130,11 @@ pub fn render_table(body: &DriftResponse) -> String {
         }
     }
     let mut out = String::new();
+    // First, in plain words: what follows may be out of date.
+    if let Some(line) = StaleKind::summary(&body.stale) {
+        out.push_str(&escape_control(&line));
+        out.push('\n');
+    }
     if body.objects.is_empty() {
         out.push_str("No drift.\n");
         if !body.ready {

@@ -34,14 +34,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         config.http.web_config_file = Some(file);
     }
     super::runtime()?.block_on(async move {
-        let client = kube::Client::try_default().await.map_err(|e| {
+        let kube_config = kube::Config::infer().await.map_err(|e| {
             anyhow::anyhow!(
                 "cannot connect to Kubernetes ({e}); set KUBECONFIG or run in a cluster"
             )
         })?;
         driftd_daemon::serve::run(
             config,
-            client,
+            kube_config,
             driftd_daemon::serve::shutdown_signal(),
             |listening| {
                 println!("driftd listening on {}", listening.url());

@@ -320,7 +320,6 @@ fn outage_with_compaction(w: &World, change: impl FnOnce()) {
         &w.sim,
         "POST",
         "faults",
-        // (500, not 503: kube-client retries 503s itself before the watcher sees them.)
         json!({"resource": "*", "verb": "watch", "count": 100000, "code": 500}),
     );
     sim_admin(&w.sim, "POST", "close-watches", json!({}));
@@ -383,18 +382,19 @@ fn api_errors_are_counted_and_recovered_from() {
     let before = errors();
     let recorder = DriftRecorder::start(&w.daemon);
 
-    // Two failed re-watches; meanwhile the history moves on and is compacted, so the next
-    // re-watch gets 410 Gone; then one failed re-list. The deployments watcher's backoff
-    // (0.8 s, doubling) leaves the writes below ample time before its third attempt.
+    // Re-watches fail until the faults are lifted; meanwhile the history moves on and is
+    // compacted, so the first re-watch after gets 410 Gone and the watcher lists again. Two
+    // lists fail as well (the watcher asks the server's resourceVersion, a list, before each
+    // re-watch). Every failed attempt is counted, not only the last of a retry series.
     sim_admin(
         &w.sim,
         "POST",
         "faults",
-        json!({"resource": "deployments", "verb": "watch", "count": 2, "code": 500}),
+        json!({"resource": "deployments", "verb": "watch", "count": 1_000_000, "code": 500}),
     );
     sim_admin(&w.sim, "POST", "close-watches", json!({}));
-    wait_for("the first failed re-watch", T, || {
-        (errors() >= before + 1.0).then_some(())
+    wait_for("two failed re-watches", T, || {
+        (errors() >= before + 2.0).then_some(())
     });
     let out = w.sim.kubectl_output(
         &["apply", "-f", "-"],
@@ -406,18 +406,23 @@ fn api_errors_are_counted_and_recovered_from() {
         String::from_utf8_lossy(&out.stderr)
     );
     sim_admin(&w.sim, "POST", "compact", json!({}));
+    let failed = errors();
     sim_admin(
         &w.sim,
         "POST",
         "faults",
-        json!({"resource": "deployments", "verb": "list", "count": 1, "code": 500}),
+        json!({"resource": "deployments", "verb": "list", "count": 2, "code": 500}),
     );
-    // Exponential backoff with jitter: up to ~25 s for four errors.
-    wait_for(
-        "driftd_watch_errors_total{kind=Deployment} to rise by 4",
-        Duration::from_secs(60),
-        || (errors() >= before + 4.0).then_some(()),
-    );
+    // Each retry lists then watches, so four more failures include both failed lists (at
+    // most one re-watch already under way comes first).
+    wait_for("two failed lists counted", T, || {
+        (errors() >= failed + 4.0).then_some(())
+    });
+    let failed = errors();
+    sim_admin(&w.sim, "DELETE", "faults", Value::Null);
+    wait_for("the 410 Gone of the re-watch counted", T, || {
+        (errors() >= failed + 1.0).then_some(())
+    });
     wait_open_watches(&w.sim, w.watches);
     // The daemon stayed ready through the outage.
     assert_eq!(w.daemon.get("/readyz").0, 200);
@@ -523,4 +528,206 @@ fn kinds_leaving_and_entering_the_desired_state_start_and_stop_watchers() {
         "no restart: the same daemon process"
     );
     assert!(w.daemon.proc.terminate().success());
+}
+
+/// `driftd_watch_healthy{kind=KIND}` (absent: not exported, -1).
+fn healthy(daemon: &Daemon, kind: &str) -> f64 {
+    let (status, body) = daemon.get("/metrics");
+    assert_eq!(status, 200, "{body}");
+    sample(&body, &format!("driftd_watch_healthy{{kind=\"{kind}\"}}")).unwrap_or(-1.0)
+}
+
+/// The kinds of the example app (what the daemon watches at least).
+fn app_kinds() -> BTreeSet<&'static str> {
+    APP.iter().map(|(kind, _)| *kind).collect()
+}
+
+/// An API server answering 503 to everything: every kind goes unhealthy at once and each
+/// failed attempt is counted (the kube client's own retries would hide them); `/drift`,
+/// `driftd drift` and the page say the data is stale, `/readyz` stays 200. Once it answers
+/// again, every kind is healthy within seconds (bounded backoff), and a change made then is
+/// found.
+#[test]
+fn an_api_outage_shows_as_stale_and_recovery_takes_seconds() {
+    let w = start("");
+    let errors = || {
+        daemon_metric(
+            &w.daemon,
+            "driftd_watch_errors_total",
+            &[("kind", "ConfigMap")],
+        )
+    };
+    for kind in app_kinds() {
+        assert_eq!(healthy(&w.daemon, kind), 1.0, "{kind} healthy before");
+    }
+    let before = errors();
+
+    // The API server goes away: its streams end, every request answers 503.
+    sim_admin(
+        &w.sim,
+        "POST",
+        "faults",
+        json!({"resource": "*", "count": 1_000_000, "code": 503}),
+    );
+    sim_admin(&w.sim, "POST", "close-watches", json!({}));
+    let outage = Instant::now();
+    wait_for("every kind of the app unhealthy", T, || {
+        app_kinds()
+            .iter()
+            .all(|kind| healthy(&w.daemon, kind) == 0.0)
+            .then_some(())
+    });
+    // Retries keep failing and each one is counted. Seven failures take the backoff to its
+    // cap (0.2 s doubling to 5 s), so the recovery below is measured from a long outage's
+    // longest wait.
+    wait_for(
+        "seven failed ConfigMap attempts counted",
+        Duration::from_secs(60),
+        || (errors() >= before + 7.0).then_some(()),
+    );
+    let drift = w.daemon.drift("?class=in_sync");
+    let stale: BTreeSet<&str> = drift["stale"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap())
+        .collect();
+    assert!(stale.is_superset(&app_kinds()), "{drift:#}");
+    for s in drift["stale"].as_array().unwrap() {
+        let since: jiff::Timestamp = s["since"].as_str().unwrap().parse().unwrap();
+        assert!(since <= jiff::Timestamp::now(), "{s}");
+    }
+    let objects = drift["objects"].as_array().unwrap();
+    assert_eq!(
+        objects.len(),
+        APP.len(),
+        "the last verdicts stay: {drift:#}"
+    );
+    assert!(objects.iter().all(|o| o["stale"] == true), "{drift:#}");
+    assert_eq!(
+        w.daemon.get("/readyz").0,
+        200,
+        "an API outage does not make driftd unready"
+    );
+    let out = driftd(&["drift", "--server", &w.daemon.url, "--class", "in_sync"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{table}");
+    let first = table.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("data stale since ") && first.contains("ConfigMap"),
+        "{table}"
+    );
+    assert!(table.contains("in_sync (stale)"), "{table}");
+    let (status, page) = w.daemon.get("/");
+    assert_eq!(status, 200);
+    assert!(page.contains("data stale since "), "{page}");
+
+    // The API server answers again.
+    sim_admin(&w.sim, "DELETE", "faults", Value::Null);
+    let back = Instant::now();
+    wait_for("every kind of the app healthy again", T, || {
+        app_kinds()
+            .iter()
+            .all(|kind| healthy(&w.daemon, kind) == 1.0)
+            .then_some(())
+    });
+    let recovery = back.elapsed();
+    println!(
+        "API outage of {:?}: every watched kind healthy {recovery:?} after the API server answered again",
+        back - outage
+    );
+    assert!(
+        recovery < Duration::from_secs(15),
+        "recovery took {recovery:?}"
+    );
+    let drift = w.daemon.drift("?class=in_sync");
+    assert!(drift["stale"].as_array().unwrap().is_empty(), "{drift:#}");
+    assert!(drift["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|o| o.get("stale").is_none()));
+    let out = driftd(&["drift", "--server", &w.daemon.url]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("stale"));
+
+    // The watches work: a change is found.
+    set_log_level(&w.sim, "debug");
+    wait_drift_at(&w.daemon, "ConfigMap", "web-config", "/data/LOG_LEVEL");
+}
+
+/// The API server's state goes back to an earlier snapshot (an etcd restore: lower
+/// resourceVersions), then an object is edited. A watch resumed from driftd's last
+/// resourceVersion is accepted and silent (the server has not reached it), so only a list
+/// can see the edit: driftd notices the server went back and lists again, long before the
+/// periodic re-list (an hour here) and without any 410.
+#[test]
+fn a_restored_api_state_is_listed_again_at_once() {
+    let w = start("relist_seconds = 3600\n");
+    let snapshot = sim_admin(&w.sim, "POST", "snapshot", json!({}));
+    let at: u64 = snapshot["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    // driftd's ConfigMap watch moves past the snapshot.
+    let events = || {
+        daemon_metric(
+            &w.daemon,
+            "driftd_watch_events_total",
+            &[("kind", "ConfigMap")],
+        )
+    };
+    let seen = events();
+    for i in 0..10 {
+        w.sim.kubectl(&[
+            "-n",
+            "shop",
+            "create",
+            "configmap",
+            &format!("filler-{i}"),
+            "--from-literal=a=b",
+        ]);
+    }
+    wait_for("driftd to see the ten new ConfigMaps", T, || {
+        (events() >= seen + 10.0).then_some(())
+    });
+    let rv_of = |name: &str| -> u64 {
+        w.sim
+            .kubectl_json(&["-n", "shop", "get", "configmap", name])["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let position = rv_of("filler-9");
+    let errors = daemon_metric(
+        &w.daemon,
+        "driftd_watch_errors_total",
+        &[("kind", "ConfigMap")],
+    );
+
+    let restored = sim_admin(&w.sim, "POST", "restore", json!({}));
+    assert_eq!(restored["resourceVersion"], at.to_string(), "{restored}");
+    let edited = Instant::now();
+    set_log_level(&w.sim, "debug");
+    let cm = wait_drift_at(&w.daemon, "ConfigMap", "web-config", "/data/LOG_LEVEL");
+    println!(
+        "edit after the API state went back found in {:?}",
+        edited.elapsed()
+    );
+    assert_eq!(cm["changes"][0]["live"], "debug", "{cm:#}");
+    assert_eq!(
+        daemon_metric(
+            &w.daemon,
+            "driftd_watch_errors_total",
+            &[("kind", "ConfigMap")],
+        ),
+        errors,
+        "no failed attempt, no 410: the server's resourceVersion gave it away"
+    );
+    // What made the test meaningful: the edit's version is below what driftd had seen, so
+    // a watch resumed from there would never have sent it.
+    let rv = rv_of("web-config");
+    assert!(rv < position, "edit at {rv}, driftd had seen {position}");
 }

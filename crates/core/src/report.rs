@@ -113,6 +113,11 @@ pub struct DriftEntry {
     /// static model, and a refused or failed dry run is seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<DryRunNote>,
+    /// True while the watch of this object's kind is failing: the entry shows the live
+    /// object as last seen, and a change made since may be missing (see
+    /// [`DriftResponse::stale`]). Set when answered, never stored.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub stale: bool,
 }
 
 /// How the server-side dry run of one object went (`compare = "dry-run"`).
@@ -127,6 +132,10 @@ pub struct DryRunNote {
     pub message: Option<String>,
     /// When the answer (or failure) came.
     pub at: Timestamp,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// The open intent (a deploy recorded before it applied, never committed) that explains an
@@ -234,7 +243,39 @@ impl DriftFilter {
 pub struct DriftResponse {
     /// False until every watcher finished its first list: the answer may be incomplete.
     pub ready: bool,
+    /// Kinds whose watch is failing (API errors, server unreachable), with since when:
+    /// their objects are marked `stale`. Empty when every watch is healthy.
+    #[serde(default)]
+    pub stale: Vec<StaleKind>,
     pub objects: Vec<DriftEntry>,
+}
+
+/// A watched kind whose list or watch has failed since `since` and not succeeded again:
+/// what driftd shows of its objects is the last state it saw, and a change made since may
+/// be missing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StaleKind {
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    pub kind: String,
+    /// The first failed attempt of this outage.
+    pub since: Timestamp,
+}
+
+impl StaleKind {
+    /// The plain-words line `driftd drift` and the drift page show for `stale` (empty when
+    /// nothing is stale): the earliest time and every kind.
+    pub fn summary(stale: &[StaleKind]) -> Option<String> {
+        let since = stale.iter().map(|s| s.since).min()?;
+        let kinds: Vec<&str> = stale.iter().map(|s| s.kind.as_str()).collect();
+        Some(format!(
+            "data stale since {} for {}: {}; the API server has not answered driftd's watch \
+             since then, so a change made after it may not be shown",
+            since.strftime("%Y-%m-%d %H:%M:%S UTC"),
+            if kinds.len() == 1 { "kind" } else { "kinds" },
+            kinds.join(", ")
+        ))
+    }
 }
 
 /// What holds a stale lock.

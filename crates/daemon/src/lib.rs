@@ -1,6 +1,6 @@
 //! driftd's daemon: watches the cluster, keeps the drift index current, and publishes it.
 //!
-//! Dependencies point one way: `watch` (watcher messages and control; the kube-runtime
+//! Dependencies point one way: `watch` (watcher messages and control; the kube client
 //! [`watch::Supervisor`]) <- `drift` (the engine and the drift index it writes) <- `export`
 //! (`/drift`, `/metrics` rendered from the index, Events) <- `serve` (wiring). `config` is
 //! the daemon's configuration, read by all. `leader` (the Lease election and the

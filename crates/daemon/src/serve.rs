@@ -13,7 +13,7 @@ use crate::export::publisher::Publisher;
 use crate::export::web_config::{WebConfig, WebConfigError};
 use crate::export::{events, metrics::Metrics};
 use crate::leader::{self, Elector, KubeLease, Leadership};
-use crate::watch::Supervisor;
+use crate::watch::{watch_client, Supervisor};
 use driftd_store::{Store, StoreError};
 use k8s_openapi::api::core::v1::ObjectReference;
 use std::future::Future;
@@ -46,6 +46,9 @@ pub enum ServeError {
     /// The file-descriptor limit leaves too few connections.
     #[error("HTTP server: {0}")]
     Limits(String),
+    /// The kube client could not be built from the cluster configuration.
+    #[error("cannot connect to Kubernetes: {0}")]
+    Kube(#[from] kube::Error),
 }
 
 /// Where the HTTP server listens, once it does.
@@ -65,11 +68,14 @@ impl Listening {
     }
 }
 
-/// Runs the daemon until `shutdown` completes. `on_listening` is told where the HTTP server
-/// listens.
+/// Runs the daemon until `shutdown` completes, against the cluster `kube_config` names.
+/// `on_listening` is told where the HTTP server listens.
+///
+/// Two clients: the watchers' has the kube client's retries off (see [`watch_client`]);
+/// Events, the Lease and the cluster log keep them.
 pub async fn run(
     config: Config,
-    client: kube::Client,
+    kube_config: kube::Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
     on_listening: impl FnOnce(Listening),
 ) -> Result<(), ServeError> {
@@ -83,6 +89,8 @@ pub async fn run(
     if let Some(note) = note {
         tracing::warn!("{note}");
     }
+    let client = kube::Client::try_from(kube_config.clone())?;
+    let watches = watch_client(kube_config)?;
     let keys = config.secrets.load_keys().map_err(ServeError::Database)?;
     let store = Store::open_with_keys(&config.database, keys).map_err(ServeError::Database)?;
     let index = Arc::new(RwLock::new(DriftIndex::new(
@@ -187,7 +195,7 @@ pub async fn run(
         store,
         &config,
         index.clone(),
-        Supervisor::new(client.clone(), sender),
+        Supervisor::new(watches, sender),
         Publisher::new(metrics.clone(), events, leadership.clone(), home),
         clock,
     )?

@@ -57,6 +57,11 @@
 //! - `POST /_sim/compact`: drop the watch history; watches and continue tokens from an older
 //!   resourceVersion get `410 Expired`.
 //! - `POST /_sim/close-watches`: end every open watch stream (clients must re-watch).
+//! - `POST /_sim/snapshot`: remember the state now (answers its `resourceVersion`);
+//!   `POST /_sim/restore`: go back to it, as after an etcd restore: the objects as they were,
+//!   the resourceVersion counter back at the snapshot's (lower than clients have seen), the
+//!   watch history empty and every watch stream closed. The in-process controllers are not
+//!   rewound.
 //! - `POST /_sim/history-limit` `{"limit": N}`: how many past changes watches can resume from.
 //! - `GET /_sim/stats`: `{"resourceVersion", "openWatches", "objects", "storedBytes",
 //!   "historyLength", "controllers", "watchEvents", "watchBytes"}` and, after a bulk edit,
@@ -165,6 +170,7 @@ impl Simulator {
             delivery: Default::default(),
             last_edit: Default::default(),
             controllers: opts.controllers,
+            snapshot: Mutex::new(None),
         });
         // The controllers' queue starts here, so nothing the server accepts escapes them.
         let controller_feed = opts.controllers.then(|| {

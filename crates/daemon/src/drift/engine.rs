@@ -23,7 +23,7 @@ use super::dry_run::{DryRunAnswer, DryRunOutcome, DryRunRequest, DryRuns};
 use super::hpa::{hpa_kind, is_hpa_kind, Autoscalers};
 use super::index::SharedIndex;
 use super::intents::{IntentChange, IntentSet};
-use super::lists::{ListEvent, Lists};
+use super::lists::{ListEvent, Lists, Position};
 use super::outputs::{Announcement, Outputs};
 use super::settle::{Drift, Report, Settling};
 use crate::config::{Config, ConfigError};
@@ -467,11 +467,11 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         match &event {
             WatchEvent::Apply(_) | WatchEvent::Delete(_) => self.outputs.watch_event(&kind),
             WatchEvent::Error(err) => {
+                // Every failed attempt, however soon a retry succeeds.
                 self.outputs.watch_error(&kind, err);
                 tracing::warn!(kind = %kind, error = %err, "watch failed; retrying with backoff");
-                return false;
             }
-            WatchEvent::Init | WatchEvent::InitDone | WatchEvent::NotServed => {}
+            _ => {}
         }
         if self.locks.holders.owns(watcher) {
             return self.locks.holders.step(watcher, &event, self.clock.wall());
@@ -480,24 +480,77 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             tracing::debug!(kind = %kind, "message of a replaced or stopped watcher dropped");
             return false;
         }
+        self.health_step(&kind, &event);
         match event {
             WatchEvent::Init => self.step_list(&kind, ListEvent::Init),
             WatchEvent::Apply(object) => {
+                self.event_position(&kind, &object);
                 if let Some(key) = ObjectKey::of(&object) {
                     self.lists.step(&kind, ListEvent::Seen(&key));
                     self.object_changed(&kind, key, Some(object));
                 }
             }
             WatchEvent::Delete(object) => {
+                self.event_position(&kind, &object);
                 if let Some(key) = ObjectKey::of(&object) {
                     self.object_changed(&kind, key, None);
                 }
             }
             WatchEvent::InitDone => self.step_list(&kind, ListEvent::Done),
             WatchEvent::NotServed => self.step_list(&kind, ListEvent::NotServed),
-            WatchEvent::Error(_) => {} // counted above
+            WatchEvent::Position(rv) | WatchEvent::Bookmark(rv) => {
+                if self
+                    .lists
+                    .position(&kind, &rv, Position::Server, &mut self.watches)
+                {
+                    self.went_back(&kind, &rv);
+                }
+            }
+            WatchEvent::Opened | WatchEvent::Error(_) => {} // health only
         }
         false
+    }
+
+    /// A failed attempt makes `kind` unhealthy (its objects `stale`) until the server
+    /// answers again; the first failure and the recovery are logged.
+    fn health_step(&mut self, kind: &TypeKey, event: &WatchEvent) {
+        let now = self.clock.wall();
+        match event {
+            WatchEvent::Error(_) => {
+                if self.lists.failed(kind, now) {
+                    tracing::warn!(kind = %kind, "watch unhealthy: what driftd shows of this kind is stale until the API server answers again");
+                }
+            }
+            // The server's current resourceVersion is asked before a watch resumes; that
+            // answer alone does not prove the watch works.
+            WatchEvent::Position(_) => {}
+            _ => {
+                if let Some(since) = self.lists.answered(kind, now) {
+                    let outage = now.duration_since(since);
+                    tracing::info!(kind = %kind, since = %since, outage_seconds = outage.as_secs_f64(), "watch healthy again");
+                }
+            }
+        }
+    }
+
+    /// A watch event's object carries the server's position between lists.
+    fn event_position(&mut self, kind: &TypeKey, object: &Value) {
+        let Some(rv) = object
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+        else {
+            return;
+        };
+        if self
+            .lists
+            .position(kind, rv, Position::Event, &mut self.watches)
+        {
+            self.went_back(kind, rv);
+        }
+    }
+
+    fn went_back(&self, kind: &TypeKey, rv: &str) {
+        tracing::warn!(kind = %kind, resource_version = rv, "the API server's resourceVersion went back (its state was restored?): listing the kind afresh");
     }
 
     fn step_list(&mut self, kind: &TypeKey, event: ListEvent) {
@@ -605,8 +658,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     fn publish_state(&mut self) {
         let owned = self.coverage.owned(self.live.keys());
         let ready = self.lists.all_listed();
+        let health = self.lists.health();
         let mut index = self.index.write().unwrap();
         index.set_owned_covered(owned);
+        index.set_watch_health(health);
         if ready && !index.ready() {
             tracing::info!("every watcher finished its first list: ready");
             index.set_ready(true);
@@ -667,6 +722,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             intent: intent.map(|i| uncommitted::intent_ref(i, key, false)),
             schema: comparison.schema,
             dry_run: None,
+            stale: false,
         };
         self.publish_entry(key, entry);
     }

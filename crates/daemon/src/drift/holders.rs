@@ -172,7 +172,11 @@ impl Named {
                 self.listed_at.get_or_insert(now);
                 true
             }
-            WatchEvent::NotServed | WatchEvent::Error(_) => false,
+            WatchEvent::NotServed
+            | WatchEvent::Error(_)
+            | WatchEvent::Opened
+            | WatchEvent::Position(_)
+            | WatchEvent::Bookmark(_) => false,
         }
     }
 

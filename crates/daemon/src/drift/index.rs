@@ -2,8 +2,8 @@
 //! `/metrics` renders its families from it at scrape time, as kube-state-metrics renders
 //! from its store.
 
-use driftd_core::report::{DriftClass, DriftEntry, DriftFilter, StaleLock};
-use driftd_k8s::ObjectKey;
+use driftd_core::report::{DriftClass, DriftEntry, DriftFilter, StaleKind, StaleLock};
+use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::RevisionInfo;
 use jiff::Timestamp;
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,6 +28,22 @@ pub struct DriftIndex {
     /// Stale deploy locks, and whether every holder was listed and lock folder scanned.
     locks: Vec<StaleLock>,
     locks_ready: bool,
+    /// How the watch of every watched kind stands, in kind order.
+    watch_health: Vec<WatchHealth>,
+}
+
+/// How the watch of one kind stands: what `driftd_watch_healthy`, the last-event
+/// timestamp and the `stale` marks of `/drift` are made of.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchHealth {
+    pub kind: TypeKey,
+    /// True once the server answered, until an attempt fails.
+    pub healthy: bool,
+    /// The first failed attempt of the current outage (`None` while healthy, and before
+    /// the first answer).
+    pub unhealthy_since: Option<Timestamp>,
+    /// When the server last answered for this kind (a list, a watch opened, an event).
+    pub last_event: Option<Timestamp>,
 }
 
 /// Which drifting objects get per-object metric series: at most `cap`, first come first
@@ -61,6 +77,7 @@ impl DriftIndex {
             intents: BTreeMap::new(),
             locks: Vec::new(),
             locks_ready: false,
+            watch_health: Vec::new(),
             series: SeriesSlots {
                 cap: max_object_series,
                 holders: BTreeSet::new(),
@@ -121,13 +138,24 @@ impl DriftIndex {
         self.entries.get(key)
     }
 
-    /// Entries matching `filter`, ordered by source, kind, namespace, name.
+    /// Entries matching `filter`, ordered by source, kind, namespace, name; those of a kind
+    /// whose watch is failing are marked `stale`.
     pub fn query(&self, filter: &DriftFilter) -> Vec<DriftEntry> {
+        let stale: BTreeSet<(&str, &str)> = self
+            .watch_health
+            .iter()
+            .filter(|h| h.unhealthy_since.is_some())
+            .map(|h| (h.kind.api_version.as_str(), h.kind.kind.as_str()))
+            .collect();
         let mut out: Vec<DriftEntry> = self
             .entries
             .values()
             .filter(|e| filter.matches(e))
-            .cloned()
+            .map(|e| {
+                let mut e = e.clone();
+                e.stale = stale.contains(&(e.api_version.as_str(), e.kind.as_str()));
+                e
+            })
             .collect();
         out.sort_by(|a, b| {
             (&a.source, &a.kind, &a.namespace, &a.name).cmp(&(
@@ -232,6 +260,31 @@ impl DriftIndex {
     pub fn set_locks(&mut self, locks: Vec<StaleLock>, ready: bool) {
         self.locks = locks;
         self.locks_ready = ready;
+    }
+}
+
+impl DriftIndex {
+    /// How the watch of every watched kind stands.
+    pub fn watch_health(&self) -> &[WatchHealth] {
+        &self.watch_health
+    }
+
+    pub fn set_watch_health(&mut self, health: Vec<WatchHealth>) {
+        self.watch_health = health;
+    }
+
+    /// The kinds whose watch is failing, with since when (`/drift`'s `stale`).
+    pub fn stale_kinds(&self) -> Vec<StaleKind> {
+        self.watch_health
+            .iter()
+            .filter_map(|h| {
+                Some(StaleKind {
+                    api_version: h.kind.api_version.clone(),
+                    kind: h.kind.kind.clone(),
+                    since: h.unhealthy_since?,
+                })
+            })
+            .collect()
     }
 }
 

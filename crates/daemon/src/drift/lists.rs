@@ -6,9 +6,16 @@
 //! One [`ListState`] per kind, stepped by [`ListState::step`] on the watcher's events, in
 //! the manner of kube-runtime's `watcher` state machine. Messages of a replaced watcher are
 //! told apart by [`WatcherId`] and dropped.
+//!
+//! Beside it, per kind: whether its watch is healthy ([`Health`]: failing from the first
+//! failed attempt until the server answers again), and the highest resourceVersion the
+//! server reported since the kind's last list, so a server whose state went back (an etcd
+//! restore) is noticed and the kind listed afresh ([`Lists::position`]).
 
+use super::index::WatchHealth;
 use crate::watch::{WatchControl, WatcherId};
 use driftd_k8s::{ObjectKey, TypeKey};
+use jiff::Timestamp;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// The list lifecycle of one kind.
@@ -126,10 +133,60 @@ impl ListState {
     }
 }
 
+/// Whether the watch of one kind works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Health {
+    /// The server has not answered yet (the first list is under way).
+    Unknown,
+    /// The last attempt succeeded.
+    Healthy,
+    /// Every attempt since `since` failed: what is known of the kind may be stale.
+    Failing { since: Timestamp },
+}
+
+impl Health {
+    /// A list or watch attempt failed at `now`; an outage keeps its first failure's time.
+    fn failed(self, now: Timestamp) -> Health {
+        match self {
+            Health::Failing { since } => Health::Failing { since },
+            Health::Unknown | Health::Healthy => Health::Failing { since: now },
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Watched {
     watcher: WatcherId,
     state: ListState,
+    health: Health,
+    /// When the server last answered for this kind.
+    last_event: Option<Timestamp>,
+    /// The highest resourceVersion the server reported since the kind's last list began
+    /// (compared only when it is an integer, as etcd-backed ones are).
+    position: Option<u64>,
+}
+
+impl Watched {
+    fn new(watcher: WatcherId) -> Watched {
+        Watched {
+            watcher,
+            state: ListState::Resolving,
+            health: Health::Unknown,
+            last_event: None,
+            position: None,
+        }
+    }
+}
+
+/// Where a resourceVersion the engine is told about comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Position {
+    /// The server's own: a list's, a bookmark's, or its current one asked before a watch
+    /// resumes.
+    Server,
+    /// An object's in a watch event: the server's position only between lists (a listed
+    /// object's resourceVersion is when it last changed).
+    Event,
 }
 
 /// The watched kinds and their list lifecycles; starts and stops their watchers.
@@ -151,13 +208,7 @@ impl Lists {
         for kind in wanted {
             if !self.kinds.contains_key(kind) {
                 let watcher = control.start(kind);
-                self.kinds.insert(
-                    kind.clone(),
-                    Watched {
-                        watcher,
-                        state: ListState::Resolving,
-                    },
-                );
+                self.kinds.insert(kind.clone(), Watched::new(watcher));
             }
         }
     }
@@ -205,9 +256,92 @@ impl Lists {
         self.kinds.get(kind).is_some_and(|w| w.watcher == watcher)
     }
 
+    /// The server answered for `kind` at `now` (a list, a watch opened, an event): its
+    /// watch is healthy. Returns the outage this ends, if one: since when it failed.
+    pub fn answered(&mut self, kind: &TypeKey, now: Timestamp) -> Option<Timestamp> {
+        let watched = self.kinds.get_mut(kind)?;
+        watched.last_event = Some(now);
+        let ended = match watched.health {
+            Health::Failing { since } => Some(since),
+            Health::Unknown | Health::Healthy => None,
+        };
+        watched.health = Health::Healthy;
+        ended
+    }
+
+    /// An attempt to list or watch `kind` failed at `now` (whatever the watcher retries
+    /// later). Returns true if this starts an outage.
+    pub fn failed(&mut self, kind: &TypeKey, now: Timestamp) -> bool {
+        let Some(watched) = self.kinds.get_mut(kind) else {
+            return false;
+        };
+        let starts = !matches!(watched.health, Health::Failing { .. });
+        watched.health = watched.health.failed(now);
+        starts
+    }
+
+    /// The server reported `resource_version` for `kind`. If it is lower than one reported
+    /// since the kind's last list began, the server's state went back (an etcd restore:
+    /// a watch resumed from a position the server has not reached yet is accepted and
+    /// stays silent until it does, so changes in between would never arrive): the watcher
+    /// is restarted and lists afresh. Returns true then.
+    ///
+    /// resourceVersions are opaque strings by the API conventions; etcd-backed ones are
+    /// integers that only grow, so two are compared only when both parse as `u64`.
+    pub fn position(
+        &mut self,
+        kind: &TypeKey,
+        resource_version: &str,
+        source: Position,
+        control: &mut impl WatchControl,
+    ) -> bool {
+        let Some(watched) = self.kinds.get_mut(kind) else {
+            return false;
+        };
+        if source == Position::Event && watched.state != ListState::Listed {
+            return false; // a listed object's version, not the server's position
+        }
+        let Ok(rv) = resource_version.parse::<u64>() else {
+            return false;
+        };
+        match watched.position {
+            Some(highest) if rv < highest => {
+                let state = std::mem::replace(&mut watched.state, ListState::Resolving);
+                watched.state = state.await_relist(BTreeSet::new()).0;
+                watched.position = None;
+                watched.watcher = control.start(kind);
+                true
+            }
+            _ => {
+                watched.position = Some(rv.max(watched.position.unwrap_or(0)));
+                false
+            }
+        }
+    }
+
+    /// How the watch of every watched kind stands, in kind order.
+    pub fn health(&self) -> Vec<WatchHealth> {
+        self.kinds
+            .iter()
+            .map(|(kind, w)| WatchHealth {
+                kind: kind.clone(),
+                healthy: w.health == Health::Healthy,
+                unhealthy_since: match w.health {
+                    Health::Failing { since } => Some(since),
+                    Health::Unknown | Health::Healthy => None,
+                },
+                last_event: w.last_event,
+            })
+            .collect()
+    }
+
     /// Steps the lifecycle of `kind`; returns the objects that exist when a list ended.
     pub fn step(&mut self, kind: &TypeKey, event: ListEvent) -> Option<HashSet<ObjectKey>> {
         let watched = self.kinds.get_mut(kind)?;
+        if matches!(event, ListEvent::Init) {
+            // A fresh list is the truth whatever its resourceVersion.
+            watched.position = None;
+        }
         let state = std::mem::replace(&mut watched.state, ListState::Resolving);
         let (state, done) = state.step(event);
         watched.state = state;

@@ -32,6 +32,6 @@ pub(crate) use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
 pub use dry_run::{DryRunAnswer, DryRunOutcome, DryRunRequest};
 pub use engine::{Engine, EngineError};
-pub use index::{DriftIndex, SharedIndex};
+pub use index::{DriftIndex, SharedIndex, WatchHealth};
 pub use locks::PodRef;
 pub use outputs::{Announcement, LockAnnouncement, Outputs};

@@ -73,6 +73,7 @@ async fn drift(
         let index = handles.index.read().unwrap();
         DriftResponse {
             ready: index.ready(),
+            stale: index.stale_kinds(),
             objects: index.query(&filter),
         }
     };
@@ -115,6 +116,7 @@ async fn drift_page(
             page::render(&page::Page {
                 now: jiff::Timestamp::now(),
                 ready: index.ready(),
+                stale: &index.stale_kinds(),
                 filter: &filter,
                 objects: &index.query(&filter),
                 revisions: index.revisions(),
@@ -154,6 +156,11 @@ async fn metrics(State(handles): State<Handles>) -> Response {
 /// driftd unready (a 503 takes the pod out of its Service, yet `/drift` and `/metrics` are
 /// still right from memory; only drift episodes go unrecorded), but the body says them, and
 /// `driftd_store_errors_total` counts them for alerting.
+///
+/// Nor does an API server outage once every kind was listed: unready, the pod would leave
+/// its Service and Prometheus (scraping through it) would lose `driftd_watch_healthy` and
+/// the stale marks just when they matter, and a restart cannot fix the API server. The
+/// outage shows as `stale` in `/drift`, on the page and in `driftd_watch_healthy`.
 async fn readyz(State(handles): State<Handles>) -> Response {
     let store = handles.metrics.store_errors.summary(SystemTime::now());
     let ready = handles.index.read().unwrap().ready();

@@ -6,7 +6,8 @@
 //!
 //! Cardinality: `driftd_objects` has sources x classes series; `driftd_object_drift` and
 //! `driftd_object_drift_since_timestamp_seconds` one each per drifting object, at most
-//! `metrics.max_object_series`; the watch counters one per watched kind; `driftd_intents`
+//! `metrics.max_object_series`; the watch counters and `driftd_watch_healthy` /
+//! `driftd_watch_last_event_timestamp_seconds` one per watched kind; `driftd_intents`
 //! sources x intent states; `driftd_stale_locks` sources x lock kinds (a Pulumi lock's
 //! source is its stack).
 
@@ -19,6 +20,7 @@ use prometheus::{
     Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
+use std::collections::BTreeMap;
 
 /// Classes a desired object can be in (`unmanaged` objects belong to no source).
 const SOURCE_CLASSES: [DriftClass; 5] = [
@@ -278,6 +280,22 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
         &["source", "state"],
     )
     .unwrap();
+    let watch_healthy = IntGaugeVec::new(
+        Opts::new(
+            "driftd_watch_healthy",
+            "1 while the list/watch of the kind works; 0 from its first failed attempt until the API server answers again (and before its first answer). Its objects are `stale` in /drift meanwhile.",
+        ),
+        &["kind"],
+    )
+    .unwrap();
+    let watch_last_event = GaugeVec::new(
+        Opts::new(
+            "driftd_watch_last_event_timestamp_seconds",
+            "Unix time at which the API server last answered for the kind (a list, a watch opened, a watch event).",
+        ),
+        &["kind"],
+    )
+    .unwrap();
     let stale_locks = IntGaugeVec::new(
         Opts::new(
             "driftd_stale_locks",
@@ -355,6 +373,26 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
             .with_label_values(&[source.as_str(), state])
             .set(*count as i64);
     }
+    // One series per kind name, as `driftd_watch_errors_total`: a kind watched at two
+    // apiVersions is healthy only if both are.
+    let mut health: BTreeMap<&str, (bool, Option<f64>)> = BTreeMap::new();
+    for h in index.watch_health() {
+        let seen = h.last_event.map(|t| t.as_millisecond() as f64 / 1000.0);
+        let e = health.entry(h.kind.kind.as_str()).or_insert((true, None));
+        e.0 &= h.healthy;
+        e.1 = match (e.1, seen) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    for (kind, (healthy, seen)) in health {
+        watch_healthy
+            .with_label_values(&[kind])
+            .set(i64::from(healthy));
+        if let Some(seen) = seen {
+            watch_last_event.with_label_values(&[kind]).set(seen);
+        }
+    }
     for lock in index.locks() {
         stale_locks
             .with_label_values(&[lock.source.as_str(), lock.kind.as_str()])
@@ -372,6 +410,8 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
         Box::new(rules_expired),
         Box::new(intents),
         Box::new(stale_locks),
+        Box::new(watch_healthy),
+        Box::new(watch_last_event),
     ]
 }
 

@@ -6,7 +6,7 @@
 //! goes through [`escape_html`].
 
 use driftd_core::diff::Change;
-use driftd_core::report::{DriftClass, DriftEntry, DriftFilter, FilterError, StaleLock};
+use driftd_core::report::{DriftClass, DriftEntry, DriftFilter, FilterError, StaleKind, StaleLock};
 use driftd_core::text::{escape_html, shell_quote};
 use driftd_store::RevisionInfo;
 use jiff::Timestamp;
@@ -51,6 +51,8 @@ pub struct Page<'a> {
     pub now: Timestamp,
     /// False until every watcher finished its first list.
     pub ready: bool,
+    /// Kinds whose watch is failing (`/drift`'s `stale`).
+    pub stale: &'a [StaleKind],
     pub filter: &'a DriftFilter,
     /// The objects `/drift` answers for `filter`.
     pub objects: &'a [DriftEntry],
@@ -77,6 +79,7 @@ pre{background:#f7f7f7;padding:4px 6px;margin:.2em 0}\
 .stale_config{background:#00695c}.unmanaged{background:#455a64}.in_sync{background:#2e7d32}\
 .status{padding:.4em .8em;border-radius:4px;font-weight:600}\
 .ready{background:#e8f5e9}.not-ready{background:#fff3cd}.bad{background:#fde7e9}\
+.stale{background:#fff3cd}\
 .muted{color:#666}form label{margin-right:1em}";
 
 /// The drift page.
@@ -164,6 +167,15 @@ fn readiness(out: &mut String, page: &Page) {
             "<p class=\"status not-ready\" id=\"readiness\">not ready: still listing the \
              cluster (the desired state is loading or a watcher has not finished its first \
              list); what is shown below may be incomplete.</p>\n",
+        );
+    }
+    // The same words as `driftd drift`, so on-call reads one message wherever they look.
+    if let Some(line) = StaleKind::summary(page.stale) {
+        let _ = writeln!(
+            out,
+            "<p class=\"status stale\" id=\"stale\">{}. Objects of these kinds are \
+             marked <em>stale</em> below.</p>",
+            escape_html(&line)
         );
     }
 }
@@ -380,6 +392,9 @@ fn object(out: &mut String, o: &DriftEntry, now: Timestamp) {
         class = o.class.as_str(),
     );
     let mut facts = Vec::new();
+    if o.stale {
+        facts.push("<strong>stale</strong>: its kind's watch is failing".to_string());
+    }
     if let Some(since) = o.since {
         facts.push(format!(
             "drifting for {} (since {})",

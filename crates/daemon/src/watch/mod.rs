@@ -2,12 +2,15 @@
 //! engine starts and stops them ([`WatchControl`]).
 //!
 //! The engine only sees these types, so it can be driven by tests without a cluster; the
-//! kube-runtime implementation is [`Supervisor`].
+//! kube client implementation is [`Supervisor`] (list+watch in `listwatch`).
 
+mod backoff;
+mod listwatch;
 pub mod secrets;
 mod supervisor;
 
-pub use supervisor::Supervisor;
+pub use backoff::Backoff;
+pub use supervisor::{watch_client, Supervisor};
 
 use driftd_k8s::TypeKey;
 use serde_json::Value;
@@ -28,6 +31,13 @@ pub enum WatchEvent {
     Delete(Value),
     /// The (re-)list is complete.
     InitDone,
+    /// A watch stream opened: the server answers again.
+    Opened,
+    /// The server reported this resourceVersion (a list's, or its current one, asked before
+    /// a watch resumes): how the engine notices a server whose state went back.
+    Position(String),
+    /// A watch bookmark at this resourceVersion: the watch works, and where the server is.
+    Bookmark(String),
     /// The kind is not served by the cluster (no CRD yet): its objects cannot exist.
     NotServed,
     /// The watch failed; the watcher retries with backoff.
@@ -42,15 +52,26 @@ pub struct WatchMessage {
     pub event: WatchEvent,
 }
 
-/// Why a watcher could not deliver; every one is retried, so the engine counts and logs it.
+/// Why a watcher could not deliver; every one is retried with backoff, so the engine counts
+/// and logs it (each failed attempt, not only the last).
 #[derive(Debug, thiserror::Error)]
 pub enum WatchError {
     /// Discovery failed for another reason than the kind not being served.
     #[error("discovery failed: {0}")]
     Discovery(#[source] kube::Error),
-    /// The list or watch stream failed (kube-runtime backs off and re-lists as needed).
-    #[error(transparent)]
-    Stream(#[from] kube::runtime::watcher::Error),
+    /// A list request failed (HTTP error, server unreachable, bad body).
+    #[error("list failed: {0}")]
+    List(#[source] kube::Error),
+    /// Opening a watch, or reading its stream, failed.
+    #[error("watch failed: {0}")]
+    Watch(#[source] kube::Error),
+    /// The server ended a watch with an error event (`410 Gone`: history compacted, `504
+    /// Too large resource version`, ...).
+    #[error("watch ended by the server: {} ({})", .0.message, .0.code)]
+    Status(Box<kube::core::Status>),
+    /// A list answered without a resourceVersion: nothing to watch from.
+    #[error("the list answered without a resourceVersion")]
+    NoResourceVersion,
 }
 
 /// Starts and stops watchers; the drift engine decides which kinds are watched.

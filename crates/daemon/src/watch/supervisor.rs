@@ -1,21 +1,22 @@
-//! kube-runtime watchers, one task per (apiVersion, kind) the engine asks for, and one per
-//! name of the pods that hold deploy locks.
+//! Watchers, one task per (apiVersion, kind) the engine asks for, and one per name of the
+//! pods that hold deploy locks.
 //!
-//! Each kind's task resolves its kind through discovery, then streams the kind cluster-wide
-//! with kube-runtime's `watcher` (list+watch, bookmarks, `410 Gone` re-lists, exponential
-//! backoff) and forwards plain JSON to the drift engine over a channel. The task is an
-//! explicit state machine ([`WatcherState`]) stepped by one function. A holder pod's task
-//! streams Pods with the field selector `metadata.name=NAME` (Pods are always served: no
-//! discovery).
+//! Each kind's task resolves its kind through discovery, then lists and watches the kind
+//! cluster-wide ([`super::listwatch`]: bookmarks, `410 Gone` re-lists, jittered backoff
+//! capped at a few seconds) and forwards plain JSON to the drift engine over a channel. The
+//! task is an explicit state machine ([`WatcherState`]) stepped by one function. A holder
+//! pod's task streams Pods with the field selector `metadata.name=NAME` (Pods are always
+//! served: no discovery).
+//!
+//! Watchers use a client without the kube client's own retries ([`watch_client`]): those
+//! retry 429/503/504 up to 15 times over minutes, invisibly, so an outage looked healthy
+//! and recovery waited for the longest of those sleeps.
 
+use super::listwatch::{self, is_not_found, End};
 use super::{pod_type, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
 use driftd_k8s::TypeKey;
-use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::watcher::{self, Event};
-use kube::runtime::WatchStreamExt;
 use kube::{Api, Client};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -129,16 +130,24 @@ impl Drop for Supervisor {
     }
 }
 
+/// The client watchers use: `config`'s, without the kube client's retries of 429, 503 and
+/// 504 (`default_retry`), so every failed attempt reaches the watcher, is counted and makes
+/// its kind unhealthy, and the watcher's own short backoff decides when to try again.
+pub fn watch_client(mut config: kube::Config) -> Result<Client, kube::Error> {
+    config.default_retry = false;
+    Client::try_from(config)
+}
+
 /// Where one watcher run sends its messages, tagged with its kind and id.
-struct Outbox {
-    key: TypeKey,
+pub(super) struct Outbox {
+    pub(super) key: TypeKey,
     id: WatcherId,
     sender: mpsc::Sender<WatchMessage>,
 }
 
 impl Outbox {
     /// False once the engine is gone.
-    async fn send(&self, event: WatchEvent) -> bool {
+    pub(super) async fn send(&self, event: WatchEvent) -> bool {
         let message = WatchMessage {
             type_key: self.key.clone(),
             watcher: self.id,
@@ -197,66 +206,25 @@ async fn step(state: WatcherState, client: &Client, outbox: &Outbox) -> WatcherS
             WatcherState::Resolving
         }
         WatcherState::Watching(resource) => {
-            match forward(client, &resource, watcher::Config::default(), outbox).await {
-                true => WatcherState::Resolving,
-                false => WatcherState::Done,
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+            match listwatch::run(api, &resource, None, outbox).await {
+                End::NotFound => WatcherState::Resolving,
+                End::EngineGone => WatcherState::Done,
             }
         }
         WatcherState::Done => WatcherState::Done,
     }
 }
 
-/// Streams `resource` cluster-wide with `config` to `outbox`. Returns false once the engine
-/// is gone, true if the stream ended (it is started again).
-async fn forward(
-    client: &Client,
-    resource: &ApiResource,
-    config: watcher::Config,
-    outbox: &Outbox,
-) -> bool {
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
-    let mut stream = Box::pin(watcher::watcher(api, config).default_backoff());
-    while let Some(item) = stream.next().await {
-        let event = match item {
-            Ok(Event::Init) => WatchEvent::Init,
-            Ok(Event::InitApply(o)) | Ok(Event::Apply(o)) => {
-                WatchEvent::Apply(to_json(o, resource))
-            }
-            Ok(Event::Delete(o)) => WatchEvent::Delete(to_json(o, resource)),
-            Ok(Event::InitDone) => WatchEvent::InitDone,
-            Err(err) => WatchEvent::Error(WatchError::Stream(err)),
-        };
-        if !outbox.send(event).await {
-            return false;
-        }
-    }
-    true
-}
-
 /// Streams the pods named `name`, in every namespace, until the engine is gone.
 async fn run_pod_watcher(client: Client, name: String, outbox: Outbox) {
     let resource = ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&());
-    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    while forward(&client, &resource, config.clone(), &outbox).await {}
-}
-
-fn is_not_found(err: &kube::Error) -> bool {
-    match err {
-        kube::Error::Discovery(_) => true,
-        kube::Error::Api(status) => status.code == 404,
-        _ => false,
+    let fields = Some(format!("metadata.name={name}"));
+    loop {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        match listwatch::run(api, &resource, fields.clone(), &outbox).await {
+            End::EngineGone => return,
+            End::NotFound => tokio::time::sleep(DISCOVERY_RETRY).await,
+        }
     }
-}
-
-/// List items come without apiVersion/kind (as kube-apiserver sends them); put them back so
-/// every live object carries its type like a `kubectl get -o json` object does.
-fn to_json(object: DynamicObject, resource: &ApiResource) -> Value {
-    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
-    if let Some(map) = value.as_object_mut() {
-        map.entry("apiVersion")
-            .or_insert_with(|| Value::String(resource.api_version.clone()));
-        map.entry("kind")
-            .or_insert_with(|| Value::String(resource.kind.clone()));
-    }
-    value
 }

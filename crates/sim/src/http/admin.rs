@@ -248,6 +248,20 @@ fn simple(app: &App, method: &Method, path: &str, body: &Bytes) -> Result<Value,
             app.store.compact();
             Ok(json!({"ok": true, "resourceVersion": app.store.current_rv().to_string()}))
         }
+        ("POST", "snapshot") => {
+            let snapshot = app.store.snapshot();
+            let rv = snapshot.resource_version();
+            *app.snapshot.lock().unwrap_or_else(|e| e.into_inner()) = Some(snapshot);
+            Ok(json!({"ok": true, "resourceVersion": rv.to_string()}))
+        }
+        ("POST", "restore") => {
+            let snapshot = app.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+            let snapshot = snapshot.as_ref().ok_or_else(|| {
+                ApiError::bad_request("restore: no snapshot; POST /_sim/snapshot first")
+            })?;
+            let rv = app.store.restore(snapshot);
+            Ok(json!({"ok": true, "resourceVersion": rv.to_string()}))
+        }
         ("POST", "close-watches") => {
             app.store.close_watches();
             Ok(json!({"ok": true}))

@@ -49,6 +49,8 @@ pub struct App {
     /// The latest bulk edit's report, for `/_sim/stats`.
     pub last_edit: Mutex<Option<crate::store::bulk::BulkEditReport>>,
     pub controllers: bool,
+    /// What `/_sim/restore` goes back to (taken by `/_sim/snapshot`).
+    pub snapshot: Mutex<Option<crate::store::restore::Snapshot>>,
 }
 
 fn json_response(code: u16, v: &Value) -> Response {

@@ -17,6 +17,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long a watch-list waits for a resourceVersion the server has not reached
+/// (`blockTimeout` in `staging/src/k8s.io/apiserver/pkg/storage/cacher/watch_cache.go`).
+const FRESH_WAIT: Duration = Duration::from_secs(3);
+
 /// Changes read from the history at a time.
 const BATCH: usize = 512;
 /// A batch of lines is sent once it holds this many bytes.
@@ -171,13 +175,22 @@ pub(super) fn start(
     } else {
         params.resource_version.as_deref()
     };
+    // As kube-apiserver's watch cache (`cacher.go`, `waitUntilWatchCacheFreshAndForceAllEvents`):
+    // a watch-list (sendInitialEvents) from a resourceVersion the server has not reached
+    // waits up to 3 s for it, then fails with 504 "Too large resource version" as its first
+    // event. A plain watch from such a version is accepted and stays silent until the
+    // server gets there (the history read below has nothing after it).
+    let wait_for = send_initial
+        .then(|| params.resource_version.as_deref()?.parse::<u64>().ok())
+        .flatten()
+        .filter(|rv| *rv > 0);
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
     // Subscribe before taking the position, so no change between the two is missed.
     let mut changes = app.store.changes_signal();
     let mut closes = app.store.closes_signal();
     changes.borrow_and_update();
     closes.borrow_and_update();
-    let start = app.store.watch(&info, ns.as_deref(), rv);
+    let mut start = app.store.watch(&info, ns.as_deref(), rv);
     app.open_watches.fetch_add(1, Ordering::SeqCst);
     let guard = WatchGuard(app.clone());
     let app = app.clone();
@@ -189,6 +202,26 @@ pub(super) fn start(
     };
     tokio::spawn(async move {
         let _guard = guard;
+        if let Some(wanted) = wait_for {
+            let deadline = tokio::time::Instant::now() + FRESH_WAIT;
+            loop {
+                changes.borrow_and_update();
+                let current = app.store.current_rv();
+                if current >= wanted {
+                    start = app.store.watch(&lens.info, lens.ns.as_deref(), None);
+                    break;
+                }
+                tokio::select! {
+                    r = changes.changed() => if r.is_err() { return },
+                    _ = tokio::time::sleep_until(deadline) => {
+                        let status = crate::store::watch::too_large(wanted, current).to_status();
+                        let _ = tx.send(Ok(line("ERROR", &status))).await;
+                        return;
+                    }
+                    _ = tx.closed() => return,
+                }
+            }
+        }
         let WatchStart { initial, from } = match start {
             Ok(s) => s,
             Err(e) => {
@@ -253,7 +286,11 @@ pub(super) fn start(
                 _ = closes.changed() => return,
                 _ = tick.tick(), if bookmarks => {
                     // Everything up to the cursor is sent; the history is read to the end.
-                    if tx.send(Ok(lens.bookmark(cursor, false))).await.is_err() {
+                    // A watch from a version the server has not reached gets none until it
+                    // does (the cacher sends no event at or below a watcher's version).
+                    if cursor <= app.store.current_rv()
+                        && tx.send(Ok(lens.bookmark(cursor, false))).await.is_err()
+                    {
                         return;
                     }
                 }

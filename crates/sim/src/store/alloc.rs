@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
 /// The addresses and ports stored Services hold (counted: a user may set one twice).
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Held {
     ips: HashMap<String, u32>,
     ports: HashMap<u16, u32>,

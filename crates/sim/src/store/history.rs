@@ -93,6 +93,14 @@ impl History {
         self.compacted = rv;
     }
 
+    /// Starts over at `rv` with no change held, as the watch cache of an API server that
+    /// restarted on a restored etcd: nothing before `rv` can be resumed from.
+    pub fn restart_at(&mut self, rv: u64) {
+        self.changes.clear();
+        self.window_start = rv;
+        self.compacted = rv;
+    }
+
     fn trim(&mut self) {
         while self.changes.len() > self.limit {
             if let Some(c) = self.changes.pop_front() {

@@ -8,7 +8,7 @@
 //! patch), `apply` (server-side apply), `delete` (deletion and garbage collection), `list`
 //! (lists at a resourceVersion), `watch` (where watches start and read), `validate`,
 //! `alloc` (ClusterIPs, NodePorts), `crd` and `bulk` (bulk load and bulk edit for
-//! benchmarks).
+//! benchmarks), `restore` (the state taken back to a snapshot, as after an etcd restore).
 
 mod admission;
 mod alloc;
@@ -19,6 +19,7 @@ mod delete;
 pub mod history;
 pub mod list;
 pub mod object;
+pub mod restore;
 mod validate;
 pub mod watch;
 pub mod webhook;
@@ -72,6 +73,7 @@ fn new_uid() -> String {
 }
 
 /// The objects of one storage (one group and plural, all versions).
+#[derive(Clone)]
 struct Kind {
     id: Arc<StorageKey>,
     objects: BTreeMap<Key, Arc<Stored>>,

@@ -84,6 +84,24 @@ impl Store {
     }
 }
 
+/// kube-apiserver's answer to a request for a resourceVersion it has not reached
+/// (`storage.NewTooLargeResourceVersionError`, `staging/src/k8s.io/apiserver/pkg/storage/
+/// errors.go`): 504 Timeout, the cause `ResourceVersionTooLarge` (how client-go's reflector
+/// recognizes it), retry after 1 s (`resourceVersionTooHighRetrySeconds`).
+pub fn too_large(rv: u64, current: u64) -> ApiError {
+    ApiError {
+        details: Some(serde_json::json!({
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        })),
+        ..ApiError::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {rv}, current: {current}"),
+        )
+    }
+}
+
 fn expired(rv: u64, oldest: u64) -> ApiError {
     ApiError::expired(format!("too old resource version: {rv} ({oldest})"))
 }

@@ -6,4 +6,5 @@ mod dry_run;
 mod kubectl;
 mod kubectl_workloads;
 mod protocol;
+mod restore;
 mod support;

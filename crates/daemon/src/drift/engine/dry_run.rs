@@ -130,6 +130,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             intent: None,
             schema,
             dry_run: Some(error.unwrap_or(note)),
+            stale: false,
         };
         self.publish_entry(key, entry);
     }

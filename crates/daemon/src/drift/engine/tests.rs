@@ -369,12 +369,10 @@ fn a_deletion_hidden_by_compaction_is_found_by_the_relist() {
     h.list(&configmaps(), live(&(cm("a", "1") + &cm("b", "1"))));
 
     // The watch fails; while it is down `b` is deleted and the history compacted, so no
-    // DELETED event ever comes: the resume gets 410 Gone and kube-runtime lists again.
+    // DELETED event ever comes: the resume gets 410 Gone and the watcher lists again.
     h.send(
         &configmaps(),
-        vec![WatchEvent::Error(WatchError::Stream(
-            kube::runtime::watcher::Error::NoResourceVersion,
-        ))],
+        vec![WatchEvent::Error(WatchError::NoResourceVersion)],
     );
     assert_eq!(h.engine.outputs.watch_errors["ConfigMap"], 1);
     assert_eq!(
@@ -840,5 +838,6 @@ fn a_kind_still_listing_is_not_relisted_periodically() {
 
 mod crds;
 mod dry_run;
+mod health;
 mod intents;
 mod locks;

@@ -72,6 +72,7 @@ fn render_with(ready: bool, filter: &DriftFilter, objects: &[DriftEntry]) -> Str
     render(&Page {
         now: now(),
         ready,
+        stale: &[],
         filter,
         objects,
         revisions: &revisions,
@@ -135,6 +136,7 @@ fn everything_untrusted_is_escaped() {
     let html = render(&Page {
         now: now(),
         ready: true,
+        stale: &[],
         filter: &filter,
         objects: &objects,
         revisions: &revisions,
@@ -235,6 +237,7 @@ fn stale_locks_and_intents_are_listed_when_there_are_any() {
         render(&Page {
             now: now(),
             ready: true,
+            stale: &[],
             filter: &DriftFilter::default(),
             objects: &[],
             revisions: &[],
@@ -327,4 +330,47 @@ fn a_refused_dry_run_shows_the_servers_message_escaped() {
         html.contains("refused a dry run of the committed manifest: <code>namespaces &quot;&lt;b&gt;nowhere&lt;/b&gt;&quot; not found</code>"),
         "{html}"
     );
+}
+
+#[test]
+fn stale_kinds_are_said_in_plain_words_and_escaped() {
+    let mut stale_web = web();
+    stale_web.stale = true;
+    let objects = [stale_web];
+    let revisions = vec![revision("shop", 3)];
+    let choices = Choices::gather(&objects, &revisions);
+    let stale = [
+        StaleKind {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            since: "2026-11-30T11:58:00Z".parse().unwrap(),
+        },
+        StaleKind {
+            api_version: "example.com/v1".into(),
+            kind: "<b>Widget".into(),
+            since: "2026-11-30T11:59:00Z".parse().unwrap(),
+        },
+    ];
+    let html = render(&Page {
+        now: now(),
+        ready: true,
+        stale: &stale,
+        filter: &DriftFilter::default(),
+        objects: &objects,
+        revisions: &revisions,
+        choices: &choices,
+        locks: &[],
+        locks_ready: true,
+        intents: &BTreeMap::new(),
+    });
+    assert!(
+        html.contains(
+            "data stale since 2026-11-30 11:58:00 UTC for kinds: Deployment, &lt;b&gt;Widget;"
+        ),
+        "{html}"
+    );
+    assert!(!html.contains("<b>Widget"));
+    assert!(html.contains("<strong>stale</strong>: its kind's watch is failing"));
+    // Nothing stale: no such line.
+    assert!(!render_with(true, &DriftFilter::default(), &[web()]).contains("data stale"));
 }
