@@ -92,8 +92,7 @@ fn plan(
                 custom_scopes: scopes.clone(),
                 ..LoadOptions::default()
             };
-            manifest::read_text(doc, &name, &options)
-                .unwrap_or_else(|e| panic!("{name}: {e}"))
+            manifest::read_text(doc, &name, &options).unwrap_or_else(|e| panic!("{name}: {e}"))
         };
         // Whether a document names a namespace: read with a namespace none of them has.
         const UNSET: &str = "zz-namespace-not-given";
@@ -140,7 +139,9 @@ fn plan(
                 }
             }
             if let Some(reason) = duplicate {
-                left_out.push(format!("{name}: document {i}: {reason} (one object, one definition)"));
+                left_out.push(format!(
+                    "{name}: document {i}: {reason} (one object, one definition)"
+                ));
                 dropped = true;
                 continue;
             }
@@ -183,16 +184,18 @@ fn last_applied_size(object: &Value) -> usize {
     existing + "kubectl.kubernetes.io/last-applied-configuration".len() + object.to_string().len()
 }
 
-/// `kubectl apply` of one planned file; its stderr on failure.
-fn apply(sim: &Sim, p: &Planned) -> Result<(), String> {
+/// One `kubectl apply` of several planned files that share its flags; its stderr on failure.
+fn apply(sim: &Sim, batch: &[&Planned]) -> Result<(), String> {
     let mut args = vec!["apply".to_string()];
-    if p.server_side {
+    if batch[0].server_side {
         args.push("--server-side".into());
     }
-    if let Some(ns) = &p.namespace {
+    if let Some(ns) = &batch[0].namespace {
         args.extend(["-n".into(), ns.clone()]);
     }
-    args.extend(["-f".into(), p.path.display().to_string()]);
+    for p in batch {
+        args.extend(["-f".into(), p.path.display().to_string()]);
+    }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = sim.kubectl_output(&args, None);
     if out.status.success() {
@@ -220,10 +223,7 @@ fn every_real_object_applied_with_kubectl_reads_back_in_sync() {
         .filter_map(|o| manifest::crd_scope(&o.key.kind, &o.object))
         .collect();
     let mut left_out = Vec::new();
-    let mut planned = plan(&root, dir.path(), &scopes, &mut left_out);
-    // Namespaces, then CRDs, then the rest; each file is retried while what it needs (a
-    // namespace another file creates, a CRD's kind) is not there yet.
-    planned.sort_by_key(|p| (!p.defines_namespace, !p.defines_crd));
+    let planned = plan(&root, dir.path(), &scopes, &mut left_out);
     let defined: BTreeSet<String> = planned
         .iter()
         .filter(|p| p.defines_namespace)
@@ -243,17 +243,36 @@ fn every_real_object_applied_with_kubectl_reads_back_in_sync() {
     for ns in needed.into_iter().filter(|ns| !defined.contains(*ns)) {
         let out = sim.kubectl_output(&["create", "namespace", ns.as_str()], None);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success() || err.contains("AlreadyExists"), "{ns}: {err}");
+        assert!(
+            out.status.success() || err.contains("AlreadyExists"),
+            "{ns}: {err}"
+        );
     }
-    let mut pending: Vec<&Planned> = planned.iter().collect();
+    // One kubectl call per phase (Namespaces, CRDs, the rest), namespace and apply mode;
+    // a call that fails (a kind not served yet) is made again, as apply is idempotent.
+    let mut batches: BTreeMap<(u8, Option<String>, bool), Vec<&Planned>> = BTreeMap::new();
+    for p in &planned {
+        let phase = if p.defines_namespace {
+            0
+        } else if p.defines_crd {
+            1
+        } else {
+            2
+        };
+        batches
+            .entry((phase, p.namespace.clone(), p.server_side))
+            .or_default()
+            .push(p);
+    }
+    let mut pending: Vec<Vec<&Planned>> = batches.into_values().collect();
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut last_errors = Vec::new();
     while !pending.is_empty() && Instant::now() < deadline {
         last_errors.clear();
-        pending.retain(|p| match apply(&sim, p) {
+        pending.retain(|batch| match apply(&sim, batch) {
             Ok(()) => false,
             Err(e) => {
-                last_errors.push(format!("{}: {e}", p.name));
+                last_errors.push(e);
                 true
             }
         });
@@ -261,14 +280,25 @@ fn every_real_object_applied_with_kubectl_reads_back_in_sync() {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
-    assert!(pending.is_empty(), "not applied:\n{}", last_errors.join("\n"));
+    assert!(
+        pending.is_empty(),
+        "not applied:\n{}",
+        last_errors.join("\n")
+    );
     let applied = started.elapsed();
 
     // Read everything back once, with managedFields (who changed what).
     let kinds: BTreeSet<&String> = planned.iter().flat_map(|p| &p.kinds).collect();
     let kinds: Vec<&str> = kinds.into_iter().map(String::as_str).collect();
     let kinds = kinds.join(",");
-    let live = sim.kubectl(&["get", kinds.as_str(), "-A", "-o", "json", "--show-managed-fields"]);
+    let live = sim.kubectl(&[
+        "get",
+        kinds.as_str(),
+        "-A",
+        "-o",
+        "json",
+        "--show-managed-fields",
+    ]);
     let live_path = dir.path().join("live.json");
     std::fs::write(&live_path, &live).unwrap();
     let live_count = serde_json::from_str::<Value>(&live).unwrap()["items"]
@@ -325,5 +355,10 @@ fn every_real_object_applied_with_kubectl_reads_back_in_sync() {
     for l in &left_out {
         println!("  {l}");
     }
-    assert!(drift.is_empty(), "{} objects not in sync:\n{}", drift.len(), drift.join("\n"));
+    assert!(
+        drift.is_empty(),
+        "{} objects not in sync:\n{}",
+        drift.len(),
+        drift.join("\n")
+    );
 }

@@ -20,7 +20,10 @@ fn commit_refusal(dir: &Path, file: &str) -> String {
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "commit {file}: {err}");
-    assert!(!dir.join("agree.db").exists(), "commit {file} created the database");
+    assert!(
+        !dir.join("agree.db").exists(),
+        "commit {file} created the database"
+    );
     let line = err
         .lines()
         .find(|l| l.starts_with("error: "))
@@ -94,9 +97,14 @@ fn commit_and_the_simulator_refuse_and_accept_the_same_objects_in_the_same_words
         let path = dir.path().join(file);
         let out = sim.kubectl_output(&["create", "-f", path.to_str().unwrap()], None);
         let err = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(!err.contains("hunter2"), "{file}: a Secret value leaked: {err}");
+        assert!(
+            !err.contains("hunter2"),
+            "{file}: a Secret value leaked: {err}"
+        );
         if out.status.success() {
-            disagreements.push(format!("{file}: commit refused ({message}), the simulator accepted it"));
+            disagreements.push(format!(
+                "{file}: commit refused ({message}), the simulator accepted it"
+            ));
             continue;
         }
         let words = kubectl_words(&message);
@@ -108,7 +116,14 @@ fn commit_and_the_simulator_refuse_and_accept_the_same_objects_in_the_same_words
         // Nothing stored: the kind and name, when there are such, are not found.
         if let Some((kind, name)) = identity(text) {
             let got = sim.kubectl_output(
-                &["get", kind.as_str(), name.as_str(), "--ignore-not-found", "-o", "name"],
+                &[
+                    "get",
+                    kind.as_str(),
+                    name.as_str(),
+                    "--ignore-not-found",
+                    "-o",
+                    "name",
+                ],
                 None,
             );
             let shown = String::from_utf8_lossy(&got.stdout);
@@ -139,7 +154,15 @@ fn commit_and_the_simulator_refuse_and_accept_the_same_objects_in_the_same_words
         let source = format!("s{i}");
         let out = driftd(
             dir.path(),
-            &["commit", "--db", "ok.db", "--source", source.as_str(), "-f", file.as_str()],
+            &[
+                "commit",
+                "--db",
+                "ok.db",
+                "--source",
+                source.as_str(),
+                "-f",
+                file.as_str(),
+            ],
             None,
         );
         if !out.status.success() {

@@ -90,8 +90,10 @@ pub fn root(types: &[ResourceType]) -> Value {
     json!({"paths": paths})
 }
 
-/// The media type kubectl asks `/openapi/v2` for (gnostic's `openapi_v2.Document`).
-pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+/// The media type kube-openapi answers `/openapi/v2` with (gnostic's `openapi_v2.Document`;
+/// clients ask for `...spec.v2@v1.0+protobuf`, but `@` is not valid in a Content-Type Go's
+/// `mime.ParseMediaType` reads, so the handler answers with a dot).
+pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
 /// `/openapi/v2` as protobuf: `swagger: "2.0"` and an `info` (title, version), no paths
 /// and no definitions.

@@ -542,7 +542,11 @@ impl Store {
     /// The CustomResourceDefinitions in the newest revision of every source (for the scopes
     /// of custom resources a commit reads), without reading any other object.
     pub fn committed_crds(&self) -> Result<Vec<Value>, StoreError> {
-        revisions::newest_of_kind(&self.conn, "apiextensions.k8s.io", "CustomResourceDefinition")
+        revisions::newest_of_kind(
+            &self.conn,
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+        )
     }
 
     /// The newest revision of every source with its objects, read as one consistent snapshot.

@@ -591,16 +591,16 @@ mod plan_tests {
     use super::*;
 
     fn plan(conn: &Connection, sql: &str, args: usize) -> Vec<String> {
-        let mut stmt = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-            .unwrap();
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
         let values: Vec<rusqlite::types::Value> = (0..args)
             .map(|_| rusqlite::types::Value::Text(String::new()))
             .collect();
-        stmt.query_map(rusqlite::params_from_iter(values), |r| r.get::<_, String>(3))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap()
+        stmt.query_map(rusqlite::params_from_iter(values), |r| {
+            r.get::<_, String>(3)
+        })
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
     }
 
     #[test]

@@ -303,7 +303,12 @@ fn ownership_is_checked_per_key_and_crds_are_read_alone() {
     assert_eq!(crds[0]["metadata"]["name"], "widgets.example.com");
 
     // A key another source's newest revision owns is refused, naming it.
-    let err = commit(&mut store, "small", &(cm("mine", "1") + &cm("big-299", "1"))).unwrap_err();
+    let err = commit(
+        &mut store,
+        "small",
+        &(cm("mine", "1") + &cm("big-299", "1")),
+    )
+    .unwrap_err();
     assert!(
         err.to_string()
             .contains("is already owned by source \"big\" (revision 1)"),
@@ -312,12 +317,29 @@ fn ownership_is_checked_per_key_and_crds_are_read_alone() {
     // A key only an older revision held is free; so is a new one.
     created(commit(&mut store, "small", &(cm("mine", "1") + &cm("freed", "1"))).unwrap());
     // The source's own keys stay its own on the next commit.
-    created(commit(&mut store, "big", &format!("{crd}{big}{}", cm("extra", "1"))).unwrap());
+    created(
+        commit(
+            &mut store,
+            "big",
+            &format!("{crd}{big}{}", cm("extra", "1")),
+        )
+        .unwrap(),
+    );
     let err = commit(&mut store, "big", &format!("{big}{}", cm("mine", "2"))).unwrap_err();
-    assert!(err.to_string().contains("owned by source \"small\""), "{err}");
+    assert!(
+        err.to_string().contains("owned by source \"small\""),
+        "{err}"
+    );
     // Once the big source drops a key, another source can take it.
     created(commit(&mut store, "big", &cm("big-0", "1")).unwrap());
-    created(commit(&mut store, "small", &(cm("mine", "1") + &cm("big-299", "1"))).unwrap());
+    created(
+        commit(
+            &mut store,
+            "small",
+            &(cm("mine", "1") + &cm("big-299", "1")),
+        )
+        .unwrap(),
+    );
 }
 
 #[test]
@@ -337,5 +359,12 @@ fn an_intent_keeps_its_skipped_count_for_the_revision_it_becomes() {
         .unwrap();
     let (_, outcome) = store.commit_intent(intent.id, "deployer").unwrap();
     assert_eq!(created(outcome).skipped_count, 3);
-    assert_eq!(store.sources().unwrap()[0].latest.as_ref().unwrap().skipped_count, 3);
+    assert_eq!(
+        store.sources().unwrap()[0]
+            .latest
+            .as_ref()
+            .unwrap()
+            .skipped_count,
+        3
+    );
 }

@@ -443,21 +443,61 @@ fn the_kinds_issue_10_listed_are_served_in_their_scope() {
     let store = Store::new(100);
     let ctx = WriteCtx::new("test");
     let cases = [
-        ("networking.k8s.io", "networkpolicies", json!({"spec": {"podSelector": {}}})),
-        ("", "replicationcontrollers", json!({"spec": {"selector": {"app": "a"}, "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})),
-        ("storage.k8s.io", "storageclasses", json!({"provisioner": "example.com/disk"})),
-        ("", "persistentvolumes", json!({"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp"}}})),
-        ("policy", "poddisruptionbudgets", json!({"spec": {"minAvailable": 1}})),
-        ("", "endpoints", json!({"subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]})),
-        ("networking.k8s.io", "ingressclasses", json!({"spec": {"controller": "k8s.io/ingress-nginx"}})),
-        ("admissionregistration.k8s.io", "validatingwebhookconfigurations", json!({"webhooks": []})),
-        ("apiregistration.k8s.io", "apiservices", json!({"spec": {"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100}})),
+        (
+            "networking.k8s.io",
+            "networkpolicies",
+            json!({"spec": {"podSelector": {}}}),
+        ),
+        (
+            "",
+            "replicationcontrollers",
+            json!({"spec": {"selector": {"app": "a"}, "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+        ),
+        (
+            "storage.k8s.io",
+            "storageclasses",
+            json!({"provisioner": "example.com/disk"}),
+        ),
+        (
+            "",
+            "persistentvolumes",
+            json!({"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp"}}}),
+        ),
+        (
+            "policy",
+            "poddisruptionbudgets",
+            json!({"spec": {"minAvailable": 1}}),
+        ),
+        (
+            "",
+            "endpoints",
+            json!({"subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]}),
+        ),
+        (
+            "networking.k8s.io",
+            "ingressclasses",
+            json!({"spec": {"controller": "k8s.io/ingress-nginx"}}),
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            json!({"webhooks": []}),
+        ),
+        (
+            "apiregistration.k8s.io",
+            "apiservices",
+            json!({"spec": {"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100}}),
+        ),
     ];
     for (group, plural, mut body) in cases {
         let info = store
             .resolve(group, "v1", plural)
             .unwrap_or_else(|| panic!("{plural} not served"));
-        let name = if plural == "apiservices" { "v1beta1.metrics.k8s.io" } else { "x" };
+        let name = if plural == "apiservices" {
+            "v1beta1.metrics.k8s.io"
+        } else {
+            "x"
+        };
         body["metadata"] = json!({"name": name, "namespace": "default"});
         let ns = info.namespaced.then_some("default");
         let created = store
@@ -481,10 +521,20 @@ fn writes_are_validated_as_commit_validates_them_in_kube_apiservers_words() {
         .unwrap();
     // RBAC names need only be path segments.
     store
-        .create(&roles, None, json!({"metadata": {"name": "system:aggregated-metrics-reader"}, "rules": []}), &ctx)
+        .create(
+            &roles,
+            None,
+            json!({"metadata": {"name": "system:aggregated-metrics-reader"}, "rules": []}),
+            &ctx,
+        )
         .unwrap();
     let err = store
-        .create(&roles, None, json!({"metadata": {"name": "a/b"}, "rules": []}), &ctx)
+        .create(
+            &roles,
+            None,
+            json!({"metadata": {"name": "a/b"}, "rules": []}),
+            &ctx,
+        )
         .unwrap_err();
     assert_eq!(err.code, 422);
     assert_eq!(
@@ -496,7 +546,12 @@ fn writes_are_validated_as_commit_validates_them_in_kube_apiservers_words() {
     let cms = store.resolve("", "v1", "configmaps").unwrap();
     let big = "x".repeat(256 * 1024);
     let err = store
-        .create(&cms, Some("default"), json!({"metadata": {"name": "big", "annotations": {"a": big}}}), &ctx)
+        .create(
+            &cms,
+            Some("default"),
+            json!({"metadata": {"name": "big", "annotations": {"a": big}}}),
+            &ctx,
+        )
         .unwrap_err();
     assert_eq!(
         (err.code, err.reason, err.message.as_str()),
@@ -510,7 +565,12 @@ fn writes_are_validated_as_commit_validates_them_in_kube_apiservers_words() {
         json!([{"reason": "FieldValueTooLong", "message": "Too long: may not be more than 262144 bytes", "field": "metadata.annotations"}])
     );
     store
-        .create(&cms, Some("default"), json!({"metadata": {"name": "small"}}), &ctx)
+        .create(
+            &cms,
+            Some("default"),
+            json!({"metadata": {"name": "small"}}),
+            &ctx,
+        )
         .unwrap();
     let err = store
         .write(&cms, Some("default"), "small", None, &ctx, |old| {
@@ -524,7 +584,12 @@ fn writes_are_validated_as_commit_validates_them_in_kube_apiservers_words() {
     // A body that does not decode is a 400 with the decoder's words, never the value.
     let secrets = store.resolve("", "v1", "secrets").unwrap();
     let err = store
-        .create(&secrets, Some("default"), json!({"metadata": {"name": "s"}, "data": {"password": "hunter2!"}}), &ctx)
+        .create(
+            &secrets,
+            Some("default"),
+            json!({"metadata": {"name": "s"}, "data": {"password": "hunter2!"}}),
+            &ctx,
+        )
         .unwrap_err();
     assert_eq!(
         (err.code, err.message.as_str()),

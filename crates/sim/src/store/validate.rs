@@ -36,10 +36,15 @@ pub fn validate_request(
     if let Some(md) = copy["metadata"].as_object_mut() {
         match ns {
             // The request's namespace fills an empty one (`EnsureObjectNamespaceMatchesRequestNamespace`).
-            Some(ns) if info.namespaced => {
-                if md.get("namespace").and_then(Value::as_str).unwrap_or("").is_empty() {
-                    md.insert("namespace".into(), Value::String(ns.to_string()));
-                }
+            Some(ns)
+                if info.namespaced
+                    && md
+                        .get("namespace")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .is_empty() =>
+            {
+                md.insert("namespace".into(), Value::String(ns.to_string()));
             }
             // kube-apiserver clears the namespace of a cluster-scoped object.
             _ if !info.namespaced => {
