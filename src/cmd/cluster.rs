@@ -63,6 +63,7 @@ impl DesiredArgs {
                 author: &self.author(),
                 objects: &loaded.objects,
                 committed_at: None,
+                skipped: 0,
             })
             .with_context(|| format!("commit to source {:?} refused", self.source))?;
         Ok(loaded)

@@ -157,13 +157,7 @@ pub fn no_objects(files: &[PathBuf], skipped: usize) -> anyhow::Error {
 
 impl DesiredArgs {
     /// Validates the input, then opens the database (creating it only now that the input
-    /// has proven valid) and returns it with the objects.
-    pub fn load(&self) -> anyhow::Result<(Store, Vec<ManifestObject>)> {
-        self.load_all()
-            .map(|(store, loaded)| (store, loaded.objects))
-    }
-
-    /// [`DesiredArgs::load`] with what was skipped.
+    /// has proven valid) and returns it with the objects and what was skipped.
     pub fn load_all(&self) -> anyhow::Result<(Store, Loaded)> {
         validate_source_name(&self.source)?;
         let Prepared {
@@ -200,14 +194,8 @@ pub fn prepare(db: &Path, namespace: &str, keys: &KeyArgs) -> anyhow::Result<Pre
         None
     };
     let committed_crds: Vec<serde_json::Value> = match &store {
-        Some(store) => store
-            .desired_state()?
-            .objects
-            .into_iter()
-            .filter(|o| o.key.group == "apiextensions.k8s.io")
-            .filter(|o| o.key.kind == "CustomResourceDefinition")
-            .map(|o| o.object)
-            .collect(),
+        // Only the CRDs: other sources' objects are never read into memory for a commit.
+        Some(store) => store.committed_crds()?,
         None => Vec::new(),
     };
     let custom_scopes = committed_crds
@@ -284,6 +272,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             author: &desired.author(),
             objects: &loaded.objects,
             committed_at: None,
+            skipped: loaded.skipped.len(),
         })
         .with_context(|| format!("commit to source {:?} refused", desired.source))?;
     let skipped = match loaded.skipped.len() {

@@ -137,6 +137,7 @@ pub async fn run_demo(
         author: "driftd-demo",
         objects: &objects,
         committed_at: None,
+        skipped: 0,
     })?;
     let revision = match outcome {
         CommitOutcome::Created(r) | CommitOutcome::Unchanged(r) => r,

@@ -105,6 +105,7 @@ fn import_pulumi(args: PulumiArgs) -> anyhow::Result<ExitCode> {
             author: &author_or_user(args.author.as_deref()),
             objects: &objects,
             committed_at: None,
+            skipped: 0,
         })
         .with_context(|| format!("commit to source {:?} refused", args.source))?;
     println!("{} from Pulumi stack {stack}", describe_outcome(&outcome));

@@ -167,7 +167,8 @@ pub fn begin_intent(
     holder: &str,
     ttl: Duration,
 ) -> anyhow::Result<(Store, IntentInfo)> {
-    let (mut store, objects) = desired.load()?;
+    let (mut store, loaded) = desired.load_all()?;
+    let objects = loaded.objects;
     let intent = store
         .begin_intent(&BeginRequest {
             source: &desired.source,
@@ -176,6 +177,7 @@ pub fn begin_intent(
             message: &desired.message,
             ttl,
             objects: &objects,
+            skipped: loaded.skipped.len(),
         })
         .with_context(|| format!("cannot begin an intent on source {:?}", desired.source))?;
     Ok((store, intent))

@@ -1,4 +1,5 @@
-//! `driftd sources`: every source with its newest revision.
+//! `driftd sources`: every source with its newest revision, its object count and how many
+//! objects of its input were skipped (`generateName` without a `name`).
 //!
 //! Also holds the small table/age helpers `history` shares: kubectl-style output, upper-case
 //! headers, columns padded with three spaces, ages as kubectl prints them (`5m`, `3d2h`).
@@ -32,7 +33,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             let now = Timestamp::now();
             let mut rows = vec![row(&[
-                "SOURCE", "REVISION", "OBJECTS", "AUTHOR", "AGE", "MESSAGE",
+                "SOURCE", "REVISION", "OBJECTS", "SKIPPED", "AUTHOR", "AGE", "MESSAGE",
             ])];
             for s in &sources {
                 rows.push(match &s.latest {
@@ -40,6 +41,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         s.name.clone(),
                         r.id.to_string(),
                         r.object_count.to_string(),
+                        r.skipped_count.to_string(),
                         r.author.clone(),
                         human_age(now, r.committed_at),
                         first_line(&r.message),
@@ -47,6 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     None => vec![
                         s.name.clone(),
                         "<none>".into(),
+                        "0".into(),
                         "0".into(),
                         String::new(),
                         String::new(),

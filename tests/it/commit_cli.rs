@@ -219,7 +219,11 @@ fn sources_and_history_list_revisions() {
         &[
             "commit", "--db", "d.db", "--source", "db", "-m", "db", "-f", "-",
         ],
-        &CM_A.replace("name: a", "name: pg"),
+        // A hook kube-apiserver names on create: skipped, and counted with the revision.
+        &format!(
+            "{}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: hook-\n",
+            CM_A.replace("name: a", "name: pg")
+        ),
     );
 
     let table = assert_ok(&driftd(dir.path(), &["sources", "--db", "d.db"], None));
@@ -228,12 +232,12 @@ fn sources_and_history_list_revisions() {
     let header: Vec<&str> = lines[0].split_whitespace().collect();
     assert_eq!(
         header,
-        ["SOURCE", "REVISION", "OBJECTS", "AUTHOR", "AGE", "MESSAGE"]
+        ["SOURCE", "REVISION", "OBJECTS", "SKIPPED", "AUTHOR", "AGE", "MESSAGE"]
     );
     let db_row: Vec<&str> = lines[1].split_whitespace().collect();
-    assert_eq!(db_row[..4], ["db", "3", "1", "tester"]);
+    assert_eq!(db_row[..5], ["db", "3", "1", "1", "tester"]);
     let web_row: Vec<&str> = lines[2].split_whitespace().collect();
-    assert_eq!(web_row[..4], ["web", "2", "1", "bob"]);
+    assert_eq!(web_row[..5], ["web", "2", "1", "0", "bob"]);
     assert!(lines[2].ends_with("scale up ..."), "{table}");
     // Columns are aligned: every row's REVISION starts under its header.
     let col = lines[0].find("REVISION").unwrap();
@@ -249,6 +253,8 @@ fn sources_and_history_list_revisions() {
     assert_eq!(v[1]["name"], "web");
     assert_eq!(v[1]["latest"]["id"], 2);
     assert_eq!(v[1]["latest"]["author"], "bob");
+    assert_eq!(v[1]["latest"]["skipped_count"], 0);
+    assert_eq!(v[0]["latest"]["skipped_count"], 1, "{json}");
     let at = v[1]["latest"]["committed_at"].as_str().unwrap();
     assert!(at.parse::<jiff::Timestamp>().is_ok(), "RFC 3339: {at}");
 

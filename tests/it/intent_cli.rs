@@ -198,7 +198,11 @@ fn begin_list_renew_commit_and_history_with_who_and_when() {
     );
     let sources = w.ok(&["sources"]);
     let row: Vec<&str> = sources.lines().nth(1).unwrap().split_whitespace().collect();
-    assert_eq!(row[..4], ["web", "1", "1", "alice"], "the intent's author");
+    assert_eq!(
+        row[..5],
+        ["web", "1", "1", "0", "alice"],
+        "no object skipped; the intent's author"
+    );
 
     let history = w.history();
     assert_eq!(history[0]["kind"], "revision");

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// Objects in the corpus, as its SOURCES.md counts them (List items one by one).
 const CORPUS_OBJECTS: usize = 439;
 
-fn corpus_files(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn corpus_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
@@ -26,7 +26,7 @@ fn corpus_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// The CRD files of the corpus (kube-prometheus ships its CRDs apart, in `setup/`): the
 /// CRDs a cluster has before the custom resources are applied.
-fn crd_files(files: &[PathBuf]) -> Vec<PathBuf> {
+pub(crate) fn crd_files(files: &[PathBuf]) -> Vec<PathBuf> {
     files
         .iter()
         .filter(|f| {

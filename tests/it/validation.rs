@@ -36,8 +36,9 @@ fn deploy_with(replicas: &str) -> String {
     format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec:\n      containers:\n      - name: web\n        image: nginx\n")
 }
 
-/// Objects kube-apiserver refuses, each with what the error must say.
-fn refused() -> Vec<(&'static str, String, Vec<String>)> {
+/// Objects kube-apiserver refuses, each with what the error must say: the one list both
+/// `commit` (here) and the simulator (`validation_agreement`) are held to.
+pub(crate) fn refused() -> Vec<(&'static str, String, Vec<String>)> {
     let long = "a".repeat(254);
     let subdomain = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
     let big = "x".repeat(256 * 1024);
@@ -131,10 +132,15 @@ fn objects_kube_apiserver_refuses_are_refused_by_commit_and_check_with_nothing_s
     }
 }
 
+/// Objects kube-apiserver accepts that a stricter reader might not (RBAC names with colons,
+/// a namespace on a cluster-scoped object, cluster-scoped kinds, line-wrapped base64): shared
+/// with `validation_agreement`, which creates each one in the simulator too.
+pub(crate) const ACCEPTED: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: 'system:aggregated-metrics-reader', namespace: ignored}\nrules: []\n---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: fast}\nprovisioner: example.com/disk\n---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv1}\nspec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /tmp}}\n---\napiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: hook}\nwebhooks: []\n---\napiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {name: v1beta1.metrics.k8s.io}\nspec: {group: metrics.k8s.io, version: v1beta1, groupPriorityMinimum: 100, versionPriority: 100, service: {name: m, namespace: kube-system}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: wrapped}\ndata:\n  key: |\n    aHVu\n    dGVyMg==\n";
+
 #[test]
 fn objects_kube_apiserver_accepts_are_accepted_with_their_scope() {
     let dir = tempfile::tempdir().unwrap();
-    let text = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: 'system:aggregated-metrics-reader', namespace: ignored}\nrules: []\n---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: fast}\nprovisioner: example.com/disk\n---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv1}\nspec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /tmp}}\n---\napiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: nginx}\nspec: {controller: k8s.io/ingress-nginx}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: hook}\nwebhooks: []\n---\napiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {name: v1beta1.metrics.k8s.io}\nspec: {group: metrics.k8s.io, version: v1beta1, groupPriorityMinimum: 100, versionPriority: 100, service: {name: m, namespace: kube-system}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: wrapped}\ndata:\n  key: |\n    aHVu\n    dGVyMg==\n";
+    let text = ACCEPTED;
     std::fs::write(dir.path().join("ok.yaml"), text).unwrap();
     assert_eq!(
         assert_ok(&driftd(

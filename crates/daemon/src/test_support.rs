@@ -58,6 +58,7 @@ pub fn commit(store: &mut Store, source: &str, yaml: &str) {
             author: "test",
             objects: &objects,
             committed_at: None,
+            skipped: 0,
         })
         .unwrap();
 }

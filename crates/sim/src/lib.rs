@@ -12,7 +12,16 @@
 //!   strategic for built-in kinds), delete and deletecollection, `status` and `scale`
 //!   subresources, Table output for `kubectl get` (also in watch events, for `get -w`),
 //!   protobuf bodies for Namespace/ConfigMap/Secret (what kubectl's `create` generators send);
-//! - every type in [`driftd_k8s::kinds::BUILTIN`] plus kinds defined by CRDs;
+//! - every type in [`driftd_k8s::kinds::BUILTIN`] (every built-in kind k8s-openapi knows,
+//!   in its preferred GA version, with its scope, plural and discovery extras: one table
+//!   for discovery, OpenAPI and storage; generic storage where no controller or defaults
+//!   are modelled) plus kinds defined by CRDs;
+//! - validation of every create, update and patch with [`driftd_k8s::validation`], the same
+//!   functions `driftd commit` uses, answered in kube-apiserver's words: a body that does
+//!   not decode into the kind's type is `400 BadRequest`; names by each kind's rule (RBAC
+//!   names need only be path segments, so `system:aggregated-metrics-reader` is fine),
+//!   namespaces, labels, annotations (256 KiB together), finalizers, ConfigMap and Secret
+//!   keys and sizes are `422 Invalid` with one cause per field error;
 //! - server-set metadata (uid, resourceVersion, generation, creationTimestamp, managedFields),
 //!   kube-apiserver defaults ([`driftd_k8s::defaults`] for declared fields, then
 //!   [`server_defaults`]: allocations, initial status), finalizers/deletionTimestamp,

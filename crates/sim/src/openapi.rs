@@ -4,6 +4,12 @@
 //! itself (so `kubectl create/apply` need no client-side schema). Request bodies do not
 //! advertise strategic merge patch, so kubectl computes apply patches from its compiled-in
 //! types, exactly as it does against servers without OpenAPI. No schemas are served.
+//!
+//! `/openapi/v2` is an empty document: kubectl falls back to it for client-side validation
+//! of what the v3 documents do not list (a `List` of objects, a kind no one serves), and
+//! skips validation of a kind it has no schema for, as against kube-apiserver for a kind
+//! without one; without the document it would refuse the file ("failed to download
+//! openapi") before asking the server.
 
 use driftd_k8s::kinds::ResourceType;
 use serde_json::{json, Map, Value};
@@ -82,4 +88,26 @@ pub fn root(types: &[ResourceType]) -> Value {
         );
     }
     json!({"paths": paths})
+}
+
+/// The media type kube-openapi answers `/openapi/v2` with (gnostic's `openapi_v2.Document`;
+/// clients ask for `...spec.v2@v1.0+protobuf`, but `@` is not valid in a Content-Type Go's
+/// `mime.ParseMediaType` reads, so the handler answers with a dot).
+pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// `/openapi/v2` as protobuf: `swagger: "2.0"` and an `info` (title, version), no paths
+/// and no definitions.
+pub fn v2_document() -> Vec<u8> {
+    fn field(tag: u8, bytes: &[u8], out: &mut Vec<u8>) {
+        out.push(tag);
+        out.push(bytes.len() as u8);
+        out.extend_from_slice(bytes);
+    }
+    let mut info = Vec::new();
+    field(0x0a, b"Kubernetes", &mut info); // title = 1
+    field(0x12, b"v1.32.0", &mut info); // version = 2
+    let mut doc = Vec::new();
+    field(0x0a, b"2.0", &mut doc); // swagger = 1
+    field(0x12, &info, &mut doc); // info = 2
+    doc
 }

@@ -107,6 +107,38 @@ impl ApiError {
             )
         }
     }
+    /// A write kube-apiserver refuses (apimachinery `pkg/api/errors/errors.go`): a body that
+    /// does not decode is `400 BadRequest` with the decoder's words; a decoded object that
+    /// fails validation is `NewInvalid`'s `422 Invalid`, one cause per field error
+    /// (`field/errors.go`: `Type`, `ErrorBody()`, `Field`), the message their aggregate.
+    pub fn rejected(rejection: driftd_k8s::validation::Rejection) -> ApiError {
+        use driftd_k8s::validation::Rejection;
+        let invalid = match rejection {
+            Rejection::BadRequest(e) => return ApiError::bad_request(e.message),
+            Rejection::Invalid(invalid) => invalid,
+        };
+        let causes: Vec<Value> = invalid
+            .errors
+            .iter()
+            .map(|e| {
+                let text = e.to_string();
+                let body = text
+                    .strip_prefix(&format!("{}: ", e.field))
+                    .unwrap_or(&text)
+                    .to_string();
+                json!({"reason": e.error_type.cause_type(), "message": body, "field": e.field})
+            })
+            .collect();
+        let mut details = json!({"name": invalid.name, "group": invalid.group,
+            "kind": invalid.kind, "causes": causes});
+        if invalid.group.is_empty() {
+            details.as_object_mut().unwrap().remove("group");
+        }
+        ApiError {
+            details: Some(details),
+            ..ApiError::new(422, "Invalid", invalid.to_string())
+        }
+    }
     pub fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(400, "BadRequest", message)
     }

@@ -162,6 +162,9 @@ pub(super) fn sync(
                     message: &message,
                     committed_at: at,
                     content_hash: &hash,
+                    // Not counted for Helm releases: `generateName`-only objects of a chart
+                    // are dropped by the manifest reader like any commit's, uncounted here.
+                    skipped: 0,
                 },
                 &objects,
                 now,

@@ -272,6 +272,7 @@ fn an_object_of_another_source_is_refused_and_nothing_is_written() {
             author: "alice",
             objects: &objs,
             committed_at: None,
+            skipped: 0,
         })
         .unwrap();
     let err = store

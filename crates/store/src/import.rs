@@ -241,6 +241,7 @@ fn insert(
             message: req.message,
             committed_at: req.committed_at,
             content_hash: hash,
+            skipped: 0,
         },
         objects,
         now,

@@ -156,6 +156,7 @@ fn secret_values_are_stored_as_commit_stores_them() {
             author: "alice",
             objects: &objs,
             committed_at: None,
+            skipped: 0,
         })
         .unwrap();
     let (i, c) = (
@@ -208,6 +209,7 @@ fn a_number_taken_by_a_local_write_is_refused_naming_the_way_out() {
             author: "bob",
             objects: &objs,
             committed_at: None,
+            skipped: 0,
         })
         .unwrap();
     let RevisionImport::Refused(reason) = revision(&mut store, 1, "shop", &cm("a", "1")) else {

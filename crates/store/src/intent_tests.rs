@@ -60,6 +60,7 @@ impl Fixture {
             message: "deploy v2",
             ttl: Duration::from_secs(ttl),
             objects: &objs,
+            skipped: 0,
         })
     }
 
@@ -72,6 +73,7 @@ impl Fixture {
                 author: "bob",
                 objects: &objs,
                 committed_at: None,
+                skipped: 0,
             })
             .unwrap()
     }
@@ -195,6 +197,7 @@ fn rejected_begins_leave_the_database_unchanged() {
             message: "",
             ttl: Duration::from_secs(60),
             objects: &objs,
+            skipped: 0,
         })
         .unwrap_err();
     assert!(err.to_string().contains("is given twice"), "{err}");
@@ -214,6 +217,7 @@ fn rejected_begins_leave_the_database_unchanged() {
                 message: "",
                 ttl: Duration::from_secs(ttl),
                 objects: &objs,
+                skipped: 0,
             })
             .unwrap_err();
         assert!(matches!(err, StoreError::Rejected(_)), "{err:?}");
@@ -591,6 +595,7 @@ fn a_commit_keeps_an_explicit_time() {
                 author: "carol",
                 objects: &objs,
                 committed_at: Some(then),
+                skipped: 0,
             })
             .unwrap(),
     );
@@ -636,6 +641,7 @@ fn an_older_database_gains_the_intent_tables() {
             message: "",
             ttl: Duration::from_secs(60),
             objects: &objs,
+            skipped: 0,
         })
         .unwrap();
     let v: i64 = store

@@ -253,8 +253,8 @@ pub(super) fn begin(
     record_hash_key(&tx, &sealing.hash)?;
     tx.execute(
         "INSERT INTO intents (source, holder, state, author, message, created_at, ttl_seconds,
-                              expires_at, content_hash, object_count)
-         VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                              expires_at, content_hash, object_count, skipped_count)
+         VALUES (?1, ?2, 'pending', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         params![
             req.source,
             req.holder,
@@ -264,7 +264,8 @@ pub(super) fn begin(
             ttl,
             ts_to_db(plus(now, ttl)),
             hash,
-            objects.len() as i64
+            objects.len() as i64,
+            req.skipped as i64
         ],
     )?;
     let id = tx.last_insert_rowid();
@@ -412,6 +413,11 @@ pub(super) fn commit_in(
             let objects = intent_objects(tx, id)?;
             // Another source may have taken one of the objects since the intent began.
             check_owners(tx, &intent.source, &objects)?;
+            let skipped: i64 = tx.query_row(
+                "SELECT skipped_count FROM intents WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )?;
             let revision = insert_revision(
                 tx,
                 &NewRevision {
@@ -421,6 +427,7 @@ pub(super) fn commit_in(
                     message: &intent.message,
                     committed_at: now,
                     content_hash: &intent.content_hash,
+                    skipped: skipped as usize,
                 },
                 &objects,
                 now,

@@ -125,6 +125,8 @@ pub struct RevisionInfo {
     pub committed_at: Timestamp,
     pub content_hash: String,
     pub object_count: usize,
+    /// Objects of the input left out of the revision (`generateName` without a `name`).
+    pub skipped_count: usize,
 }
 
 /// A source and its newest revision.
@@ -151,6 +153,9 @@ pub struct CommitRequest<'a> {
     /// When it was committed; `None` is now. A revision imported from elsewhere (another
     /// replica, the cluster) keeps its original time.
     pub committed_at: Option<Timestamp>,
+    /// How many objects of the input were left out (`generateName` without a `name`),
+    /// recorded with the revision.
+    pub skipped: usize,
 }
 
 /// One object of the current desired state (newest revision of its source).
@@ -549,6 +554,16 @@ impl Store {
     /// Revisions of one source, newest first (empty if the source is unknown).
     pub fn history(&self, source: &str) -> Result<Vec<RevisionInfo>, StoreError> {
         revisions::history(&self.conn, source)
+    }
+
+    /// The CustomResourceDefinitions in the newest revision of every source (for the scopes
+    /// of custom resources a commit reads), without reading any other object.
+    pub fn committed_crds(&self) -> Result<Vec<Value>, StoreError> {
+        revisions::newest_of_kind(
+            &self.conn,
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+        )
     }
 
     /// The newest revision of every source with its objects, read as one consistent snapshot.

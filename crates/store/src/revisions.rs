@@ -89,7 +89,7 @@ pub fn validate_source_name(name: &str) -> Result<(), StoreError> {
 }
 
 const REVISION_COLUMNS: &str = "r.id, s.name, r.author, r.message, r.committed_at, \
-                                r.content_hash, r.object_count";
+                                r.content_hash, r.object_count, r.skipped_count";
 
 fn revision_from_row(row: &rusqlite::Row) -> rusqlite::Result<RevisionInfo> {
     Ok(RevisionInfo {
@@ -100,6 +100,7 @@ fn revision_from_row(row: &rusqlite::Row) -> rusqlite::Result<RevisionInfo> {
         committed_at: ts_from_db(row, 4)?,
         content_hash: row.get(5)?,
         object_count: row.get::<_, i64>(6)? as usize,
+        skipped_count: row.get::<_, i64>(7)? as usize,
     })
 }
 
@@ -118,22 +119,48 @@ pub(super) fn newest_revision(
     .optional()
 }
 
-/// Objects in the newest revision of every source but `except`: key -> (source, revision).
-fn owned_by_others(
+/// Whether the newest revision of source `source` holds the key (?2..?5): one primary-key
+/// lookup.
+const IN_OWN_HEAD: &str = "SELECT 1 FROM revision_objects
+     WHERE revision_id = (SELECT MAX(r.id) FROM revisions r
+                          JOIN sources s ON s.id = r.source_id WHERE s.name = ?1)
+       AND grp = ?2 AND kind = ?3 AND namespace = ?4 AND name = ?5";
+
+/// The other source (not ?1) whose newest revision holds the key (?2..?5), with that
+/// revision: the rows of this one key only, found through `revision_objects_by_key`.
+const OWNER_OF_KEY: &str = "SELECT s.name, o.revision_id FROM revision_objects o
+     JOIN revisions r ON r.id = o.revision_id
+     JOIN sources s ON s.id = r.source_id
+     WHERE o.grp = ?2 AND o.kind = ?3 AND o.namespace = ?4 AND o.name = ?5
+       AND s.name != ?1
+       AND o.revision_id = (SELECT MAX(id) FROM revisions WHERE source_id = r.source_id)
+     LIMIT 1";
+
+/// The source other than `source` whose newest revision owns `key`, with that revision.
+///
+/// Reads only this key's rows, never another source's object set: a small commit next to a
+/// large source costs a few index lookups, not the large source's keys in memory. A key the
+/// source's own newest revision already holds is owned by no other source (every write of a
+/// newest revision, commit, intent or import, runs this check first, so newest revisions
+/// never share a key), and is answered by one primary-key lookup.
+fn owner_of(
     conn: &Connection,
-    except: &str,
-) -> rusqlite::Result<HashMap<ObjectKey, (String, i64)>> {
-    let mut stmt = conn.prepare(
-        "SELECT o.grp, o.kind, o.namespace, o.name, s.name, r.id
-         FROM sources s
-         JOIN revisions r ON r.id = (SELECT MAX(id) FROM revisions WHERE source_id = s.id)
-         JOIN revision_objects o ON o.revision_id = r.id
-         WHERE s.name != ?1",
-    )?;
-    let rows = stmt.query_map([except], |row| {
-        Ok((key_from_db(row, 0)?, (row.get(4)?, row.get(5)?)))
-    })?;
-    rows.collect()
+    source: &str,
+    key: &ObjectKey,
+) -> rusqlite::Result<Option<(String, i64)>> {
+    let ns = ns_to_db(&key.namespace);
+    let args = params![source, key.group, key.kind, ns, key.name];
+    if conn
+        .prepare_cached(IN_OWN_HEAD)?
+        .query_row(args, |_| Ok(()))
+        .optional()?
+        .is_some()
+    {
+        return Ok(None);
+    }
+    conn.prepare_cached(OWNER_OF_KEY)?
+        .query_row(args, |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()
 }
 
 /// One object as the store keeps it, for a revision or an intent: the body as JSON text
@@ -215,9 +242,8 @@ pub(super) fn check_owners(
     source: &str,
     objects: &[StoredObject],
 ) -> Result<(), StoreError> {
-    let owned = owned_by_others(conn, source)?;
     for obj in objects {
-        if let Some((other, revision)) = owned.get(&obj.key) {
+        if let Some((other, revision)) = owner_of(conn, source, &obj.key)? {
             return Err(StoreError::Rejected(format!(
                 "{} ({}) is already owned by source {other:?} (revision {revision}); \
                  an object can belong to one source only: remove it from one of them",
@@ -299,6 +325,8 @@ pub(super) struct NewRevision<'a> {
     pub message: &'a str,
     pub committed_at: Timestamp,
     pub content_hash: &'a str,
+    /// Objects of the input left out (`generateName` without a `name`).
+    pub skipped: usize,
 }
 
 /// Writes a revision and its objects, creating the source on its first revision. Call
@@ -328,8 +356,8 @@ pub(super) fn insert_revision(
     };
     conn.execute(
         "INSERT INTO revisions (id, source_id, author, message, committed_at, content_hash,
-                                object_count)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                object_count, skipped_count)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
             rev.id,
             source_id,
@@ -337,7 +365,8 @@ pub(super) fn insert_revision(
             rev.message,
             ts_to_db(rev.committed_at),
             rev.content_hash,
-            objects.len() as i64
+            objects.len() as i64,
+            rev.skipped as i64
         ],
     )?;
     let revision_id = conn.last_insert_rowid();
@@ -356,6 +385,7 @@ pub(super) fn insert_revision(
         committed_at: rev.committed_at,
         content_hash: rev.content_hash.to_string(),
         object_count: objects.len(),
+        skipped_count: rev.skipped,
     })
 }
 
@@ -391,6 +421,7 @@ pub(super) fn commit(
             message: req.message,
             committed_at: req.committed_at.unwrap_or(now),
             content_hash: &hash,
+            skipped: req.skipped,
         },
         &objects,
         now,
@@ -423,6 +454,7 @@ pub(super) fn sources(conn: &Connection) -> Result<Vec<SourceSummary>, StoreErro
                 committed_at: ts_from_db(row, 5)?,
                 content_hash: row.get(6)?,
                 object_count: row.get::<_, i64>(7)? as usize,
+                skipped_count: row.get::<_, i64>(8)? as usize,
             }),
         };
         Ok(SourceSummary { name, latest })
@@ -499,6 +531,31 @@ pub(super) fn newest_stored(
     .transpose()
 }
 
+/// Objects of one kind (`group`/`kind`) in the newest revision of every source, as
+/// stored, in key order. Reads that kind's rows through `revision_objects_by_key` only: what
+/// `commit` needs of other sources (their CustomResourceDefinitions, for scopes) without
+/// loading their other objects.
+pub(super) fn newest_of_kind(
+    conn: &Connection,
+    group: &str,
+    kind: &str,
+) -> Result<Vec<Value>, StoreError> {
+    let mut stmt = conn.prepare_cached(NEWEST_OF_KIND)?;
+    let rows = stmt.query_map([group, kind], |row| {
+        let body: String = row.get(0)?;
+        serde_json::from_str(&body).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+const NEWEST_OF_KIND: &str = "SELECT o.body FROM revision_objects o
+     JOIN revisions r ON r.id = o.revision_id
+     WHERE o.grp = ?1 AND o.kind = ?2
+       AND o.revision_id = (SELECT MAX(id) FROM revisions WHERE source_id = r.source_id)
+     ORDER BY o.namespace, o.name";
+
 pub(super) fn desired_state(conn: &Connection) -> Result<DesiredState, StoreError> {
     // One read transaction: a commit landing halfway must not mix two revisions.
     let tx = conn.unchecked_transaction()?;
@@ -531,4 +588,45 @@ pub(super) fn desired_state(conn: &Connection) -> Result<DesiredState, StoreErro
     }
     tx.finish()?;
     Ok(DesiredState { revisions, objects })
+}
+
+#[cfg(test)]
+mod plan_tests {
+    //! The reads a commit makes of other sources go through indexes: no statement scans
+    //! `revision_objects`, so their cost and memory do not grow with other sources' size.
+
+    use super::*;
+
+    fn plan(conn: &Connection, sql: &str, args: usize) -> Vec<String> {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let values: Vec<rusqlite::types::Value> = (0..args)
+            .map(|_| rusqlite::types::Value::Text(String::new()))
+            .collect();
+        stmt.query_map(rusqlite::params_from_iter(values), |r| {
+            r.get::<_, String>(3)
+        })
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+    }
+
+    #[test]
+    fn ownership_and_crd_reads_search_indexes_and_scan_no_objects() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::schema::migrate(&mut conn, ":memory:", &Default::default()).unwrap();
+        for (sql, args) in [(IN_OWN_HEAD, 5), (OWNER_OF_KEY, 5), (NEWEST_OF_KIND, 2)] {
+            let steps = plan(&conn, sql, args);
+            let objects: Vec<&String> = steps
+                .iter()
+                .filter(|s| s.contains(" o ") || s.contains("revision_objects"))
+                .collect();
+            assert!(!objects.is_empty(), "{sql}: {steps:?}");
+            for step in &steps {
+                assert!(
+                    !step.starts_with("SCAN o") && !step.starts_with("SCAN revision_objects"),
+                    "{sql}: {steps:?}"
+                );
+            }
+        }
+    }
 }

@@ -139,6 +139,13 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         imported_at TEXT NOT NULL
     );
     "#,
+    // 5: how many objects of the input a revision left out (an object with `generateName`
+    // and no `name`, which no live object can be matched to), so `driftd sources` can say
+    // so; an intent keeps it for the revision it becomes. Revisions written before this step skipped none that anyone counted: 0.
+    r#"
+    ALTER TABLE revisions ADD COLUMN skipped_count INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE intents ADD COLUMN skipped_count INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// Steps that rewrite data with Rust code, run right after the SQL step of the same number,

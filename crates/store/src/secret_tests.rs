@@ -33,6 +33,7 @@ fn commit(store: &mut Store, text: &str) -> Result<CommitOutcome, StoreError> {
         author: "alice",
         objects: &objs,
         committed_at: None,
+        skipped: 0,
     })
 }
 
@@ -272,6 +273,7 @@ fn rekey_reseals_every_value_under_the_new_key_in_one_go() {
                 message: "",
                 ttl: Duration::from_secs(600),
                 objects: &objs,
+                skipped: 0,
             })
             .unwrap();
     }

@@ -19,6 +19,7 @@ fn commit(store: &mut Store, source: &str, text: &str) -> Result<CommitOutcome, 
         author: "alice",
         objects: &objs,
         committed_at: None,
+        skipped: 0,
     })
 }
 
@@ -241,5 +242,129 @@ fn canonical_json_sorts_keys_at_every_level() {
     assert_eq!(
         canonical_json(&v),
         r#"{"a":null,"b":{"x":[{"c":"é","d":1}],"y":1}}"#
+    );
+}
+
+#[test]
+fn a_version_4_database_gains_skipped_counts_of_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.db");
+    {
+        let mut conn = Connection::open(&path).unwrap();
+        let tx = conn.transaction().unwrap();
+        for step in &schema::MIGRATIONS[..4] {
+            tx.execute_batch(step).unwrap();
+        }
+        tx.execute_batch(
+            "PRAGMA user_version = 4;
+             INSERT INTO sources VALUES (1, 'old', '2026-01-01T00:00:00Z');
+             INSERT INTO revisions VALUES (1, 1, 'a', '', '2026-01-01T00:00:00Z', 'h', 0);",
+        )
+        .unwrap();
+        tx.commit().unwrap();
+    }
+    let mut store = Store::open(&path).unwrap();
+    let objs = objects(&cm("a", "1"));
+    let rev = created(
+        store
+            .commit(&CommitRequest {
+                source: "web",
+                message: "",
+                author: "alice",
+                objects: &objs,
+                committed_at: None,
+                skipped: 2,
+            })
+            .unwrap(),
+    );
+    assert_eq!(rev.skipped_count, 2);
+    let sources = store.sources().unwrap();
+    let counts: Vec<(&str, usize)> = sources
+        .iter()
+        .map(|s| (s.name.as_str(), s.latest.as_ref().unwrap().skipped_count))
+        .collect();
+    assert_eq!(counts, [("old", 0), ("web", 2)]);
+    assert_eq!(store.history("web").unwrap()[0].skipped_count, 2);
+}
+
+#[test]
+fn ownership_is_checked_per_key_and_crds_are_read_alone() {
+    let mut store = Store::open_in_memory().unwrap();
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n  versions: [{name: v1, served: true, storage: true}]\n---\n";
+    let big: String = (0..300).map(|i| cm(&format!("big-{i}"), "1")).collect();
+    created(commit(&mut store, "big", &format!("{crd}{big}")).unwrap());
+    // An older revision of another source held a key the big source later dropped.
+    created(commit(&mut store, "old", &cm("freed", "1")).unwrap());
+    created(commit(&mut store, "old", &cm("kept", "1")).unwrap());
+
+    // Only the newest revisions' CRDs come back, none of the 300 ConfigMaps.
+    let crds = store.committed_crds().unwrap();
+    assert_eq!(crds.len(), 1);
+    assert_eq!(crds[0]["metadata"]["name"], "widgets.example.com");
+
+    // A key another source's newest revision owns is refused, naming it.
+    let err = commit(
+        &mut store,
+        "small",
+        &(cm("mine", "1") + &cm("big-299", "1")),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("is already owned by source \"big\" (revision 1)"),
+        "{err}"
+    );
+    // A key only an older revision held is free; so is a new one.
+    created(commit(&mut store, "small", &(cm("mine", "1") + &cm("freed", "1"))).unwrap());
+    // The source's own keys stay its own on the next commit.
+    created(
+        commit(
+            &mut store,
+            "big",
+            &format!("{crd}{big}{}", cm("extra", "1")),
+        )
+        .unwrap(),
+    );
+    let err = commit(&mut store, "big", &format!("{big}{}", cm("mine", "2"))).unwrap_err();
+    assert!(
+        err.to_string().contains("owned by source \"small\""),
+        "{err}"
+    );
+    // Once the big source drops a key, another source can take it.
+    created(commit(&mut store, "big", &cm("big-0", "1")).unwrap());
+    created(
+        commit(
+            &mut store,
+            "small",
+            &(cm("mine", "1") + &cm("big-299", "1")),
+        )
+        .unwrap(),
+    );
+}
+
+#[test]
+fn an_intent_keeps_its_skipped_count_for_the_revision_it_becomes() {
+    let mut store = Store::open_in_memory().unwrap();
+    let objs = objects(&cm("a", "1"));
+    let intent = store
+        .begin_intent(&BeginRequest {
+            source: "web",
+            holder: "deployer",
+            author: "alice",
+            message: "",
+            ttl: Duration::from_secs(60),
+            objects: &objs,
+            skipped: 3,
+        })
+        .unwrap();
+    let (_, outcome) = store.commit_intent(intent.id, "deployer").unwrap();
+    assert_eq!(created(outcome).skipped_count, 3);
+    assert_eq!(
+        store.sources().unwrap()[0]
+            .latest
+            .as_ref()
+            .unwrap()
+            .skipped_count,
+        3
     );
 }

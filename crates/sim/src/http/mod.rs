@@ -178,6 +178,14 @@ async fn route(
         }
         ["version"] => return Ok(json_response(200, &discovery::version())),
         ["healthz"] | ["livez"] | ["readyz"] => return Ok((StatusCode::OK, "ok").into_response()),
+        ["openapi", "v2"] => {
+            return Ok((
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, openapi::V2_PROTOBUF)],
+                openapi::v2_document(),
+            )
+                .into_response())
+        }
         ["openapi", "v3"] => return Ok(json_response(200, &openapi::root(&types))),
         ["openapi", "v3", gv @ ..] => {
             return openapi::gv_document(&gv.join("/"), &types)

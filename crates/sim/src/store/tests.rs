@@ -602,3 +602,163 @@ fn a_custom_resource_read_at_another_served_version_is_pruned_by_its_schema() {
         "kept where the version has it"
     );
 }
+
+#[test]
+fn the_kinds_issue_10_listed_are_served_in_their_scope() {
+    let store = Store::new(100);
+    let ctx = WriteCtx::new("test");
+    let cases = [
+        (
+            "networking.k8s.io",
+            "networkpolicies",
+            json!({"spec": {"podSelector": {}}}),
+        ),
+        (
+            "",
+            "replicationcontrollers",
+            json!({"spec": {"selector": {"app": "a"}, "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+        ),
+        (
+            "storage.k8s.io",
+            "storageclasses",
+            json!({"provisioner": "example.com/disk"}),
+        ),
+        (
+            "",
+            "persistentvolumes",
+            json!({"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp"}}}),
+        ),
+        (
+            "policy",
+            "poddisruptionbudgets",
+            json!({"spec": {"minAvailable": 1}}),
+        ),
+        (
+            "",
+            "endpoints",
+            json!({"subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]}),
+        ),
+        (
+            "networking.k8s.io",
+            "ingressclasses",
+            json!({"spec": {"controller": "k8s.io/ingress-nginx"}}),
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            json!({"webhooks": []}),
+        ),
+        (
+            "apiregistration.k8s.io",
+            "apiservices",
+            json!({"spec": {"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100}}),
+        ),
+    ];
+    for (group, plural, mut body) in cases {
+        let info = store
+            .resolve(group, "v1", plural)
+            .unwrap_or_else(|| panic!("{plural} not served"));
+        let name = if plural == "apiservices" {
+            "v1beta1.metrics.k8s.io"
+        } else {
+            "x"
+        };
+        body["metadata"] = json!({"name": name, "namespace": "default"});
+        let ns = info.namespaced.then_some("default");
+        let created = store
+            .create(&info, ns, body, &ctx)
+            .unwrap_or_else(|e| panic!("{plural}: {e}"));
+        assert_eq!(
+            created["metadata"].get("namespace").is_some(),
+            info.namespaced,
+            "{plural}: {created}"
+        );
+        assert!(store.get(&info, ns, name).is_ok(), "{plural}");
+    }
+}
+
+#[test]
+fn writes_are_validated_as_commit_validates_them_in_kube_apiservers_words() {
+    let store = Store::new(100);
+    let ctx = WriteCtx::new("test");
+    let roles = store
+        .resolve("rbac.authorization.k8s.io", "v1", "clusterroles")
+        .unwrap();
+    // RBAC names need only be path segments.
+    store
+        .create(
+            &roles,
+            None,
+            json!({"metadata": {"name": "system:aggregated-metrics-reader"}, "rules": []}),
+            &ctx,
+        )
+        .unwrap();
+    let err = store
+        .create(
+            &roles,
+            None,
+            json!({"metadata": {"name": "a/b"}, "rules": []}),
+            &ctx,
+        )
+        .unwrap_err();
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        "ClusterRole.rbac.authorization.k8s.io \"a/b\" is invalid: metadata.name: Invalid value: \"a/b\": may not contain '/'"
+    );
+
+    // Annotations over 256 KiB together: refused on create and on update alike.
+    let cms = store.resolve("", "v1", "configmaps").unwrap();
+    let big = "x".repeat(256 * 1024);
+    let err = store
+        .create(
+            &cms,
+            Some("default"),
+            json!({"metadata": {"name": "big", "annotations": {"a": big}}}),
+            &ctx,
+        )
+        .unwrap_err();
+    assert_eq!(
+        (err.code, err.reason, err.message.as_str()),
+        (422, "Invalid", "ConfigMap \"big\" is invalid: metadata.annotations: Too long: may not be more than 262144 bytes")
+    );
+    let details = err.details.unwrap();
+    assert_eq!(details["kind"], "ConfigMap");
+    assert_eq!(details["name"], "big");
+    assert_eq!(
+        details["causes"],
+        json!([{"reason": "FieldValueTooLong", "message": "Too long: may not be more than 262144 bytes", "field": "metadata.annotations"}])
+    );
+    store
+        .create(
+            &cms,
+            Some("default"),
+            json!({"metadata": {"name": "small"}}),
+            &ctx,
+        )
+        .unwrap();
+    let err = store
+        .write(&cms, Some("default"), "small", None, &ctx, |old| {
+            let mut new = old.clone();
+            new["metadata"]["annotations"] = json!({"a": big});
+            Ok(new)
+        })
+        .unwrap_err();
+    assert_eq!(err.code, 422, "{err}");
+
+    // A body that does not decode is a 400 with the decoder's words, never the value.
+    let secrets = store.resolve("", "v1", "secrets").unwrap();
+    let err = store
+        .create(
+            &secrets,
+            Some("default"),
+            json!({"metadata": {"name": "s"}, "data": {"password": "hunter2!"}}),
+            &ctx,
+        )
+        .unwrap_err();
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (400, "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at input byte 7")
+    );
+    assert!(store.get(&secrets, Some("default"), "s").is_err());
+}

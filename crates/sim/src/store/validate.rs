@@ -1,6 +1,6 @@
-//! The write rules kube-apiserver's registries and decoder apply before storing: names,
-//! the few validations users hit most, the decoder's type checks, and which kinds keep
-//! `metadata.generation`.
+//! The write rules kube-apiserver's registries and decoder apply before storing: the
+//! decoding and metadata validation `driftd commit` shares ([`driftd_k8s::validation`]), the
+//! few semantic validations users hit most, and which kinds keep `metadata.generation`.
 
 use super::super::status::ApiError;
 use driftd_k8s::kinds::ResourceType;
@@ -16,45 +16,44 @@ pub fn tracks_generation(info: &ResourceType) -> bool {
         )
 }
 
-pub fn is_dns1123_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-pub fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns1123_label)
-}
-
-pub fn validate_name(info: &ResourceType, name: &str) -> Result<(), ApiError> {
-    let (ok, msg) = match info.kind.as_str() {
-        "Namespace" => (
-            is_dns1123_label(name),
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
-        ),
-        "Service" => (
-            is_dns1123_label(name) && name.starts_with(|c: char| c.is_ascii_lowercase()),
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
-        ),
-        _ => (
-            is_dns1123_subdomain(name),
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-        ),
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::invalid(
-            &info.group,
-            &info.kind,
-            name,
-            "metadata.name",
-            &format!("Invalid value: \"{name}\": {msg}"),
-        ))
+/// Validates a create or an update as kube-apiserver does before storing, with the same
+/// driftd-k8s functions `driftd commit` uses, so both refuse the same objects in the same
+/// words: the body decoded into the kind's Go type (`400 BadRequest`), then the name rule of
+/// the kind (RBAC names need only be path segments), namespace, labels, annotations (256 KiB
+/// together), finalizers, ConfigMap/Secret keys (`422 Invalid`). `obj` is the request body;
+/// it is checked as served through `info` in the request's namespace `ns`.
+pub fn validate_request(
+    info: &ResourceType,
+    ns: Option<&str>,
+    obj: &Value,
+) -> Result<(), ApiError> {
+    let mut copy = obj.clone();
+    copy["apiVersion"] = Value::String(info.api_version());
+    copy["kind"] = Value::String(info.kind.clone());
+    if !copy.get("metadata").is_some_and(Value::is_object) {
+        copy["metadata"] = Value::Object(Default::default());
     }
+    if let Some(md) = copy["metadata"].as_object_mut() {
+        match ns {
+            // The request's namespace fills an empty one (`EnsureObjectNamespaceMatchesRequestNamespace`).
+            Some(ns)
+                if info.namespaced
+                    && md
+                        .get("namespace")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .is_empty() =>
+            {
+                md.insert("namespace".into(), Value::String(ns.to_string()));
+            }
+            // kube-apiserver clears the namespace of a cluster-scoped object.
+            _ if !info.namespaced => {
+                md.remove("namespace");
+            }
+            _ => {}
+        }
+    }
+    driftd_k8s::validation::validate_create(&copy, info.namespaced).map_err(ApiError::rejected)
 }
 
 /// A few of kube-apiserver's validations that users hit most (selector/template mismatch,
@@ -223,56 +222,25 @@ pub fn check_type(info: &ResourceType, obj: &Value) -> Result<(), ApiError> {
     check_shapes(info, obj)
 }
 
-/// The type checks kube-apiserver's decoder makes on the fields everything here relies on
-/// (object metadata maps of strings, integer replicas), answered the way its decoder fails.
+/// The one shape the write path needs before validation: `metadata` must be an object (the
+/// rest of the decoder's type checks are [`validate_request`]'s, with the decoder's words).
 pub fn check_shapes(info: &ResourceType, obj: &Value) -> Result<(), ApiError> {
-    let fail = |field: &str, want: &str, got: &Value| {
-        let got = match got {
-            Value::Null => "null",
-            Value::Bool(_) => "bool",
-            Value::Number(_) => "number",
-            Value::String(_) => "string",
-            Value::Array(_) => "array",
-            Value::Object(_) => "object",
-        };
-        Err(ApiError::bad_request(format!(
-            "{kind} in version \"{v}\" cannot be handled as a {kind}: json: cannot unmarshal {got} into Go struct field {field} of type {want}",
-            kind = info.kind,
-            v = info.version,
-        )))
-    };
-    let mut metas = vec![("metadata", obj.get("metadata"))];
-    if !info.custom {
-        metas.push((
-            "spec.template.metadata",
-            obj.pointer("/spec/template/metadata"),
-        ));
-    }
-    for (at, meta) in metas {
-        let Some(meta) = meta else { continue };
-        if !meta.is_object() {
-            return fail(at, "v1.ObjectMeta", meta);
-        }
-        for f in ["labels", "annotations"] {
-            match meta.get(f) {
-                None | Some(Value::Null) => {}
-                Some(Value::Object(m)) => {
-                    if let Some(v) = m.values().find(|v| !v.is_string()) {
-                        return fail(&format!("ObjectMeta.{at}.{f}"), "string", v);
-                    }
-                }
-                Some(other) => {
-                    return fail(&format!("ObjectMeta.{at}.{f}"), "map[string]string", other)
-                }
-            }
+    match obj.get("metadata") {
+        None | Some(Value::Null) | Some(Value::Object(_)) => Ok(()),
+        Some(got) => {
+            let got = match got {
+                Value::Null => "null",
+                Value::Bool(_) => "bool",
+                Value::Number(_) => "number",
+                Value::String(_) => "string",
+                Value::Array(_) => "array",
+                Value::Object(_) => "object",
+            };
+            Err(ApiError::bad_request(format!(
+                "{kind} in version \"{v}\" cannot be handled as a {kind}: json: cannot unmarshal {got} into Go struct field {kind}.metadata of type v1.ObjectMeta",
+                kind = info.kind,
+                v = info.version,
+            )))
         }
     }
-    if !info.custom {
-        if let Some(r) = obj.pointer("/spec/replicas") {
-            if !(r.is_i64() || r.is_u64() || r.is_null()) {
-                return fail(&format!("{}Spec.spec.replicas", info.kind), "int32", r);
-            }
-        }
-    }
-    Ok(())
 }

@@ -8,7 +8,8 @@ use super::super::status::{ApiError, Gr};
 use super::alloc::Allocations;
 use super::object::{meta_str, object_key, render, set_meta, to_bytes, to_storage, Key, Stored};
 use super::validate::{
-    check_type, same_but_bookkeeping, same_spec, tracks_generation, validate_name, validate_object,
+    check_type, same_but_bookkeeping, same_spec, tracks_generation, validate_object,
+    validate_request,
 };
 use super::webhook;
 use super::{gr, new_uid, now_rfc3339, random_suffix, Inner, Store};
@@ -105,15 +106,16 @@ impl Written {
     }
 }
 
-/// A request body checked (an object of this type) and in storage shape, with metadata.
-fn storage_form(info: &ResourceType, obj: Value) -> Result<Value, ApiError> {
+/// A request body checked to be an object of this type, with metadata (not yet validated:
+/// see [`validate_request`]).
+fn request_form(info: &ResourceType, obj: Value) -> Result<Value, ApiError> {
     if !obj.is_object() {
         return Err(ApiError::bad_request(
             "the body of the request must be a JSON object",
         ));
     }
     check_type(info, &obj)?;
-    let mut obj = to_storage(info, obj);
+    let mut obj = obj;
     if !obj.get("metadata").is_some_and(Value::is_object) {
         obj["metadata"] = json!({});
     }
@@ -141,26 +143,25 @@ impl Store {
         obj: Value,
         ctx: &WriteCtx,
     ) -> Result<Written, ApiError> {
-        let mut obj = storage_form(info, obj)?;
+        let mut obj = request_form(info, obj)?;
+        // The name is generated before the strategy validates (`rest.BeforeCreate`), so a
+        // bad generateName is reported for the prefix and for the name made from it.
         let mut name = meta_str(&obj, "name").unwrap_or("").to_string();
         if name.is_empty() {
-            match meta_str(&obj, "generateName") {
-                Some(prefix) if !prefix.is_empty() => {
-                    name = format!("{prefix}{}", random_suffix(5));
-                    set_meta(&mut obj, "name", json!(name));
-                }
-                _ => {
-                    return Err(ApiError::invalid(
-                        &info.group,
-                        &info.kind,
-                        "",
-                        "metadata.name",
-                        "Required value: name or generateName is required",
-                    ))
-                }
+            if let Some(prefix) = meta_str(&obj, "generateName").filter(|p| !p.is_empty()) {
+                name = format!("{prefix}{}", random_suffix(5));
+                set_meta(&mut obj, "name", json!(name));
             }
         }
-        validate_name(info, &name)?;
+        // The in-process controllers' writes are the simulator's own: valid by construction.
+        if !ctx.internal {
+            validate_request(info, ns, &obj)?;
+        }
+        if name.is_empty() {
+            name = random_suffix(5);
+            set_meta(&mut obj, "name", json!(name));
+        }
+        let mut obj = to_storage(info, obj);
         if meta_str(&obj, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
             // etcd3 storage's plain error, which kube-apiserver reports as a 500.
             return Err(ApiError::new(
@@ -362,7 +363,7 @@ impl Store {
         if new == old_out && !ctx.dry_run {
             return Ok(unchanged());
         }
-        let mut new = storage_form(info, new)?;
+        let mut new = request_form(info, new)?;
         match meta_str(&new, "name") {
             Some(n) if n == name => {}
             None | Some("") => set_meta(&mut new, "name", json!(name)),
@@ -382,12 +383,18 @@ impl Store {
                 _ => set_meta(&mut new, "namespace", json!(ns_key)),
             }
         }
+        // The resourceVersion precondition is checked before the strategy validates
+        // (etcd3 store's GuaranteedUpdate), so a stale write is a 409 whatever its content.
         match meta_str(&new, "resourceVersion") {
             Some(rv) if !rv.is_empty() && Some(rv) != meta_str(&old, "resourceVersion") => {
                 return Err(ApiError::conflict(gr(info), name));
             }
             _ => {}
         }
+        if !ctx.internal {
+            validate_request(info, Some(ns_key), &new)?;
+        }
+        let mut new = to_storage(info, new);
         // Subresource rules, as the registries' PrepareForUpdate implement them.
         match subresource {
             Some("status") => {

@@ -224,6 +224,9 @@ pub struct BeginRequest<'a> {
     pub message: &'a str,
     pub ttl: Duration,
     pub objects: &'a [ManifestObject],
+    /// Objects of the input left out (`generateName` without a `name`), recorded with the
+    /// revision the intent becomes.
+    pub skipped: usize,
 }
 
 /// `begin` was refused because the source is locked by another intent. Says whose lock it

@@ -50,6 +50,7 @@ fn hostile() -> (DriftEntry, RevisionInfo) {
         committed_at: "2026-11-30T10:00:00Z".parse().unwrap(),
         content_hash: "h".into(),
         object_count: 1,
+        skipped_count: 0,
     };
     (entry, revision)
 }
@@ -63,6 +64,7 @@ fn revision(source: &str, id: i64) -> RevisionInfo {
         committed_at: "2026-11-30T09:00:00Z".parse().unwrap(),
         content_hash: "h".into(),
         object_count: 5,
+        skipped_count: 0,
     }
 }
 

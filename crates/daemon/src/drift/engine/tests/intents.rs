@@ -24,6 +24,7 @@ impl Harness {
                 message: "deploy",
                 ttl: Duration::from_secs(ttl_secs),
                 objects: &objects,
+                skipped: 0,
             })
             .unwrap();
         self.engine.reload_intents();
