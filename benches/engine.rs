@@ -250,6 +250,7 @@ fn run(n: usize, dir: &std::path::Path) -> Row {
             author: "bench",
             objects: &parsed,
             committed_at: None,
+            skipped: 0,
         })
         .expect("commit");
     let commit_s = started.elapsed().as_secs_f64();
