@@ -18,7 +18,7 @@
 use super::clock::Clock;
 use super::coverage::{self, Coverage};
 use super::crds::{crd_kind, group_kind, is_crd_kind, is_custom, Crds, GroupKind};
-use super::desired::DesiredSet;
+use super::desired::{Desired, DesiredSet};
 use super::dry_run::{DryRunAnswer, DryRunOutcome, DryRunRequest, DryRuns};
 use super::hpa::{hpa_kind, is_hpa_kind, Autoscalers};
 use super::index::SharedIndex;
@@ -58,6 +58,8 @@ const LOCK_PERIOD: Duration = Duration::from_secs(1);
 const RECOUNT_PERIOD: Duration = Duration::from_secs(60);
 
 mod dry_run;
+mod episodes;
+mod health;
 mod stale;
 mod uncommitted;
 
@@ -511,48 +513,6 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         false
     }
 
-    /// A failed attempt makes `kind` unhealthy (its objects `stale`) until the server
-    /// answers again; the first failure and the recovery are logged.
-    fn health_step(&mut self, kind: &TypeKey, event: &WatchEvent) {
-        let now = self.clock.wall();
-        match event {
-            WatchEvent::Error(_) => {
-                if self.lists.failed(kind, now) {
-                    tracing::warn!(kind = %kind, "watch unhealthy: what driftd shows of this kind is stale until the API server answers again");
-                }
-            }
-            // The server's current resourceVersion is asked before a watch resumes; that
-            // answer alone does not prove the watch works.
-            WatchEvent::Position(_) => {}
-            _ => {
-                if let Some(since) = self.lists.answered(kind, now) {
-                    let outage = now.duration_since(since);
-                    tracing::info!(kind = %kind, since = %since, outage_seconds = outage.as_secs_f64(), "watch healthy again");
-                }
-            }
-        }
-    }
-
-    /// A watch event's object carries the server's position between lists.
-    fn event_position(&mut self, kind: &TypeKey, object: &Value) {
-        let Some(rv) = object
-            .pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str)
-        else {
-            return;
-        };
-        if self
-            .lists
-            .position(kind, rv, Position::Event, &mut self.watches)
-        {
-            self.went_back(kind, rv);
-        }
-    }
-
-    fn went_back(&self, kind: &TypeKey, rv: &str) {
-        tracing::warn!(kind = %kind, resource_version = rv, "the API server's resourceVersion went back (its state was restored?): listing the kind afresh");
-    }
-
     fn step_list(&mut self, kind: &TypeKey, event: ListEvent) {
         if let Some(listed) = self.lists.step(kind, event) {
             self.list_done(kind, &listed);
@@ -704,25 +664,17 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             ),
             _ => None,
         };
+        let class = match intent {
+            Some(_) => DriftClass::Uncommitted,
+            None => comparison.class,
+        };
         let entry = DriftEntry {
-            source: desired.object.source.clone(),
-            revision: desired.object.revision,
-            api_version: desired.object.api_version.clone(),
-            kind: key.kind.clone(),
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
-            class: match intent {
-                Some(_) => DriftClass::Uncommitted,
-                None => comparison.class,
-            },
-            since: None,
             changes: comparison.changes,
             patch: comparison.patch,
             ignored: comparison.ignored,
             intent: intent.map(|i| uncommitted::intent_ref(i, key, false)),
             schema: comparison.schema,
-            dry_run: None,
-            stale: false,
+            ..entry_of(desired, key, class)
         };
         self.publish_entry(key, entry);
     }
@@ -750,63 +702,6 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         index.upsert(key.clone(), entry);
         drop(index);
         self.settling.observe(key, observed, self.clock.now());
-    }
-
-    /// Records (episodes) and announces (Events) every drift state that held for the
-    /// settle time.
-    pub fn settle_due(&mut self) {
-        for Report { key, drift } in self.settling.due(self.clock.now()) {
-            let Some(entry) = self.index.read().unwrap().get(&key).cloned() else {
-                continue;
-            };
-            let live = self.live.get(&key);
-            match drift {
-                Some(drift) => {
-                    let since = entry.since.unwrap_or_else(|| self.clock.wall());
-                    if let Err(err) = self.store.record_drift(
-                        &key,
-                        &entry.source,
-                        drift.class.as_str(),
-                        since,
-                        &drift.paths,
-                    ) {
-                        tracing::error!(object = %key, error = %err, "cannot record drift episode");
-                        self.outputs
-                            .store_error("cannot record drift episode", &err);
-                    }
-                    tracing::info!(object = %key, class = drift.class.as_str(), paths = ?drift.paths, "drift detected");
-                    self.outputs.announce(Announcement::Detected, &entry, live);
-                }
-                None => {
-                    if let Err(err) = self.store.resolve_drift(&key, self.clock.wall()) {
-                        tracing::error!(object = %key, error = %err, "cannot close drift episode");
-                        self.outputs.store_error("cannot close drift episode", &err);
-                    }
-                    tracing::info!(object = %key, "drift resolved");
-                    self.outputs.announce(Announcement::Resolved, &entry, live);
-                }
-            }
-        }
-    }
-
-    /// Moves `last_seen` of every reported, still-drifting episode to now, so the episode
-    /// record says how long drift really lasted (the run loop calls it every minute).
-    pub fn touch_open_episodes(&mut self) {
-        let now = self.clock.wall();
-        let index = self.index.read().unwrap();
-        for (key, drift) in self.settling.steady() {
-            let Some(entry) = index.get(key) else {
-                continue;
-            };
-            if let Err(err) =
-                self.store
-                    .record_drift(key, &entry.source, drift.class.as_str(), now, &drift.paths)
-            {
-                tracing::error!(object = %key, error = %err, "cannot update drift episode");
-                self.outputs
-                    .store_error("cannot update drift episode", &err);
-            }
-        }
     }
 
     /// Logs ignore rules that expired since the last check and publishes how many are.
@@ -837,6 +732,27 @@ async fn next_answer(
 
 #[cfg(test)]
 mod tests;
+
+/// The index entry of desired object `key` judged `class`, with nothing else said yet.
+fn entry_of(desired: &Desired, key: &ObjectKey, class: DriftClass) -> DriftEntry {
+    DriftEntry {
+        source: desired.object.source.clone(),
+        revision: desired.object.revision,
+        api_version: desired.object.api_version.clone(),
+        kind: key.kind.clone(),
+        namespace: key.namespace.clone(),
+        name: key.name.clone(),
+        class,
+        since: None,
+        changes: Vec::new(),
+        patch: Default::default(),
+        ignored: Vec::new(),
+        intent: None,
+        schema: None,
+        dry_run: None,
+        stale: false,
+    }
+}
 
 /// The annotation `kubectl apply` keeps the whole applied object in.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";

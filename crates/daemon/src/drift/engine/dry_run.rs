@@ -116,21 +116,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             None => Default::default(),
         };
         let entry = DriftEntry {
-            source: desired.object.source.clone(),
-            revision: desired.object.revision,
-            api_version: desired.object.api_version.clone(),
-            kind: key.kind.clone(),
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
-            class,
-            since: None,
             changes,
             patch,
             ignored,
-            intent: None,
             schema,
             dry_run: Some(error.unwrap_or(note)),
-            stale: false,
+            ..entry_of(desired, key, class)
         };
         self.publish_entry(key, entry);
     }
