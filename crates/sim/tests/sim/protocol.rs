@@ -2,7 +2,7 @@
 //! tokens, watches with bookmarks, 410 Expired and the watcher's recovery, optimistic
 //! concurrency, Status error bodies, selectors and fault injection.
 
-use crate::support::SimProc;
+use crate::support::{first_watch_event, SimProc};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -188,17 +188,7 @@ async fn watch_streams_changes_and_bookmarks() {
     api.create(&PostParams::default(), &cm("after", json!({})))
         .await
         .unwrap();
-    let mut stream = api
-        .watch(&WatchParams::default(), &rv)
-        .await
-        .unwrap()
-        .boxed();
-    match timeout(T, stream.try_next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap()
-    {
+    match first_watch_event(&api, &WatchParams::default(), &rv).await {
         WatchEvent::Error(s) => assert_eq!((s.code, s.reason.as_str()), (410, "Expired")),
         other => panic!("expected 410, got {other:?}"),
     }

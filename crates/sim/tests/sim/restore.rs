@@ -1,15 +1,13 @@
 //! An etcd restore in the simulator (`/_sim/snapshot`, `/_sim/restore`) and requests for a
 //! resourceVersion the server has not reached, answered as kube-apiserver answers them.
 
-use crate::support::SimProc;
+use crate::support::{first_watch_event, SimProc};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use serde_json::json;
 use std::time::Duration;
 use tokio::time::timeout;
-
-const T: Duration = Duration::from_secs(15);
 
 /// A ConfigMap labelled `made-by=test`.
 fn cm(name: &str) -> ConfigMap {
@@ -84,17 +82,7 @@ async fn a_restore_goes_back_and_watches_ahead_of_the_server_wait() {
 
     // A watch-list from `ahead` waits 3 s, then fails with 504 Too large resource version.
     let started = std::time::Instant::now();
-    let mut stream = api
-        .watch(&WatchParams::streaming_lists(), &ahead)
-        .await
-        .unwrap()
-        .boxed();
-    match timeout(T, stream.try_next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap()
-    {
+    match first_watch_event(&api, &WatchParams::streaming_lists(), &ahead).await {
         WatchEvent::Error(s) => {
             assert_eq!((s.code, s.reason.as_str()), (504, "Timeout"), "{s:?}");
             assert!(
@@ -111,17 +99,7 @@ async fn a_restore_goes_back_and_watches_ahead_of_the_server_wait() {
     assert!(started.elapsed() >= Duration::from_millis(2900));
 
     // Resuming from before the restore point: its history is gone.
-    let mut stream = api
-        .watch(&WatchParams::default(), &(at - 1).to_string())
-        .await
-        .unwrap()
-        .boxed();
-    match timeout(T, stream.try_next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap()
-    {
+    match first_watch_event(&api, &WatchParams::default(), &(at - 1).to_string()).await {
         WatchEvent::Error(s) => assert_eq!(s.code, 410),
         other => panic!("expected 410, got {other:?}"),
     }

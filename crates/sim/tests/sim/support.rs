@@ -185,3 +185,19 @@ kind: ConfigMap
 metadata: {name: settings}
 data: {color: blue}
 "#;
+
+/// The first event of a watch of `api` from resourceVersion `rv` (an ERROR event is one
+/// too); panics if none comes within 15 s.
+pub async fn first_watch_event(
+    api: &kube::Api<k8s_openapi::api::core::v1::ConfigMap>,
+    params: &kube::api::WatchParams,
+    rv: &str,
+) -> kube::api::WatchEvent<k8s_openapi::api::core::v1::ConfigMap> {
+    use futures::{StreamExt, TryStreamExt};
+    let mut stream = api.watch(params, rv).await.unwrap().boxed();
+    tokio::time::timeout(Duration::from_secs(15), stream.try_next())
+        .await
+        .expect("a watch event in time")
+        .unwrap()
+        .expect("the watch stays open")
+}
