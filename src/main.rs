@@ -38,6 +38,10 @@ enum Command {
     Drift(cmd::drift::Args),
     /// Print the stale deploy locks a running daemon found, and how to release each.
     Locks(cmd::locks::Args),
+    /// Print the order in which a source's objects must be applied.
+    Plan(cmd::plan::Args),
+    /// Restore a source's committed state in the cluster (dry run unless --apply).
+    Reconcile(cmd::reconcile::Args),
     /// Compare desired files with live object files, offline.
     Check(cmd::check::Args),
     /// Run the cluster simulator (a Kubernetes API server for tests and demos).
@@ -65,6 +69,8 @@ fn main() -> ExitCode {
         Command::Drift(a) => cmd::drift::run(a),
         Command::Locks(a) => cmd::locks::run(a),
         Command::Check(a) => cmd::check::run(a),
+        Command::Plan(a) => cmd::plan::run(a),
+        Command::Reconcile(a) => cmd::reconcile::run(a),
         #[cfg(feature = "sim")]
         Command::Sim(a) => cmd::sim::run(a),
         #[cfg(feature = "sim")]

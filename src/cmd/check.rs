@@ -183,7 +183,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let out = match args.format {
         Format::Json => serde_json::to_string_pretty(&json_report(&drifting))? + "\n",
-        Format::Table => table_report(&drifting),
+        Format::Table => table_report(
+            &drifting
+                .iter()
+                .map(|d| (&d.desired.key, &d.comparison))
+                .collect::<Vec<_>>(),
+        ),
     };
     print!("{out}");
     Ok(if drifting.is_empty() {
@@ -271,7 +276,9 @@ fn cell(v: Option<&Value>) -> String {
     }
 }
 
-fn table_report(drifting: &[Drifting]) -> String {
+/// The drifting objects as a table of fields (desired, live, who changed it); Secret values
+/// are already hashes in a [`Comparison`]. `driftd reconcile` prints its diffs with it too.
+pub fn table_report(drifting: &[(&ObjectKey, &Comparison)]) -> String {
     if drifting.is_empty() {
         return "no drift\n".to_string();
     }
@@ -283,10 +290,10 @@ fn table_report(drifting: &[Drifting]) -> String {
         "MANAGER".into(),
     ]];
     let mut ignored = 0;
-    for d in drifting {
-        let object = d.desired.key.to_string();
-        ignored += d.comparison.ignored.iter().map(|i| i.count).sum::<usize>();
-        if d.comparison.class == DriftClass::Missing {
+    for (key, comparison) in drifting {
+        let object = key.to_string();
+        ignored += comparison.ignored.iter().map(|i| i.count).sum::<usize>();
+        if comparison.class == DriftClass::Missing {
             rows.push([
                 object,
                 "(object)".into(),
@@ -296,7 +303,7 @@ fn table_report(drifting: &[Drifting]) -> String {
             ]);
             continue;
         }
-        for c in &d.comparison.changes {
+        for c in &comparison.changes {
             rows.push([
                 object.clone(),
                 c.field.clone(),

@@ -14,6 +14,8 @@ pub mod import;
 pub mod intent;
 pub mod locks;
 mod log_fields;
+pub mod plan;
+pub mod reconcile;
 pub mod run;
 pub mod serve;
 #[cfg(feature = "sim")]

@@ -28,6 +28,7 @@ mod helm;
 mod http_server;
 mod intent_cli;
 mod locks;
+mod plan;
 mod pulumi;
 mod real_manifests;
 mod real_manifests_sim;

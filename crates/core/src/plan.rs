@@ -196,8 +196,8 @@ pub fn parse_depends_on(value: &str) -> Result<Vec<ObjectKey>, String> {
 }
 
 /// Rank of a kind in Helm's install order; unknown kinds after every known one, among
-/// themselves by kind name (Helm's `lessByKind`).
-fn kind_rank(kind: &str) -> (usize, String) {
+/// themselves by kind name (Helm's `lessByKind`). Deleting goes the other way.
+pub fn kind_rank(kind: &str) -> (usize, String) {
     match HELM_INSTALL_ORDER.iter().position(|k| *k == kind) {
         Some(i) => (i, String::new()),
         None => (HELM_INSTALL_ORDER.len(), kind.to_string()),
@@ -326,7 +326,7 @@ pub fn plan(objects: &[PlanInput]) -> Result<Plan, PlanError> {
         .into_iter()
         .map(|i| {
             let mut depends_on = std::mem::take(&mut deps[i]);
-            depends_on.sort_by(|a, b| a.key.cmp(&b.key));
+            depends_on.sort_by(|a, b| (a.because, &a.key).cmp(&(b.because, &b.key)));
             Step {
                 key: objects[i].key.clone(),
                 depends_on,

@@ -7,8 +7,11 @@
 //! [`leader::Leadership`] handle) is consulted by `export` for leader-only work. `dry_run`
 //! is the task that asks the API server for server-side dry runs on the engine's behalf.
 //! `cluster_log` and `helm` import desired state recorded in the cluster (driftd's own
-//! records, Helm's releases) into the store, which the engine polls.
+//! records, Helm's releases) into the store, which the engine polls. `apply` is the one
+//! place that writes objects (server-side apply in plan order, for `driftd reconcile` and
+//! remediation).
 
+pub mod apply;
 pub mod cluster_log;
 pub mod config;
 pub mod drift;
@@ -16,6 +19,7 @@ pub mod dry_run;
 pub mod export;
 pub mod helm;
 pub mod leader;
+pub mod reconcile;
 pub mod serve;
 pub mod watch;
 

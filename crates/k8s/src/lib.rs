@@ -1,6 +1,6 @@
 //! Kubernetes knowledge shared by the simulator, the manifest loader and the differ:
-//! resource types, object identity, quantities, strategic-merge keys and kube-apiserver's
-//! defaults for declared fields.
+//! resource types, object identity, quantities, strategic-merge keys, kube-apiserver's
+//! defaults for declared fields, and when a live object's rollout is complete (`rollout`).
 
 pub mod admission;
 pub mod api_types;
@@ -9,6 +9,7 @@ pub mod defaults;
 pub mod kinds;
 pub mod merge_keys;
 pub mod quantity;
+pub mod rollout;
 pub mod secret;
 pub mod selector;
 #[cfg(any(test, feature = "testing"))]

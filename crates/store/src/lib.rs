@@ -556,6 +556,15 @@ impl Store {
         revisions::history(&self.conn, source)
     }
 
+    /// Every object of one revision as stored (Secret values as their hashes), in key
+    /// order, as (key, apiVersion, body): what `driftd plan` orders and `--prune` compares.
+    pub fn revision_objects(
+        &self,
+        revision: i64,
+    ) -> Result<Vec<(ObjectKey, String, Value)>, StoreError> {
+        revisions::revision_objects(&self.conn, revision)
+    }
+
     /// The CustomResourceDefinitions in the newest revision of every source (for the scopes
     /// of custom resources a commit reads), without reading any other object.
     pub fn committed_crds(&self) -> Result<Vec<Value>, StoreError> {

@@ -472,7 +472,7 @@ pub(super) fn history(conn: &Connection, source: &str) -> Result<Vec<RevisionInf
 }
 
 /// (key, apiVersion, body) of every object of one revision, in key order.
-fn revision_objects(
+pub(super) fn revision_objects(
     conn: &Connection,
     revision: i64,
 ) -> Result<Vec<(ObjectKey, String, Value)>, StoreError> {
