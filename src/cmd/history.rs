@@ -55,6 +55,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         r.content_hash.chars().take(12).collect(),
                         first_line(&r.message),
                     ],
+                    HistoryEntry::Remediation(e) => vec![
+                        e.revision.to_string(),
+                        format!(
+                            "remediation {}",
+                            serde_json::to_value(e.outcome)?.as_str().unwrap_or("")
+                        ),
+                        e.actor.clone(),
+                        human_age(now, e.at),
+                        "1".into(),
+                        "-".into(),
+                        first_line(&format!("{}: {}", e.key, e.detail)),
+                    ],
                     HistoryEntry::Intent(e) => vec![
                         "-".into(),
                         format!("{} intent {}", e.action, e.intent_id),

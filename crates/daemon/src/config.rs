@@ -9,7 +9,9 @@ use driftd_k8s::TypeKey;
 use serde::Deserialize;
 
 mod dry_run;
+mod remediation;
 pub use dry_run::{Compare, DryRunConfig, SourceConfig};
+pub use remediation::{Remediation, RemediationConfig};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -61,6 +63,8 @@ pub struct Config {
     pub sources: Vec<SourceConfig>,
     /// `[dry_run]`: server-side dry runs of `compare = "dry-run"` sources.
     pub dry_run: DryRunConfig,
+    /// `[remediation]`: pace of `remediation = "auto"` sources.
+    pub remediation: RemediationConfig,
 }
 
 /// `[unmanaged]`: opt-in coverage. Live objects of these kinds in these namespaces that no
@@ -456,6 +460,7 @@ impl Default for Config {
             controller_managers: driftd_core::diff::ClusterFacts::default().controller_managers,
             sources: Vec::new(),
             dry_run: DryRunConfig::default(),
+            remediation: RemediationConfig::default(),
         }
     }
 }
@@ -673,6 +678,9 @@ impl Config {
         if let Err((key, reason)) = self.dry_run.check() {
             return Err(bad(key, &reason));
         }
+        if let Err((key, reason)) = self.remediation.check() {
+            return Err(bad(key, &reason));
+        }
         if let Err((key, reason)) = dry_run::check_sources(&self.sources) {
             return Err(bad(&key, &reason));
         }
@@ -709,6 +717,15 @@ impl Config {
         self.sources
             .iter()
             .filter(|s| s.compare == Compare::DryRun)
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
+    /// Names of the sources the leader remediates.
+    pub fn remediated_sources(&self) -> std::collections::BTreeSet<String> {
+        self.sources
+            .iter()
+            .filter(|s| s.remediation == Remediation::Auto)
             .map(|s| s.name.clone())
             .collect()
     }

@@ -9,7 +9,8 @@
 //! `cluster_log` and `helm` import desired state recorded in the cluster (driftd's own
 //! records, Helm's releases) into the store, which the engine polls. `apply` is the one
 //! place that writes objects (server-side apply in plan order, for `driftd reconcile` and
-//! remediation).
+//! `remediate`, the leader's task for `remediation = "auto"` sources); `reconcile` reads a
+//! source's revision, plan and differences for both.
 
 pub mod apply;
 pub mod cluster_log;
@@ -20,6 +21,7 @@ pub mod export;
 pub mod helm;
 pub mod leader;
 pub mod reconcile;
+pub mod remediate;
 pub mod serve;
 pub mod watch;
 

@@ -183,6 +183,27 @@ pub async fn run(
         ..Default::default()
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    // The leader re-applies drifting objects of `remediation = "auto"` sources.
+    let remediation = match config.remediated_sources().is_empty() {
+        true => None,
+        false => Some(crate::remediate::spawn(
+            crate::remediate::Remediator {
+                store: Store::open_with_keys(
+                    &config.database,
+                    config.secrets.load_keys().map_err(ServeError::Database)?,
+                )
+                .map_err(ServeError::Database)?,
+                cluster: crate::apply::Cluster::new(client.clone()),
+                index: index.clone(),
+                leadership: leadership.clone(),
+                events: events.clone(),
+                metrics: metrics.clone(),
+                identity: identity.clone(),
+            },
+            &config,
+            stop_rx.clone(),
+        )),
+    };
     let importer = crate::cluster_log::spawn_importer(
         client.clone(),
         &config.namespace,
@@ -268,7 +289,13 @@ pub async fn run(
             let _ = task.await;
         }
     };
-    let (engine_result, (), (), _, ()) = tokio::join!(engine, server, election, importer, helm);
+    let remediation = async move {
+        if let Some(task) = remediation {
+            let _ = task.await;
+        }
+    };
+    let (engine_result, (), (), _, (), ()) =
+        tokio::join!(engine, server, election, importer, helm, remediation);
     engine_result?;
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! A source's history: its revisions and the transitions of its intents, one timeline.
+//! A source's history: its revisions, the transitions of its intents and the remediations
+//! of its objects, one timeline.
 
 use super::intents::{conversion_error, IntentAction};
 use super::{revisions, ts_from_db, RevisionInfo, StoreError};
@@ -44,6 +45,8 @@ fn events(conn: &Connection, source: &str) -> Result<Vec<IntentEvent>, StoreErro
 pub enum HistoryEntry {
     Revision(RevisionInfo),
     Intent(IntentEvent),
+    /// The daemon re-applied (or failed to re-apply) one object of the source.
+    Remediation(super::RemediationEvent),
 }
 
 impl HistoryEntry {
@@ -51,6 +54,7 @@ impl HistoryEntry {
         match self {
             HistoryEntry::Revision(r) => r.committed_at,
             HistoryEntry::Intent(e) => e.at,
+            HistoryEntry::Remediation(e) => e.at,
         }
     }
 }
@@ -63,12 +67,19 @@ pub(super) fn timeline(conn: &Connection, source: &str) -> Result<Vec<HistoryEnt
         .into_iter()
         .map(HistoryEntry::Revision)
         .chain(events(&tx, source)?.into_iter().map(HistoryEntry::Intent))
+        .chain(
+            super::remediations::events(&tx, source)?
+                .into_iter()
+                .map(HistoryEntry::Remediation),
+        )
         .collect();
     tx.finish()?;
     // Stable: within each kind the order by id (newest first) is kept.
     entries.sort_by(|a, b| {
         b.at().cmp(&a.at()).then_with(|| {
-            matches!(a, HistoryEntry::Intent(_)).cmp(&matches!(b, HistoryEntry::Intent(_)))
+            matches!(a, HistoryEntry::Revision(_))
+                .cmp(&matches!(b, HistoryEntry::Revision(_)))
+                .reverse()
         })
     });
     Ok(entries)

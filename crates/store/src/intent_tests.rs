@@ -93,7 +93,7 @@ impl Fixture {
             .into_iter()
             .filter_map(|e| match e {
                 HistoryEntry::Intent(e) => Some((e.intent_id, e.action.to_string(), e.actor)),
-                HistoryEntry::Revision(_) => None,
+                HistoryEntry::Revision(_) | HistoryEntry::Remediation(_) => None,
             })
             .collect();
         events.reverse();
@@ -559,6 +559,7 @@ fn timeline_merges_revisions_and_transitions_newest_first() {
         .map(|e| match e {
             HistoryEntry::Revision(r) => format!("revision {}", r.id),
             HistoryEntry::Intent(e) => format!("{} intent {}: {}", e.action, e.intent_id, e.detail),
+            HistoryEntry::Remediation(e) => format!("remediation of {}", e.key),
         })
         .collect();
     assert_eq!(

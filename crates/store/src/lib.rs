@@ -17,6 +17,7 @@ mod helm;
 mod history;
 mod import;
 mod intents;
+mod remediations;
 mod revisions;
 mod rewrite;
 mod schema;
@@ -39,6 +40,7 @@ pub use intents::{
     holder_pod, BeginRequest, IntentAction, IntentInfo, IntentObject, IntentState, LockHeld,
     OpenIntent, WrongState, MAX_TTL, MIN_TTL,
 };
+pub use remediations::{RemediationEvent, RemediationOutcome};
 pub use revisions::{canonical_json, validate_source_name};
 pub use rewrite::RekeyReport;
 pub use secrets::{Key, SecretKeys};
@@ -541,7 +543,12 @@ impl Store {
         intents::open_intents(&self.conn, self.now())
     }
 
-    /// Revisions and intent transitions of one source, newest first.
+    /// Records one remediation; the source's history lists it.
+    pub fn record_remediation(&self, event: &RemediationEvent) -> Result<(), StoreError> {
+        remediations::record(&self.conn, event)
+    }
+
+    /// Revisions, intent transitions and remediations of one source, newest first.
     pub fn timeline(&self, source: &str) -> Result<Vec<HistoryEntry>, StoreError> {
         history::timeline(&self.conn, source)
     }

@@ -146,6 +146,26 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE revisions ADD COLUMN skipped_count INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE intents ADD COLUMN skipped_count INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 6: reserved for the stale_config step (Secret and ConfigMap content first seen),
+    // written on another branch; empty here so that remediation's step keeps number 7.
+    "",
+    // 7: remediations the daemon made (`remediation = "auto"` sources), for the history.
+    r#"
+    CREATE TABLE remediations (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        source      TEXT NOT NULL,
+        revision_id INTEGER NOT NULL,
+        grp         TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        namespace   TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        at          TEXT NOT NULL,
+        actor       TEXT NOT NULL,
+        outcome     TEXT NOT NULL CHECK (outcome IN ('applied', 'failed')),
+        detail      TEXT NOT NULL
+    );
+    CREATE INDEX remediations_by_source ON remediations(source, id);
+    "#,
 ];
 
 /// Steps that rewrite data with Rust code, run right after the SQL step of the same number,

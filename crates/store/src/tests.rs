@@ -368,3 +368,42 @@ fn an_intent_keeps_its_skipped_count_for_the_revision_it_becomes() {
         3
     );
 }
+
+#[test]
+fn remediations_are_in_the_source_history_and_revision_objects_are_readable() {
+    let mut store = Store::open_in_memory().unwrap();
+    let r1 = created(commit(&mut store, "web", &(cm("a", "1") + &cm("b", "1"))).unwrap());
+    let objects = store.revision_objects(r1.id).unwrap();
+    let names: Vec<&str> = objects.iter().map(|(k, _, _)| k.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(objects[0].1, "v1");
+    let key = objects[0].0.clone();
+    let at = store.now();
+    for (outcome, detail) in [
+        (RemediationOutcome::Failed, "conflict"),
+        (RemediationOutcome::Applied, "modified"),
+    ] {
+        store
+            .record_remediation(&RemediationEvent {
+                source: "web".into(),
+                revision: r1.id,
+                key: key.clone(),
+                at,
+                actor: "driftd/replica-1".into(),
+                outcome,
+                detail: detail.into(),
+            })
+            .unwrap();
+    }
+    let timeline = store.timeline("web").unwrap();
+    // Newest first: the two remediations, then the revision they restored.
+    let HistoryEntry::Remediation(newest) = &timeline[0] else {
+        panic!("{timeline:?}")
+    };
+    assert_eq!(newest.outcome, RemediationOutcome::Applied);
+    assert_eq!(newest.actor, "driftd/replica-1");
+    assert_eq!(newest.key, key);
+    assert!(matches!(&timeline[1], HistoryEntry::Remediation(e) if e.detail == "conflict"));
+    assert!(matches!(&timeline[2], HistoryEntry::Revision(r) if r.id == r1.id));
+    assert!(store.timeline("other").unwrap().is_empty());
+}

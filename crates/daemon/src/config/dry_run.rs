@@ -1,5 +1,5 @@
-//! `[[sources]]` (per-source settings) and `[dry_run]` (the server-side dry-run oracle):
-//! how a source's objects are compared.
+//! `[[sources]]` (per-source settings: comparison, remediation) and `[dry_run]` (the
+//! server-side dry-run oracle): how a source's objects are compared.
 
 use serde::Deserialize;
 use std::time::Duration;
@@ -13,6 +13,9 @@ pub struct SourceConfig {
     /// How its objects are compared.
     #[serde(default)]
     pub compare: Compare,
+    /// Whether the leader writes its committed state back when it drifts.
+    #[serde(default)]
+    pub remediation: super::Remediation,
 }
 
 /// What live objects are compared against.

@@ -120,6 +120,27 @@ impl EventRequest {
     }
 }
 
+impl EventRequest {
+    /// `Remediated` (Normal) or `RemediationFailed` (Warning) about an object of a
+    /// `remediation = "auto"` source; `detail` names fields and managers, never values.
+    pub fn remediation(
+        entry: &DriftEntry,
+        outcome: driftd_store::RemediationOutcome,
+        detail: &str,
+    ) -> EventRequest {
+        let (type_, reason) = match outcome {
+            driftd_store::RemediationOutcome::Applied => (EventType::Normal, "Remediated"),
+            driftd_store::RemediationOutcome::Failed => (EventType::Warning, "RemediationFailed"),
+        };
+        EventRequest {
+            reference: reference(entry, None),
+            type_,
+            reason,
+            note: truncate(format!("source {}: {detail}", entry.source)),
+        }
+    }
+}
+
 /// The changed fields with who last wrote them (never values: Secrets stay secret).
 fn field_list(entry: &DriftEntry) -> String {
     let fields: Vec<String> = entry
@@ -334,7 +355,11 @@ pub fn spawn(
                 type_: request.type_,
                 reason: request.reason.to_string(),
                 note: Some(request.note.clone()),
-                action: "Compare".into(),
+                action: match request.reason {
+                    "Remediated" | "RemediationFailed" => "Remediate",
+                    _ => "Compare",
+                }
+                .into(),
                 secondary: None,
             };
             recorder

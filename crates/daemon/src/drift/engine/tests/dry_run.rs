@@ -14,6 +14,7 @@ fn dry_run_config() -> Config {
     c.sources = vec![SourceConfig {
         name: "shop".into(),
         compare: Compare::DryRun,
+        remediation: Default::default(),
     }];
     c.dry_run.refresh_seconds = REFRESH.as_secs_f64();
     c
