@@ -120,7 +120,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     applied += 1;
                     println!("applied {object} (resourceVersion {resource_version})");
                 }
-                Progress::Deleted { object } => println!("deleted {object}"),
             })
             .await?;
         let mut deleted = 0;

@@ -124,7 +124,7 @@ pub enum PlanError {
     /// The annotation does not parse (cli-utils refuses the same values).
     #[error("{object}: invalid {DEPENDS_ON} annotation {value:?}: {reason}")]
     InvalidAnnotation {
-        object: ObjectKey,
+        object: Box<ObjectKey>,
         value: String,
         reason: String,
     },
@@ -260,12 +260,12 @@ pub fn plan(objects: &[PlanInput]) -> Result<Plan, PlanError> {
             .and_then(|a| a.get(DEPENDS_ON))
         {
             let text = value.as_str().ok_or_else(|| PlanError::InvalidAnnotation {
-                object: o.key.clone(),
+                object: Box::new(o.key.clone()),
                 value: value.to_string(),
                 reason: "must be a string".into(),
             })?;
             let refs = parse_depends_on(text).map_err(|reason| PlanError::InvalidAnnotation {
-                object: o.key.clone(),
+                object: Box::new(o.key.clone()),
                 value: text.to_string(),
                 reason,
             })?;

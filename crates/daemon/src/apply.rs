@@ -39,21 +39,30 @@ pub struct Conflict {
 pub enum ApplyError {
     #[error("{object}: conflict with another field manager: {} (apply with --force-conflicts to take these fields over)", render_conflicts(.conflicts))]
     Conflict {
-        object: ObjectKey,
+        object: Box<ObjectKey>,
         conflicts: Vec<Conflict>,
     },
     #[error("{object}: the API server refused it: {message}")]
-    Rejected { object: ObjectKey, message: String },
+    Rejected {
+        object: Box<ObjectKey>,
+        message: String,
+    },
     #[error("{object}: not current after {}s: {waiting}", .timeout.as_secs())]
     Timeout {
-        object: ObjectKey,
+        object: Box<ObjectKey>,
         timeout: Duration,
         waiting: String,
     },
     #[error("{object}: {reason}")]
-    NotCurrent { object: ObjectKey, reason: String },
+    NotCurrent {
+        object: Box<ObjectKey>,
+        reason: String,
+    },
     #[error("{object}: {message}")]
-    Failed { object: ObjectKey, message: String },
+    Failed {
+        object: Box<ObjectKey>,
+        message: String,
+    },
 }
 
 impl ApplyError {
@@ -64,7 +73,7 @@ impl ApplyError {
             | ApplyError::Rejected { object, .. }
             | ApplyError::Timeout { object, .. }
             | ApplyError::NotCurrent { object, .. }
-            | ApplyError::Failed { object, .. } => object,
+            | ApplyError::Failed { object, .. } => object.as_ref(),
         }
     }
 }
@@ -146,9 +155,6 @@ pub enum Progress {
         object: ObjectKey,
         resource_version: String,
     },
-    Deleted {
-        object: ObjectKey,
-    },
 }
 
 /// The cluster, through a kube client, with resolved kinds cached.
@@ -201,11 +207,11 @@ impl Cluster {
         match self.resource(api_version, &key.kind).await {
             Ok(Some(found)) => Ok(found),
             Ok(None) => Err(ApplyError::Failed {
-                object: key.clone(),
+                object: Box::new(key.clone()),
                 message: format!("the cluster does not serve {} in {api_version}", key.kind),
             }),
             Err(message) => Err(ApplyError::Failed {
-                object: key.clone(),
+                object: Box::new(key.clone()),
                 message,
             }),
         }
@@ -269,7 +275,7 @@ impl Cluster {
         force: bool,
     ) -> Result<Value, ApplyError> {
         let failed = |message: String| ApplyError::Failed {
-            object: key.clone(),
+            object: Box::new(key.clone()),
             message,
         };
         let (resource, scope) = self.served(key, api_version).await?;
@@ -301,7 +307,7 @@ impl Cluster {
                 if status.code == 409 && !conflicts(&status).is_empty() =>
             {
                 Err(ApplyError::Conflict {
-                    object: key.clone(),
+                    object: Box::new(key.clone()),
                     conflicts: conflicts(&status),
                 })
             }
@@ -311,7 +317,7 @@ impl Cluster {
                     && status.code != 429 =>
             {
                 Err(ApplyError::Rejected {
-                    object: key.clone(),
+                    object: Box::new(key.clone()),
                     message: status.message.clone(),
                 })
             }
@@ -323,7 +329,7 @@ impl Cluster {
     /// `false` when it was already gone.
     pub async fn delete(&mut self, key: &ObjectKey, api_version: &str) -> Result<bool, ApplyError> {
         let failed = |message: String| ApplyError::Failed {
-            object: key.clone(),
+            object: Box::new(key.clone()),
             message,
         };
         let (resource, scope) = self.served(key, api_version).await?;
@@ -352,7 +358,7 @@ impl Cluster {
                     Readiness::Current => return Ok(()),
                     Readiness::Failed(reason) => {
                         return Err(ApplyError::NotCurrent {
-                            object: key.clone(),
+                            object: Box::new(key.clone()),
                             reason,
                         })
                     }
@@ -363,7 +369,7 @@ impl Cluster {
             };
             if Instant::now() >= deadline {
                 return Err(ApplyError::Timeout {
-                    object: key.clone(),
+                    object: Box::new(key.clone()),
                     timeout: options.timeout,
                     waiting,
                 });

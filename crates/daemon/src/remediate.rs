@@ -77,6 +77,34 @@ pub fn spawn(
     tokio::spawn(task.run(stop))
 }
 
+/// Which drift entries remediation may act on now (a pure decision, unit-tested).
+struct Eligible<'a> {
+    /// Sources with `remediation = "auto"`.
+    sources: &'a BTreeSet<String>,
+    /// Sources with an open intent.
+    open: &'a HashSet<String>,
+    /// `(apiVersion, kind)` whose watch is failing.
+    stale: &'a HashSet<(String, String)>,
+    settle: Duration,
+    retry: Duration,
+}
+
+impl Eligible<'_> {
+    /// `since_last`: how long ago the object was last tried, if ever.
+    fn allows(&self, e: &DriftEntry, now: jiff::Timestamp, since_last: Option<Duration>) -> bool {
+        self.sources.contains(&e.source)
+            && matches!(e.class, DriftClass::Modified | DriftClass::Missing)
+            && !self.open.contains(&e.source)
+            && !self
+                .stale
+                .contains(&(e.api_version.clone(), e.kind.clone()))
+            && e.since.is_some_and(|since| {
+                now.duration_since(since).as_secs_f64() >= self.settle.as_secs_f64()
+            })
+            && since_last.is_none_or(|ago| ago >= self.retry)
+    }
+}
+
 struct Task {
     r: Remediator,
     sources: BTreeSet<String>,
@@ -167,29 +195,29 @@ impl Task {
                 return Vec::new();
             }
         };
-        let now = Instant::now();
-        let wall = jiff::Timestamp::now();
         let index = self.r.index.read().unwrap_or_else(|e| e.into_inner());
         let stale: HashSet<(String, String)> = index
             .stale_kinds()
             .into_iter()
             .map(|k| (k.api_version, k.kind))
             .collect();
+        let now = Instant::now();
+        let wall = jiff::Timestamp::now();
+        let rules = Eligible {
+            sources: &self.sources,
+            open: &open,
+            stale: &stale,
+            settle: self.settle,
+            retry: self.config.retry(),
+        };
         index
             .entries()
-            .filter(|e| self.sources.contains(&e.source))
-            .filter(|e| matches!(e.class, DriftClass::Modified | DriftClass::Missing))
-            .filter(|e| !open.contains(&e.source))
-            .filter(|e| !stale.contains(&(e.api_version.clone(), e.kind.clone())))
             .filter(|e| {
-                e.since.is_some_and(|since| {
-                    wall.duration_since(since).as_secs_f64() >= self.settle.as_secs_f64()
-                })
-            })
-            .filter(|e| {
-                self.last_attempt
+                let last = self
+                    .last_attempt
                     .get(&key_of(e))
-                    .is_none_or(|at| now.duration_since(*at) >= self.config.retry())
+                    .map(|at| now.duration_since(*at));
+                rules.allows(e, wall, last)
             })
             .cloned()
             .collect()
@@ -267,6 +295,9 @@ impl Task {
         Ok(revision.revision.id)
     }
 }
+
+#[cfg(test)]
+mod tests;
 
 /// `: field, field` of a modified entry (names only, never values).
 fn fields(entry: &DriftEntry) -> String {

@@ -31,12 +31,12 @@ fn a_409_answer_names_each_conflicting_field_and_its_manager() {
         ]
     );
     let err = ApplyError::Conflict {
-        object: ObjectKey {
+        object: Box::new(ObjectKey {
             group: "apps".into(),
             kind: "Deployment".into(),
             namespace: Some("shop".into()),
             name: "web".into(),
-        },
+        }),
         conflicts: found,
     };
     let text = err.to_string();

@@ -218,3 +218,38 @@ fn helm_is_on_in_every_namespace_with_a_15_minute_stale_lock_by_default() {
     let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
     assert_eq!(err.key, "helm.stale_after");
 }
+
+#[test]
+fn remediation_is_off_by_default_and_set_per_source() {
+    let c = Config::default();
+    assert!(c.remediated_sources().is_empty());
+    let f = file(
+        "[[sources]]\nname = \"helm:shop/web\"\nremediation = \"auto\"\n\
+         [[sources]]\nname = \"other\"\ncompare = \"dry-run\"\n\
+         [remediation]\nmax_per_minute = 6\n",
+    );
+    let c = Config::load_with_env(Some(f.path()), |_| None).unwrap();
+    assert_eq!(
+        c.remediated_sources().into_iter().collect::<Vec<_>>(),
+        ["helm:shop/web"]
+    );
+    assert_eq!(c.remediation.max_per_minute, 6.0);
+    assert!(c.remediation.force_conflicts);
+    for (text, key) in [
+        (
+            "[[sources]]\nname = \"a\"\nremediation = \"always\"\n",
+            "sources[0].remediation",
+        ),
+        (
+            "[remediation]\nmax_per_minute = 0\n",
+            "remediation.max_per_minute",
+        ),
+        (
+            "[remediation]\nretry_seconds = 0.5\n",
+            "remediation.retry_seconds",
+        ),
+    ] {
+        let err = Config::load_with_env(Some(file(text).path()), |_| None).unwrap_err();
+        assert_eq!(err.key, key, "{text}: {err}");
+    }
+}
