@@ -3,7 +3,7 @@
 //! with no `driftd commit`: in sync, then hand-edited (`modified`), then upgraded (a new
 //! revision without a restart), then stuck in `pending-upgrade` (a stale lock at `/locks`
 //! with the `helm rollback` that clears it, the metric, the Event), then uninstalled (no
-//! longer a source).
+//! longer a source). `driftd plan` and `driftd reconcile` take a release by its source name.
 //!
 //! Decoding (gzip bomb, corrupt payloads) is unit-tested in `crates/core/src/helm/tests.rs`,
 //! the store's mapping in `crates/store/src/helm_tests.rs`, the importer in
@@ -242,4 +242,82 @@ fn a_helm_release_is_a_source_without_commit_and_a_stuck_upgrade_a_stale_lock() 
         !log.contains("values-are-secret"),
         "the values never reach the log"
     );
+}
+
+/// `driftd plan` and `driftd reconcile` take a release by its source name, as a Helm user
+/// types it: Helm's order (ServiceAccount, Service, Deployment), a hand edit shown and put
+/// back (a conflict with `kubectl set` unless forced), and the release in sync again.
+#[test]
+fn a_helm_release_is_planned_and_reconciled_by_its_source_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("driftd.db");
+    let db = db.to_str().unwrap();
+    let sim = Sim::start(dir.path());
+    sim.kubectl(&["create", "namespace", "shop"]);
+    apply(&sim, &applied_objects("nginx:1.16.0"));
+    let deployed = (jiff::Timestamp::now() - jiff::SignedDuration::from_mins(5)).to_string();
+    record(
+        &sim,
+        &release_secret(1, "deployed", &deployed, "nginx:1.16.0"),
+    );
+    let daemon = Daemon::start(&write_config(dir.path(), ""), &sim.kubeconfig, &[]);
+    daemon.wait_ready();
+    web_when(&daemon, "web in sync", |w| w["class"] == "in_sync");
+    let helm_driftd = |args: &[&str]| {
+        let out = std::process::Command::new(DRIFTD)
+            .args(args)
+            .env("KUBECONFIG", &sim.kubeconfig)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    let (code, stdout, stderr) = helm_driftd(&["plan", "--db", db, "--source", SOURCE]);
+    assert_eq!(code, Some(0), "{stderr}");
+    // Numbered lines: `  1  ServiceAccount shop/web`.
+    let order: Vec<&str> = stdout
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(
+        order,
+        ["ServiceAccount", "Service", "Deployment.apps"],
+        "{stdout}"
+    );
+
+    sim.kubectl(&[
+        "-n",
+        "shop",
+        "set",
+        "image",
+        "deployment/web",
+        "web=nginx:1.17",
+    ]);
+    web_when(&daemon, "web modified", |w| w["class"] == "modified");
+    let reconcile = |extra: &[&str]| {
+        let mut args = vec!["reconcile", "--db", db, "--source", SOURCE];
+        args.extend(extra);
+        helm_driftd(&args)
+    };
+    let (code, stdout, stderr) = reconcile(&[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("nginx:1.16.0") && stdout.contains("nginx:1.17"),
+        "{stdout}"
+    );
+    let (code, _, stderr) = reconcile(&["--apply"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("is owned by \"kubectl-set\""), "{stderr}");
+    let (code, stdout, stderr) = reconcile(&["--apply", "--force-conflicts"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("applied Deployment.apps shop/web"),
+        "{stdout}"
+    );
+    web_when(&daemon, "web in sync again", |w| w["class"] == "in_sync");
 }

@@ -3,8 +3,9 @@
 //! depends-on annotations) in text and JSON; a cycle and a missing dependency refused with
 //! the names; `driftd reconcile` creating the source in plan order (resourceVersions at the
 //! simulator prove the order), showing a drift's diffs without changing anything, stopping
-//! at a field-manager conflict unless `--force-conflicts`, and converging it so the daemon
-//! reports everything in sync.
+//! at a field-manager conflict unless `--force-conflicts`, converging it so the daemon
+//! reports everything in sync, and deleting what the next revision dropped only with
+//! `--prune`; a `remediation = "auto"` source put back by the daemon itself.
 
 use crate::scaffold::*;
 use serde_json::Value;
@@ -542,6 +543,31 @@ fn reconcile_applies_in_plan_order_shows_drift_without_changing_it_and_converges
         stdout.contains("writes 0 object(s)"),
         "nothing left to write: {stdout}"
     );
+
+    // The next revision drops the Service: only --prune deletes it.
+    let start = CHART.find("apiVersion: v1\nkind: Service\n").unwrap();
+    let end = start + CHART[start..].find("---\n").unwrap() + 4;
+    let out = commit_chart(
+        dir.path(),
+        &config,
+        "chart",
+        &format!("{}{}", &CHART[..start], &CHART[end..]),
+    );
+    assert!(out.status.success(), "{:?}", text(&out));
+    let out = reconcile(&["--apply"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("Service shop/web is live but no longer in revision 2: --prune deletes it"),
+        "{stdout}"
+    );
+    sim.kubectl(&["-n", "shop", "get", "service", "web"]);
+    let out = reconcile(&["--apply", "--prune"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("deleted Service shop/web"), "{stdout}");
+    let gone = sim.kubectl_output(&["-n", "shop", "get", "service", "web"], None);
+    assert!(!gone.status.success());
 }
 
 /// `kind/name=resourceVersion` of the chart's namespaced objects that exist, but the
