@@ -90,6 +90,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
         let write = reconcile::drifting(&comparisons);
+        // A deploy in flight (or one that did not finish) owns the source's objects until it
+        // ends: reconciling would fight it, as remediation never does.
+        if let Some(open) = store
+            .open_intents()?
+            .into_iter()
+            .find(|o| o.intent.source == args.source)
+        {
+            let note = format!(
+                "source {} has open intent {} ({}, held by {}): a deploy is in flight or did not finish",
+                args.source, open.intent.id, open.intent.state, open.intent.holder
+            );
+            if args.apply {
+                anyhow::bail!(
+                    "{note}; end it first (`driftd intent commit|abort|release {}`)",
+                    open.intent.id
+                );
+            }
+            println!("\nnote: {note}; --apply refuses until it ends");
+        }
         if !args.apply {
             println!(
                 "\ndry run: nothing changed; `driftd reconcile --source {} --apply` writes {} object(s) in the order above",

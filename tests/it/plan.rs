@@ -496,6 +496,35 @@ fn reconcile_applies_in_plan_order_shows_drift_without_changing_it_and_converges
         "nginx:1.28"
     );
 
+    // While a deploy of the source is in flight (an open intent), --apply refuses.
+    let chart_file = dir.path().join("chart.yaml");
+    let out = run(
+        &[
+            "intent",
+            "begin",
+            "--db",
+            db,
+            "--source",
+            "chart",
+            "-f",
+            chart_file.to_str().unwrap(),
+        ],
+        None,
+        &config,
+    );
+    assert!(out.status.success(), "{:?}", text(&out));
+    let intent = text(&out).0.trim().to_string();
+    let out = reconcile(&["--apply"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!("source chart has open intent {intent}")),
+        "{stderr}"
+    );
+    assert_eq!(resource_versions_present(&sim), before);
+    let out = run(&["intent", "abort", "--db", db, &intent], None, &config);
+    assert!(out.status.success(), "{:?}", text(&out));
+
     // Applying: the ConfigMap comes back, then the Secret's value, edited by another field
     // manager, is a conflict: reported, not forced, and nothing after it is written.
     let out = reconcile(&["--apply"]);
