@@ -212,6 +212,32 @@ fn want() -> Vec<(String, String)> {
         .collect()
 }
 
+/// Hand edits by other field managers: a new image (`kubectl set image`), the ConfigMap
+/// deleted, the Secret's value changed (`kubectl patch`).
+fn drift_chart(sim: &Sim) {
+    sim.kubectl(&[
+        "-n",
+        "shop",
+        "set",
+        "image",
+        "deployment/web",
+        "web=nginx:1.28",
+    ]);
+    sim.kubectl(&["-n", "shop", "delete", "configmap", "settings"]);
+    sim.merge_patch(
+        "shop",
+        &["secret", "creds"],
+        // hand-edited-value
+        &serde_json::json!({"data": {"password": "aGFuZC1lZGl0ZWQtdmFsdWU="}}),
+    );
+}
+
+/// `Some` once the daemon reports every object of the chart in sync and nothing drifting.
+fn chart_in_sync(daemon: &Daemon) -> Option<()> {
+    let in_sync = daemon.drift("?class=in_sync")["objects"].as_array()?.len();
+    (in_sync == ORDER.len() && daemon.drift("")["objects"] == serde_json::json!([])).then_some(())
+}
+
 /// The resourceVersion of each object of the chart at the simulator, in plan order.
 fn resource_versions(sim: &Sim) -> Vec<u64> {
     ORDER
@@ -431,28 +457,10 @@ fn reconcile_applies_in_plan_order_shows_drift_without_changing_it_and_converges
 
     let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
     daemon.wait_ready();
-    wait_for("the chart in sync", T, || {
-        let in_sync = daemon.drift("?class=in_sync")["objects"].as_array()?.len();
-        (in_sync == ORDER.len() && daemon.drift("")["objects"] == serde_json::json!([]))
-            .then_some(())
-    });
+    wait_for("the chart in sync", T, || chart_in_sync(&daemon));
 
     // Drift: a new image by hand, the ConfigMap deleted, the Secret's value changed.
-    sim.kubectl(&[
-        "-n",
-        "shop",
-        "set",
-        "image",
-        "deployment/web",
-        "web=nginx:1.28",
-    ]);
-    sim.kubectl(&["-n", "shop", "delete", "configmap", "settings"]);
-    sim.merge_patch(
-        "shop",
-        &["secret", "creds"],
-        // hand-edited-value
-        &serde_json::json!({"data": {"password": "aGFuZC1lZGl0ZWQtdmFsdWU="}}),
-    );
+    drift_chart(&sim);
     wait_for("three objects drifting", T, || {
         let d = daemon.drift("");
         (d["objects"].as_array()?.len() == 3).then_some(())
@@ -561,11 +569,7 @@ fn reconcile_applies_in_plan_order_shows_drift_without_changing_it_and_converges
     let after = resource_versions(&sim);
     // ConfigMap (index 2) < Secret (3) < Deployment (5): written in that order.
     assert!(after[2] < after[3] && after[3] < after[5], "{after:?}");
-    wait_for("the chart in sync again", T, || {
-        let in_sync = daemon.drift("?class=in_sync")["objects"].as_array()?.len();
-        (in_sync == ORDER.len() && daemon.drift("")["objects"] == serde_json::json!([]))
-            .then_some(())
-    });
+    wait_for("the chart in sync again", T, || chart_in_sync(&daemon));
     let out = reconcile(&[]);
     let (stdout, _) = text(&out);
     assert!(
@@ -631,29 +635,11 @@ fn a_remediation_auto_source_is_put_back_by_the_leader_with_history_and_events()
     // does not exist before its CRD): the daemon creates every missing object, in order.
     let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
     daemon.wait_ready();
-    let all_in_sync = || {
-        let in_sync = daemon.drift("?class=in_sync")["objects"].as_array()?.len();
-        (in_sync == ORDER.len() && daemon.drift("")["objects"] == serde_json::json!([]))
-            .then_some(())
-    };
+    let all_in_sync = || chart_in_sync(&daemon);
     wait_for("the chart created by the daemon", T, all_in_sync);
 
     // Hand edits by other field managers: remediation takes their fields back.
-    sim.kubectl(&[
-        "-n",
-        "shop",
-        "set",
-        "image",
-        "deployment/web",
-        "web=nginx:1.28",
-    ]);
-    sim.kubectl(&["-n", "shop", "delete", "configmap", "settings"]);
-    sim.merge_patch(
-        "shop",
-        &["secret", "creds"],
-        // hand-edited-value
-        &serde_json::json!({"data": {"password": "aGFuZC1lZGl0ZWQtdmFsdWU="}}),
-    );
+    drift_chart(&sim);
     wait_for("the chart put back by the daemon", T, || {
         let image = sim.kubectl_json(&["-n", "shop", "get", "deployment", "web"])["spec"]
             ["template"]["spec"]["containers"][0]["image"]

@@ -428,7 +428,7 @@ impl Cluster {
 }
 
 /// A dynamic object as JSON with its apiVersion and kind (the API omits them in places).
-fn with_type(object: DynamicObject, resource: &ApiResource) -> Value {
+pub(crate) fn with_type(object: DynamicObject, resource: &ApiResource) -> Value {
     let mut value = serde_json::to_value(object).unwrap_or_default();
     if let Some(map) = value.as_object_mut() {
         map.entry("apiVersion")

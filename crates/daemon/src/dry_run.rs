@@ -102,16 +102,7 @@ async fn dry_run(
         .patch(&request.key.name, &params, &Patch::Apply(&request.manifest))
         .await
     {
-        Ok(object) => {
-            let mut value = serde_json::to_value(object).unwrap_or_default();
-            if let Some(map) = value.as_object_mut() {
-                map.entry("apiVersion")
-                    .or_insert_with(|| resource.api_version.clone().into());
-                map.entry("kind")
-                    .or_insert_with(|| resource.kind.clone().into());
-            }
-            DryRunOutcome::Expected(value)
-        }
+        Ok(object) => DryRunOutcome::Expected(crate::apply::with_type(object, &resource)),
         Err(kube::Error::Api(status))
             if (400..500).contains(&status.code) && status.code != 408 && status.code != 429 =>
         {

@@ -36,12 +36,16 @@ fn keyed(objects: Vec<Value>) -> Vec<(ObjectKey, Value)> {
         .collect()
 }
 
-fn order(objects: &[(ObjectKey, Value)]) -> Result<Vec<String>, PlanError> {
+fn plan_of(objects: &[(ObjectKey, Value)]) -> Result<Plan, PlanError> {
     let inputs: Vec<PlanInput> = objects
         .iter()
         .map(|(key, object)| PlanInput { key, object })
         .collect();
-    Ok(plan(&inputs)?
+    plan(&inputs)
+}
+
+fn order(objects: &[(ObjectKey, Value)]) -> Result<Vec<String>, PlanError> {
+    Ok(plan_of(objects)?
         .steps
         .iter()
         .map(|s| format!("{}/{}", s.key.kind, s.key.name))
@@ -115,11 +119,7 @@ fn a_crd_comes_before_its_custom_resources_even_when_their_kind_sorts_first() {
             "Secret/cr"
         ]
     );
-    let inputs: Vec<PlanInput> = objects
-        .iter()
-        .map(|(key, object)| PlanInput { key, object })
-        .collect();
-    let p = plan(&inputs).unwrap();
+    let p = plan_of(&objects).unwrap();
     assert_eq!(p.steps[2].depends_on[0].because, Because::Crd);
     assert!(!p.steps[2].depends_on[0].external);
 }
@@ -133,11 +133,7 @@ fn a_namespace_comes_before_its_objects_and_an_absent_one_is_no_dependency() {
         obj("v1", "Namespace", None, "shop", None),
         obj("v1", "ConfigMap", Some("other"), "cfg", None),
     ]);
-    let inputs: Vec<PlanInput> = objects
-        .iter()
-        .map(|(key, object)| PlanInput { key, object })
-        .collect();
-    let p = plan(&inputs).unwrap();
+    let p = plan_of(&objects).unwrap();
     let names: Vec<String> = p
         .steps
         .iter()
@@ -239,11 +235,7 @@ fn depends_on_lists_several_comma_separated_references_with_the_core_group_empty
         obj("v1", "Secret", Some("shop"), "a", None),
         obj("v1", "ConfigMap", Some("shop"), "b", None),
     ]);
-    let inputs: Vec<PlanInput> = objects
-        .iter()
-        .map(|(key, object)| PlanInput { key, object })
-        .collect();
-    let p = plan(&inputs).unwrap();
+    let p = plan_of(&objects).unwrap();
     let web = p.steps.last().unwrap();
     assert_eq!(web.key.name, "web");
     let deps: Vec<(&str, &str, bool)> = web
@@ -325,11 +317,7 @@ fn a_dependency_outside_the_source_must_exist_in_the_cluster() {
         ),
         obj("v1", "Service", Some("shop"), "web", None),
     ]);
-    let inputs: Vec<PlanInput> = objects
-        .iter()
-        .map(|(key, object)| PlanInput { key, object })
-        .collect();
-    let p = plan(&inputs).unwrap();
+    let p = plan_of(&objects).unwrap();
     assert_eq!(p.external_keys().len(), 2);
     let in_cluster = |k: &ObjectKey| k.name == "external";
     let err = p.check_external(in_cluster).unwrap_err();
