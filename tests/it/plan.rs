@@ -325,6 +325,19 @@ fn plan_prints_a_chart_in_install_order_and_refuses_cycles_and_missing_dependenc
     assert_eq!(service["depends_on"][1]["kind"], "Namespace");
     assert_eq!(service["depends_on"][1]["because"], "namespace");
 
+    // An unknown source: refused, listing the known ones.
+    let out = run(
+        &["plan", "--db", db.to_str().unwrap(), "--source", "nope"],
+        None,
+        &config,
+    );
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("source \"nope\" not found (known sources: chart)"),
+        "{stderr}"
+    );
+
     // A cycle: refused, naming the objects of it.
     let cycle = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: shop\n  \
                  annotations:\n    config.kubernetes.io/depends-on: /namespaces/shop/Secret/b\n\
