@@ -1,7 +1,8 @@
 //! Apply order and reconcile end to end: `driftd plan` on a chart-like source (Namespace,
 //! ServiceAccount, Secret, ConfigMap, Service, Deployment, CRD and a custom resource,
 //! depends-on annotations) in text and JSON; a cycle and a missing dependency refused with
-//! the names; `driftd reconcile` creating the source in plan order (resourceVersions at the
+//! the names; `--apply` holding an object back until a dependency in the cluster is current
+//! (up to `--timeout`); `driftd reconcile` creating the source in plan order (resourceVersions at the
 //! simulator prove the order), showing a drift's diffs without changing anything, stopping
 //! at a field-manager conflict unless `--force-conflicts`, converging it so the daemon
 //! reports everything in sync, and deleting what the next revision dropped only with
@@ -263,7 +264,7 @@ fn resource_versions(sim: &Sim) -> Vec<u64> {
 }
 
 #[test]
-fn plan_prints_a_chart_in_install_order_and_refuses_cycles_and_missing_dependencies() {
+fn plan_orders_a_chart_refuses_cycles_and_missing_dependencies_and_waits_for_external_ones() {
     let dir = tempfile::tempdir().unwrap();
     let config = keyed_config(dir.path(), "");
     let db = dir.path().join("driftd.db");
@@ -402,6 +403,72 @@ fn plan_prints_a_chart_in_install_order_and_refuses_cycles_and_missing_dependenc
         stdout.contains("after Secret default/shared (depends-on, in the cluster)"),
         "{stdout}"
     );
+
+    // reconcile --apply waits for a dependency to be current, up to --timeout: a CRD in the
+    // cluster that is not Established holds back what depends on it.
+    let gadgets = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+                   metadata:\n  name: gadgets.example.com\nspec:\n  group: example.com\n  \
+                   scope: Namespaced\n  names: {plural: gadgets, singular: gadget, kind: Gadget}\n  \
+                   versions:\n  - {name: v1, served: true, storage: true, \
+                   schema: {openAPIV3Schema: {type: object}}}\n";
+    let out = sim.kubectl_output(&["apply", "-f", "-"], Some(gadgets));
+    assert!(out.status.success(), "{out:?}");
+    let established = |status: &str| {
+        let patch = serde_json::json!({"status": {"conditions": [{"type": "Established",
+            "status": status, "reason": "Test", "message": "set by the test",
+            "lastTransitionTime": "2026-12-01T00:00:00Z"}]}});
+        sim.kubectl(&[
+            "patch",
+            "crd",
+            "gadgets.example.com",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &patch.to_string(),
+        ]);
+    };
+    established("False");
+    let waits =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: waits\n  namespace: default\n  \
+                 annotations:\n    config.kubernetes.io/depends-on: \
+                 apiextensions.k8s.io/CustomResourceDefinition/gadgets.example.com\n";
+    let out = commit_chart(dir.path(), &config, "waits", waits);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let apply_waits = || {
+        run(
+            &[
+                "reconcile",
+                "--db",
+                db.to_str().unwrap(),
+                "--source",
+                "waits",
+                "--apply",
+                "--timeout",
+                "1",
+            ],
+            Some(&sim.kubeconfig),
+            &config,
+        )
+    };
+    let out = apply_waits();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(
+            "CustomResourceDefinition.apiextensions.k8s.io gadgets.example.com: not current \
+             after 1s: waiting for CustomResourceDefinition \"gadgets.example.com\" to be established"
+        ),
+        "{stderr}"
+    );
+    let absent = sim.kubectl_output(&["-n", "default", "get", "configmap", "waits"], None);
+    assert!(
+        !absent.status.success(),
+        "applied before its dependency was current"
+    );
+    established("True");
+    let out = apply_waits();
+    assert!(out.status.success(), "{:?}", text(&out));
+    sim.kubectl(&["-n", "default", "get", "configmap", "waits"]);
 }
 
 #[test]
