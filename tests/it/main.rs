@@ -32,6 +32,7 @@ mod plan;
 mod pulumi;
 mod real_manifests;
 mod real_manifests_sim;
+mod remediation;
 mod serve_config;
 mod sim_cli;
 mod store_at_rest;

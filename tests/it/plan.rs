@@ -1,25 +1,25 @@
 //! Apply order and reconcile end to end: `driftd plan` on a chart-like source (Namespace,
 //! ServiceAccount, Secret, ConfigMap, Service, Deployment, CRD and a custom resource,
 //! depends-on annotations) in text and JSON; a cycle and a missing dependency refused with
-//! the names; `--apply` holding an object back until a dependency in the cluster is current
-//! (up to `--timeout`); `driftd reconcile` creating the source in plan order (resourceVersions at the
-//! simulator prove the order), showing a drift's diffs without changing anything, stopping
-//! at a field-manager conflict unless `--force-conflicts`, converging it so the daemon
-//! reports everything in sync, and deleting what the next revision dropped only with
-//! `--prune`; a `remediation = "auto"` source put back by the daemon itself.
+//! the names; `--apply` holding an object back until a dependency in the cluster is
+//! current (up to `--timeout`); `driftd reconcile` creating the source in plan order
+//! (resourceVersions at the simulator prove the order), showing a drift's diffs without
+//! changing anything, stopping at a field-manager conflict unless `--force-conflicts`,
+//! converging it so the daemon reports everything in sync, and deleting what the next
+//! revision dropped only with `--prune`. The daemon's own remediation of the same chart is
+//! in `remediation.rs`.
 
 use crate::scaffold::*;
 use serde_json::Value;
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-const T: Duration = Duration::from_secs(60);
+pub(crate) const T: Duration = Duration::from_secs(60);
 
 /// The chart: the Secret waits for the ConfigMap and the Service for the Deployment
 /// (against Helm's kind order), the Widget for its CRD, everything for the Namespace.
-const CHART: &str = r#"
+pub(crate) const CHART: &str = r#"
 apiVersion: v1
 kind: Namespace
 metadata:
@@ -122,7 +122,7 @@ spec:
 "#;
 
 /// The order the rules give (see the chart's comment).
-const ORDER: &[(&str, &str)] = &[
+pub(crate) const ORDER: &[(&str, &str)] = &[
     ("Namespace", "shop"),
     ("ServiceAccount", "web"),
     ("ConfigMap", "settings"),
@@ -140,7 +140,7 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 }
 
 /// `driftd ARGS` with the simulator's kubeconfig (if any) and the config's keys.
-fn run(args: &[&str], kubeconfig: Option<&Path>, config: &Path) -> Output {
+pub(crate) fn run(args: &[&str], kubeconfig: Option<&Path>, config: &Path) -> Output {
     let mut cmd = Command::new(DRIFTD);
     cmd.args(args).env("DRIFTD_CONFIG", config);
     match kubeconfig {
@@ -150,7 +150,7 @@ fn run(args: &[&str], kubeconfig: Option<&Path>, config: &Path) -> Output {
     cmd.output().unwrap()
 }
 
-fn text(out: &Output) -> (String, String) {
+pub(crate) fn text(out: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -159,7 +159,7 @@ fn text(out: &Output) -> (String, String) {
 
 /// Random key files and a daemon config naming them: committed Secret values are kept
 /// sealed, so reconcile can restore them.
-fn keyed_config(dir: &Path, extra: &str) -> PathBuf {
+pub(crate) fn keyed_config(dir: &Path, extra: &str) -> PathBuf {
     let hash: [u8; 32] = rand::random();
     let encryption: [u8; 32] = rand::random();
     std::fs::write(dir.join("hash.key"), hash).unwrap();
@@ -174,7 +174,7 @@ fn keyed_config(dir: &Path, extra: &str) -> PathBuf {
     )
 }
 
-fn commit_chart(dir: &Path, config: &Path, source: &str, chart: &str) -> Output {
+pub(crate) fn commit_chart(dir: &Path, config: &Path, source: &str, chart: &str) -> Output {
     let file = write(dir, &format!("{}.yaml", source.replace(':', "_")), chart);
     run(
         &[
@@ -206,7 +206,7 @@ fn table_order(stdout: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn want() -> Vec<(String, String)> {
+pub(crate) fn want() -> Vec<(String, String)> {
     ORDER
         .iter()
         .map(|(k, n)| (k.to_string(), n.to_string()))
@@ -215,7 +215,7 @@ fn want() -> Vec<(String, String)> {
 
 /// Hand edits by other field managers: a new image (`kubectl set image`), the ConfigMap
 /// deleted, the Secret's value changed (`kubectl patch`).
-fn drift_chart(sim: &Sim) {
+pub(crate) fn drift_chart(sim: &Sim) {
     sim.kubectl(&[
         "-n",
         "shop",
@@ -234,7 +234,7 @@ fn drift_chart(sim: &Sim) {
 }
 
 /// `Some` once the daemon reports every object of the chart in sync and nothing drifting.
-fn chart_in_sync(daemon: &Daemon) -> Option<()> {
+pub(crate) fn chart_in_sync(daemon: &Daemon) -> Option<()> {
     let in_sync = daemon.drift("?class=in_sync")["objects"].as_array()?.len();
     (in_sync == ORDER.len() && daemon.drift("")["objects"] == serde_json::json!([])).then_some(())
 }
@@ -697,122 +697,4 @@ fn resource_versions_present(sim: &Sim) -> Vec<String> {
     let mut v: Vec<String> = out.split_whitespace().map(str::to_string).collect();
     v.sort();
     v
-}
-
-#[test]
-fn a_remediation_auto_source_is_put_back_by_the_leader_with_history_and_events() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = keyed_config(
-        dir.path(),
-        "[[sources]]\nname = \"chart\"\nremediation = \"auto\"\n\
-         [remediation]\nretry_seconds = 2\ntimeout_seconds = 30\n",
-    );
-    let db = dir.path().join("driftd.db");
-    let sim = Sim::start(dir.path());
-    let out = commit_chart(dir.path(), &config, "chart", CHART);
-    assert!(out.status.success(), "{:?}", text(&out));
-    // Nothing deployed yet (`kubectl apply -f chart.yaml` alone fails: the Widget's kind
-    // does not exist before its CRD): the daemon creates every missing object, in order.
-    let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
-    daemon.wait_ready();
-    let all_in_sync = || chart_in_sync(&daemon);
-    wait_for("the chart created by the daemon", T, all_in_sync);
-
-    // Hand edits by other field managers: remediation takes their fields back.
-    drift_chart(&sim);
-    wait_for("the chart put back by the daemon", T, || {
-        let image = sim.kubectl_json(&["-n", "shop", "get", "deployment", "web"])["spec"]
-            ["template"]["spec"]["containers"][0]["image"]
-            .clone();
-        let secret =
-            sim.kubectl_json(&["-n", "shop", "get", "secret", "creds"])["data"]["password"].clone();
-        let configmap = sim.kubectl_output(&["-n", "shop", "get", "configmap", "settings"], None);
-        (image == "nginx:1.27"
-            && secret == "Zmlyc3Qtc2VjcmV0LXZhbHVl"
-            && configmap.status.success())
-        .then_some(())
-    });
-    wait_for("the chart in sync again", T, all_in_sync);
-
-    // Each remediation is in the source's history, by the replica...
-    let out = run(
-        &[
-            "history",
-            "--db",
-            db.to_str().unwrap(),
-            "--source",
-            "chart",
-            "--format",
-            "json",
-        ],
-        None,
-        &config,
-    );
-    assert!(out.status.success(), "{:?}", text(&out));
-    let history: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let remediated: Vec<&Value> = history
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "remediation" && e["outcome"] == "applied")
-        .collect();
-    // Created first, all eight in plan order (oldest first), then the three drifted ones
-    // put back (an object the engine has not yet seen in sync when `retry_seconds` is up
-    // is applied once more, which changes nothing).
-    let oldest_first: Vec<(String, String)> = remediated
-        .iter()
-        .rev()
-        .map(|e| {
-            (
-                e["object"]["kind"].as_str().unwrap().to_string(),
-                e["object"]["name"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    assert_eq!(oldest_first[..ORDER.len()], want()[..], "{history:#}");
-    for (kind, name) in [
-        ("ConfigMap", "settings"),
-        ("Secret", "creds"),
-        ("Deployment", "web"),
-    ] {
-        let times = oldest_first
-            .iter()
-            .filter(|(k, n)| k == kind && n == name)
-            .count();
-        assert!(times >= 2, "{kind} {name} put back: {history:#}");
-    }
-    for e in &remediated {
-        assert!(e["actor"].as_str().unwrap().starts_with("driftd/"), "{e:#}");
-        assert_eq!(e["revision"], 1, "{e:#}");
-    }
-    // ... and an Event on each object, with no Secret value in any of it.
-    let events = sim.events("shop", "Remediated");
-    let about: BTreeSet<String> = events
-        .iter()
-        .map(|e| {
-            format!(
-                "{}/{}",
-                e["regarding"]["kind"].as_str().unwrap(),
-                e["regarding"]["name"].as_str().unwrap()
-            )
-        })
-        .collect();
-    for want in ["ConfigMap/settings", "Secret/creds", "Deployment/web"] {
-        assert!(about.contains(want), "{want} not in {about:?}");
-    }
-    let everything = format!("{history}{events:?}{}", daemon.get("/metrics").1);
-    for secret in [
-        "hand-edited-value",
-        "aGFuZC1lZGl0ZWQtdmFsdWU=",
-        "Zmlyc3Qtc2VjcmV0LXZhbHVl",
-    ] {
-        assert!(!everything.contains(secret), "{secret} leaked");
-    }
-    assert!(
-        daemon
-            .sample("driftd_remediations_total{outcome=\"applied\",source=\"chart\"}")
-            .is_some_and(|n| n >= 3.0),
-        "{}",
-        daemon.get("/metrics").1
-    );
 }
