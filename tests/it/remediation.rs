@@ -2,7 +2,8 @@
 //! `plan.rs` in plan order by itself, then puts back hand edits of other field managers,
 //! with a history entry per object, `Remediated` Events and `driftd_remediations_total`,
 //! and no Secret value anywhere. The choice of objects (open intents, settle, retries,
-//! failing watches) is unit-tested in `crates/daemon/src/remediate/tests.rs`.
+//! failing watches) is unit-tested in `crates/daemon/src/remediate/tests.rs`. With two
+//! replicas only the leader remediates.
 
 use crate::plan::{
     chart_in_sync, commit_chart, drift_chart, keyed_config, run, text, want, CHART, ORDER, T,
@@ -126,5 +127,69 @@ fn a_remediation_auto_source_is_put_back_by_the_leader_with_history_and_events()
             .is_some_and(|n| n >= 3.0),
         "{}",
         daemon.get("/metrics").1
+    );
+}
+
+/// Two replicas, each with its own database holding the chart: only the leader writes.
+/// The follower sees the same missing objects the whole time and records no remediation.
+#[test]
+fn only_the_leader_remediates() {
+    let root = tempfile::tempdir().unwrap();
+    let sim = Sim::start(root.path());
+    let replica = |name: &str| {
+        let dir = root.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = keyed_config(
+            &dir,
+            "[[sources]]\nname = \"chart\"\nremediation = \"auto\"\n",
+        );
+        let out = commit_chart(&dir, &config, "chart", CHART);
+        assert!(out.status.success(), "{:?}", text(&out));
+        let daemon = Daemon::start(&config, &sim.kubeconfig, &[("POD_NAME", name)]);
+        daemon.wait_ready();
+        (dir, config, daemon)
+    };
+    let (a_dir, a_config, a) = replica("a");
+    wait_for("a leads", T, || {
+        (a.sample("driftd_leader") == Some(1.0)).then_some(())
+    });
+    let (b_dir, b_config, b) = replica("b");
+    assert_eq!(b.sample("driftd_leader"), Some(0.0));
+    wait_for("the chart created", T, || {
+        chart_in_sync(&a)?;
+        chart_in_sync(&b)
+    });
+    let remediations = |dir: &std::path::Path, config: &std::path::Path| {
+        let db = dir.join("driftd.db");
+        let out = run(
+            &[
+                "history",
+                "--db",
+                db.to_str().unwrap(),
+                "--source",
+                "chart",
+                "--format",
+                "json",
+            ],
+            None,
+            config,
+        );
+        assert!(out.status.success(), "{:?}", text(&out));
+        let history: Value = serde_json::from_slice(&out.stdout).unwrap();
+        history
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "remediation")
+            .map(|e| e["actor"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let by_a = remediations(&a_dir, &a_config);
+    assert!(by_a.len() >= ORDER.len(), "{by_a:?}");
+    assert!(by_a.iter().all(|actor| actor == "driftd/a"), "{by_a:?}");
+    assert_eq!(remediations(&b_dir, &b_config), Vec::<String>::new());
+    assert_eq!(
+        b.sample("driftd_remediations_total{outcome=\"applied\",source=\"chart\"}"),
+        None
     );
 }
