@@ -161,7 +161,7 @@ pub enum Progress {
 pub struct Cluster {
     client: Client,
     by_version: HashMap<(String, String), (ApiResource, Scope)>,
-    by_group_kind: HashMap<(String, String), Option<(ApiResource, Scope)>>,
+    by_group_kind: HashMap<(String, String), (ApiResource, Scope)>,
 }
 
 impl Cluster {
@@ -218,7 +218,7 @@ impl Cluster {
     }
 
     /// The preferred resource of a group and kind; `None` when the cluster serves no such
-    /// kind (then no object of it exists).
+    /// kind (then no object of it exists), which is not cached: a CRD may come.
     async fn resource_of(
         &mut self,
         group: &str,
@@ -226,14 +226,16 @@ impl Cluster {
     ) -> Result<Option<(ApiResource, Scope)>, String> {
         let k = (group.to_string(), kind.to_string());
         if let Some(found) = self.by_group_kind.get(&k) {
-            return Ok(found.clone());
+            return Ok(Some(found.clone()));
         }
         let found = match kube::discovery::group(&self.client, group).await {
             Ok(g) => g.recommended_kind(kind).map(|(r, caps)| (r, caps.scope)),
             Err(kube::Error::Discovery(_)) => None,
             Err(e) => return Err(format!("cannot reach the cluster: {e}")),
         };
-        self.by_group_kind.insert(k, found.clone());
+        if let Some(found) = &found {
+            self.by_group_kind.insert(k, found.clone());
+        }
         Ok(found)
     }
 
