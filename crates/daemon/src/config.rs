@@ -9,7 +9,9 @@ use driftd_k8s::TypeKey;
 use serde::Deserialize;
 
 mod dry_run;
+mod stale_config;
 pub use dry_run::{Compare, DryRunConfig, SourceConfig};
+pub use stale_config::StaleConfigConfig;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -61,6 +63,8 @@ pub struct Config {
     pub sources: Vec<SourceConfig>,
     /// `[dry_run]`: server-side dry runs of `compare = "dry-run"` sources.
     pub dry_run: DryRunConfig,
+    /// `[stale_config]`: pods older than the Secrets/ConfigMaps they read.
+    pub stale_config: StaleConfigConfig,
 }
 
 /// `[unmanaged]`: opt-in coverage. Live objects of these kinds in these namespaces that no
@@ -456,6 +460,7 @@ impl Default for Config {
             controller_managers: driftd_core::diff::ClusterFacts::default().controller_managers,
             sources: Vec::new(),
             dry_run: DryRunConfig::default(),
+            stale_config: StaleConfigConfig::default(),
         }
     }
 }
@@ -546,6 +551,8 @@ const ENV_KEYS: &[&str] = &[
     "dry_run.max_per_second",
     "helm.enabled",
     "helm.stale_after",
+    "stale_config.enabled",
+    "stale_config.kubelet_sync_seconds",
 ];
 
 /// Environment variable that sets `key`. `database` is `DRIFTD_DB`, the name `driftd commit`,
@@ -675,6 +682,9 @@ impl Config {
         }
         if let Err((key, reason)) = dry_run::check_sources(&self.sources) {
             return Err(bad(&key, &reason));
+        }
+        if let Err((key, reason)) = self.stale_config.check() {
+            return Err(bad(key, reason));
         }
         if !(self.pulumi.scan_seconds >= 1.0 && self.pulumi.scan_seconds <= 3600.0) {
             return Err(bad("pulumi.scan_seconds", "must be between 1 and 3600"));
