@@ -13,7 +13,8 @@ pub struct ConfigContent {
     /// `Secret` or `ConfigMap`.
     pub kind: String,
     pub name: String,
-    /// Hash of `data` and `binaryData` (an HMAC under the installation key).
+    /// Hash of `data` and `binaryData`: an HMAC under the database's hash key, prefixed with a
+    /// tag naming that key (`TAG:HEX`).
     pub hash: String,
     /// When driftd first saw this content.
     pub first_seen: Timestamp,

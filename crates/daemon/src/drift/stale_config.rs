@@ -59,6 +59,9 @@ pub struct StaleConfigs {
     enabled: bool,
     sync: SignedDuration,
     key: Vec<u8>,
+    /// Names the hash key in stored hashes (`TAG:HEX`): a record made under another key
+    /// (`secrets.hash_key_file` changed) cannot be compared and counts as no record.
+    key_tag: String,
     contents: HashMap<ConfigKey, Content>,
     /// ReplicaSets owned by a Deployment: (namespace, ReplicaSet) -> Deployment.
     replica_sets: HashMap<(String, String), String>,
@@ -96,12 +99,17 @@ impl StaleConfigs {
         key: &[u8],
         records: Vec<ConfigContent>,
     ) -> StaleConfigs {
+        let key_tag = hex::encode(&hmac(key, b"driftd stale_config content hash")[..4]);
         let contents = records
             .into_iter()
             .filter_map(|r| {
                 let kind = ConfigKind::parse(&r.kind)?;
+                let (tag, hex_hash) = r.hash.split_once(':')?;
+                if tag != key_tag {
+                    return None;
+                }
                 let mut hash = [0u8; 32];
-                hex::decode_to_slice(&r.hash, &mut hash).ok()?;
+                hex::decode_to_slice(hex_hash, &mut hash).ok()?;
                 Some((
                     (r.namespace, kind, r.name),
                     Content {
@@ -115,6 +123,7 @@ impl StaleConfigs {
             enabled,
             sync: SignedDuration::try_from(kubelet_sync).unwrap_or(SignedDuration::MAX),
             key: key.to_vec(),
+            key_tag,
             contents,
             replica_sets: HashMap::new(),
             pods: BTreeMap::new(),
@@ -335,7 +344,7 @@ impl StaleConfigs {
             namespace: config.0.clone(),
             kind: config.1.as_str().to_string(),
             name: config.2.clone(),
-            hash: hex::encode(hash),
+            hash: format!("{}:{}", self.key_tag, hex::encode(hash)),
             first_seen,
         }));
         self.contents.insert(config, Content { hash, first_seen });
@@ -484,8 +493,12 @@ fn content_hash(key: &[u8], object: &Value) -> [u8; 32] {
         "data": object.get("data").unwrap_or(&Value::Null),
         "binaryData": object.get("binaryData").unwrap_or(&Value::Null),
     });
+    hmac(key, content.to_string().as_bytes())
+}
+
+fn hmac(key: &[u8], bytes: &[u8]) -> [u8; 32] {
     let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
-    mac.update(content.to_string().as_bytes());
+    mac.update(bytes);
     mac.finalize().into_bytes().into()
 }
 
