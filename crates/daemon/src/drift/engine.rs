@@ -608,7 +608,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 .collect();
             self.crds_changed(kinds);
         }
-        self.stale_configs.retain_listed(kind, listed);
+        self.stale_configs
+            .retain_listed(kind, listed, self.clock.wall());
         for key in self.coverage.retain_listed(kind, listed) {
             self.withdraw_unmanaged(&key);
         }

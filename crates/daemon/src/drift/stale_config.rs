@@ -63,6 +63,10 @@ pub struct StaleConfigs {
     /// (`secrets.hash_key_file` changed) cannot be compared and counts as no record.
     key_tag: String,
     contents: HashMap<ConfigKey, Content>,
+    /// Configs deleted within [`TOMBSTONE_TTL`], with their last content and when they went:
+    /// one re-created with the same content (a delete and re-apply) did not change for the
+    /// pods that read it before.
+    tombstones: HashMap<ConfigKey, (Content, Timestamp)>,
     /// ReplicaSets owned by a Deployment: (namespace, ReplicaSet) -> Deployment.
     replica_sets: HashMap<(String, String), String>,
     /// Pods that read configs, by (namespace, name).
@@ -75,6 +79,9 @@ pub struct StaleConfigs {
     due: BTreeMap<String, Timestamp>,
     writes: Vec<ContentChange>,
 }
+
+/// How long a deleted config's last content is remembered (in memory only).
+const TOMBSTONE_TTL: SignedDuration = SignedDuration::from_hours(1);
 
 /// The kinds the judgement reads.
 pub fn watched_kinds() -> [TypeKey; 4] {
@@ -125,6 +132,7 @@ impl StaleConfigs {
             key: key.to_vec(),
             key_tag,
             contents,
+            tombstones: HashMap::new(),
             replica_sets: HashMap::new(),
             pods: BTreeMap::new(),
             judged: BTreeMap::new(),
@@ -186,7 +194,7 @@ impl StaleConfigs {
                 let config = (namespace.clone(), kind, key.name.clone());
                 match object {
                     Some(object) => self.config_seen(config, object, now),
-                    None => self.config_gone(config),
+                    None => self.config_gone(config, now),
                 }
             }
         };
@@ -196,7 +204,7 @@ impl StaleConfigs {
     }
 
     /// A list of `kind` ended with `listed` existing: every other object of it is gone.
-    pub fn retain_listed(&mut self, kind: &TypeKey, listed: &HashSet<ObjectKey>) {
+    pub fn retain_listed(&mut self, kind: &TypeKey, listed: &HashSet<ObjectKey>, now: Timestamp) {
         if !self.reads(kind) {
             return;
         }
@@ -236,7 +244,7 @@ impl StaleConfigs {
                     .collect();
                 for config in gone {
                     gone_namespaces.insert(config.0.clone());
-                    self.config_gone(config);
+                    self.config_gone(config, now);
                 }
             }
         }
@@ -251,6 +259,8 @@ impl StaleConfigs {
     /// Judges again the namespaces where something changed, or where a volume's sync period
     /// ended by `now`; returns the workloads whose note changed (`None`: no longer stale).
     pub fn flush(&mut self, now: Timestamp) -> Vec<(ObjectKey, Option<StaleConfigNote>)> {
+        self.tombstones
+            .retain(|_, (_, gone)| gone.checked_add(TOMBSTONE_TTL).is_ok_and(|t| t > now));
         let expired: Vec<String> = self
             .due
             .iter()
@@ -335,10 +345,11 @@ impl StaleConfigs {
 
     fn config_seen(&mut self, config: ConfigKey, object: &Value, now: Timestamp) -> bool {
         let hash = content_hash(&self.key, object);
-        let first_seen = match self.contents.get(&config) {
-            Some(c) if c.hash == hash => return false,
-            Some(_) => now,
-            None => content_written_at(object).unwrap_or(now),
+        let first_seen = match (self.contents.get(&config), self.tombstones.remove(&config)) {
+            (Some(c), _) if c.hash == hash => return false,
+            (Some(_), _) => now,
+            (None, Some((c, _))) if c.hash == hash => c.first_seen,
+            (None, _) => content_written_at(object).unwrap_or(now),
         };
         self.writes.push(ContentChange::Seen(ConfigContent {
             namespace: config.0.clone(),
@@ -351,10 +362,11 @@ impl StaleConfigs {
         true
     }
 
-    fn config_gone(&mut self, config: ConfigKey) -> bool {
-        if self.contents.remove(&config).is_none() {
+    fn config_gone(&mut self, config: ConfigKey, now: Timestamp) -> bool {
+        let Some(content) = self.contents.remove(&config) else {
             return false;
-        }
+        };
+        self.tombstones.insert(config.clone(), (content, now));
         self.writes.push(ContentChange::Gone {
             namespace: config.0,
             kind: config.1.as_str().to_string(),

@@ -419,9 +419,9 @@ fn a_list_forgets_what_it_did_not_return() {
     observe(&mut s, &secret("db", "bmV3"), changed);
     assert!(!stale(&mut s, changed).is_empty());
     s.take_writes();
-    s.retain_listed(&kind("Pod"), &HashSet::new());
+    s.retain_listed(&kind("Pod"), &HashSet::new(), changed);
     assert!(stale(&mut s, changed).is_empty());
-    s.retain_listed(&kind("Secret"), &HashSet::new());
+    s.retain_listed(&kind("Secret"), &HashSet::new(), changed);
     assert!(matches!(
         s.take_writes().as_slice(),
         [ContentChange::Gone { .. }]
@@ -434,4 +434,37 @@ fn off_it_reads_nothing() {
     observe(&mut s, &secret("db", "b2xk"), at("2026-03-01T09:00:00Z"));
     assert!(s.take_writes().is_empty());
     assert!(!s.reads(&kind("Pod")));
+}
+
+#[test]
+fn a_config_deleted_and_re_created_with_the_same_content_did_not_change() {
+    let mut s = cluster();
+    let t = at("2026-03-01T11:00:00Z");
+    delete(&mut s, &secret("db", "b2xk"), t);
+    // kubectl apply again, a minute later: same content, new managedFields time.
+    let mut again = secret("db", "b2xk");
+    again["metadata"]["creationTimestamp"] = json!("2026-03-01T11:01:00Z");
+    let later = at("2026-03-01T11:01:00Z");
+    observe(&mut s, &again, later);
+    assert!(stale(&mut s, later).is_empty());
+    match s.take_writes().as_slice() {
+        [ContentChange::Seen(_), ContentChange::Gone { .. }, ContentChange::Seen(r)] => {
+            assert_eq!(
+                r.first_seen,
+                at("2026-01-01T00:00:00Z"),
+                "the old content's time"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // Re-created with other content: changed, dated by its (re-)creation.
+    delete(&mut s, &again, later);
+    let mut other = secret("db", "bmV3");
+    other["metadata"]["creationTimestamp"] = json!("2026-03-01T11:02:00Z");
+    observe(&mut s, &other, at("2026-03-01T11:02:00Z"));
+    assert_eq!(
+        stale(&mut s, at("2026-03-01T11:02:00Z")).len(),
+        4,
+        "env, envFrom, subPath and (within its sync period) volume"
+    );
 }
