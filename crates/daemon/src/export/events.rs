@@ -511,6 +511,39 @@ mod tests {
     }
 
     #[test]
+    fn stale_config_names_configs_pods_and_the_fix_and_rides_on_other_drift() {
+        let mut entry: DriftEntry = serde_json::from_value(serde_json::json!({
+            "source": "shop", "revision": 2, "apiVersion": "apps/v1", "kind": "Deployment",
+            "namespace": "shop", "name": "web", "class": "stale_config", "changes": [],
+            "stale_config": {
+                "fix": "kubectl rollout restart deployment/web -n shop",
+                "configs": [{"config": "Secret/web-db", "changed_at": "2026-11-30T10:00:00Z",
+                             "pods": [{"name": "web-1", "started_at": "2026-11-30T09:00:00Z",
+                                       "reads": ["env", "subPath"]}]}]
+            }
+        }))
+        .unwrap();
+        let request = EventRequest::detected(&entry, None);
+        assert_eq!(request.reason, "StaleConfigConsumer");
+        assert_eq!(request.reference.name.as_deref(), Some("web"));
+        assert_eq!(
+            request.note,
+            "1 pod(s) run on config older than the live one: Secret/web-db changed \
+             2026-11-30T10:00:00Z, read by web-1 (env, subPath). Fix: \
+             `kubectl rollout restart deployment/web -n shop`"
+        );
+        // Modified wins; its Event still says so.
+        entry.class = DriftClass::Modified;
+        let request = EventRequest::detected(&entry, None);
+        assert_eq!(request.reason, "DriftDetected");
+        assert!(
+            request.note.ends_with("; also 1 pod(s) run on config older than the live one: Secret/web-db changed 2026-11-30T10:00:00Z, read by web-1 (env, subPath)"),
+            "{}",
+            request.note
+        );
+    }
+
+    #[test]
     fn the_queue_holds_a_detected_and_a_resolved_per_tracked_object() {
         let mut queue = EventQueue::new(1000);
         assert_eq!(queue.bound(10), 1000, "small states get queue_min");
