@@ -118,3 +118,47 @@ fn modified_wins_over_stale_config_and_still_carries_the_pods() {
     assert_eq!(entry.class, DriftClass::Modified);
     assert_eq!(entry.stale_config.unwrap().pod_count(), 1);
 }
+
+#[test]
+fn a_workload_in_no_source_carries_its_stale_pods_on_its_unmanaged_entry_when_covered() {
+    let mut c = stale_config_on();
+    c.unmanaged.kinds = vec!["apps/v1/Deployment".into()];
+    let mut h = Harness::start(&c);
+    for kind in [
+        kind("apps/v1", "Deployment"),
+        kind("apps/v1", "ReplicaSet"),
+        kind("v1", "Pod"),
+        kind("v1", "Secret"),
+        configmaps(),
+    ] {
+        h.list(&kind, vec![]);
+    }
+    assert!(h.ready());
+    h.apply(one(&web("nginx")));
+    h.apply(replica_set("web-1"));
+    h.apply(pod("web-1-a", "web-1", "2026-11-30T09:00:00Z"));
+    h.apply(secret("b2xk"));
+    let entry = h.entry("Deployment", "web").unwrap();
+    assert_eq!(
+        (entry.class, entry.stale_config),
+        (DriftClass::Unmanaged, None)
+    );
+
+    h.apply(secret("bmV3"));
+    let entry = h.entry("Deployment", "web").unwrap();
+    assert_eq!(
+        entry.class,
+        DriftClass::Unmanaged,
+        "no source: stays unmanaged"
+    );
+    assert_eq!(entry.stale_config.unwrap().configs[0].config, "Secret/db");
+    assert_eq!(h.announced(), ["Detected Deployment/web"]);
+
+    h.delete(pod("web-1-a", "web-1", "2026-11-30T09:00:00Z"));
+    let entry = h.entry("Deployment", "web").unwrap();
+    assert_eq!(
+        (entry.class, entry.stale_config),
+        (DriftClass::Unmanaged, None)
+    );
+    assert_eq!(h.announced(), ["Detected Deployment/web"], "announced once");
+}
