@@ -390,16 +390,24 @@ fn judge_namespace<'a>(
     type Uses = BTreeMap<ConfigRef, (Timestamp, Vec<StalePod>)>;
     let mut stale: BTreeMap<ObjectKey, Uses> = BTreeMap::new();
     let mut due: Option<Timestamp> = None;
+    // Looked up once per owner and per config, not per pod: a workload's pods share them.
+    let mut workloads: HashMap<&(String, String), Option<ObjectKey>> = HashMap::new();
+    let mut content_of: HashMap<&ConfigRef, Option<&Content>> = HashMap::new();
     for (name, pod) in pods {
-        let (Some(started), true) = (pod.started, pod.running) else {
+        let (Some(started), true, Some(owner)) = (pod.started, pod.running, &pod.owner) else {
             continue;
         };
-        let Some(workload) = workload_of(ns, pod, replica_sets) else {
+        let workload = workloads
+            .entry(owner)
+            .or_insert_with(|| workload_of(ns, owner, replica_sets));
+        let Some(workload) = workload else {
             continue;
         };
         for (config, vias) in &pod.reads {
-            let Some(content) = contents.get(&(ns.to_string(), config.kind, config.name.clone()))
-            else {
+            let content = content_of.entry(config).or_insert_with(|| {
+                contents.get(&(ns.to_string(), config.kind, config.name.clone()))
+            });
+            let Some(content) = content else {
                 continue; // absent (an optional reference): nothing was read
             };
             // startTime has one-second resolution: only a pod that started in an earlier
@@ -458,10 +466,9 @@ fn judge_namespace<'a>(
 /// their ReplicaSet).
 fn workload_of(
     ns: &str,
-    pod: &PodFacts,
+    (kind, name): &(String, String),
     replica_sets: &HashMap<(String, String), String>,
 ) -> Option<ObjectKey> {
-    let (kind, name) = pod.owner.as_ref()?;
     let (kind, name) = match kind.as_str() {
         "ReplicaSet" => (
             "Deployment",
