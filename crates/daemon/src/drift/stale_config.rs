@@ -34,6 +34,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 /// A config's identity: namespace, kind, name.
 type ConfigKey = (String, ConfigKind, String);
 
+/// A pod's controller: (kind, name), e.g. (`ReplicaSet`, `web-5d4f`).
+type Owner = (String, String);
+
 /// A config's current content as far as the judgement cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Content {
@@ -44,8 +47,7 @@ struct Content {
 /// What is kept of a pod that reads at least one config.
 #[derive(Debug, Clone, PartialEq)]
 struct PodFacts {
-    /// Its controller: (kind, name), e.g. (`ReplicaSet`, `web-5d4f`).
-    owner: Option<(String, String)>,
+    owner: Option<Owner>,
     started: Option<Timestamp>,
     /// `status.phase` is Running and the pod is not being deleted.
     running: bool,
@@ -73,8 +75,11 @@ pub struct StaleConfigs {
     pods: BTreeMap<(String, String), PodFacts>,
     /// The last judgement: stale workloads with their note.
     judged: BTreeMap<ObjectKey, StaleConfigNote>,
-    /// Namespaces to judge again at the next flush.
+    /// Namespaces to judge again at the next flush (a config or ReplicaSet changed).
     dirty: BTreeSet<String>,
+    /// Pod owners (namespace, (kind, name)) whose workload to judge again: a pod's change
+    /// only touches its own workload, so a busy namespace is not judged whole per pod event.
+    dirty_owners: BTreeSet<(String, Owner)>,
     /// When a namespace must be judged again because a volume's sync period ends.
     due: BTreeMap<String, Timestamp>,
     writes: Vec<ContentChange>,
@@ -137,6 +142,7 @@ impl StaleConfigs {
             pods: BTreeMap::new(),
             judged: BTreeMap::new(),
             dirty: BTreeSet::new(),
+            dirty_owners: BTreeSet::new(),
             due: BTreeMap::new(),
             writes: Vec::new(),
         }
@@ -174,11 +180,22 @@ impl StaleConfigs {
             return;
         };
         let changed = match (kind.kind.as_str(), object) {
-            ("Pod", Some(pod)) => self.pod_seen(&namespace, &key.name, pod),
-            ("Pod", None) => self
-                .pods
-                .remove(&(namespace.clone(), key.name.clone()))
-                .is_some(),
+            ("Pod", object) => {
+                let id = (namespace.clone(), key.name.clone());
+                let new = object.and_then(pod_facts);
+                let old = match &new {
+                    Some(facts) if self.pods.get(&id) == Some(facts) => return,
+                    Some(facts) => self.pods.insert(id, facts.clone()),
+                    None => self.pods.remove(&id),
+                };
+                for owner in [old.and_then(|f| f.owner), new.and_then(|f| f.owner)]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.dirty_owners.insert((namespace.clone(), owner));
+                }
+                return;
+            }
             ("ReplicaSet", object) => {
                 let rs = (namespace.clone(), key.name.clone());
                 let deployment = object.and_then(|o| controller(o, "Deployment"));
@@ -272,18 +289,38 @@ impl StaleConfigs {
             self.dirty.insert(ns);
         }
         let mut out = Vec::new();
-        for ns in std::mem::take(&mut self.dirty) {
+        let dirty = std::mem::take(&mut self.dirty);
+        // Pod events: only the workloads of the owners they touched, in namespaces not
+        // judged whole anyway.
+        let mut owners: BTreeMap<String, BTreeSet<ObjectKey>> = BTreeMap::new();
+        for (ns, owner) in std::mem::take(&mut self.dirty_owners) {
+            if dirty.contains(&ns) {
+                continue;
+            }
+            if let Some(workload) = workload_of(&ns, &owner, &self.replica_sets) {
+                owners.entry(ns).or_default().insert(workload);
+            }
+        }
+        let whole = dirty.into_iter().map(|ns| (ns, None));
+        let partial = owners.into_iter().map(|(ns, w)| (ns, Some(w)));
+        for (ns, only) in whole.chain(partial) {
             let (judged, due) = judge_namespace(
                 &ns,
                 self.pods
                     .range((ns.clone(), String::new())..)
                     .take_while(|((n, _), _)| *n == ns)
                     .map(|((_, name), facts)| (name.as_str(), facts)),
+                only.as_ref(),
                 &self.replica_sets,
                 &self.contents,
                 now,
                 self.sync,
             );
+            // A partial pass knows only its workloads' next sync end: keep the earlier one.
+            let due = match (&only, self.due.get(&ns)) {
+                (Some(_), Some(known)) => Some(due.map_or(*known, |d| d.min(*known))),
+                _ => due,
+            };
             match due {
                 Some(at) => self.due.insert(ns.clone(), at),
                 None => self.due.remove(&ns),
@@ -292,6 +329,7 @@ impl StaleConfigs {
                 .judged
                 .keys()
                 .filter(|k| k.namespace.as_deref() == Some(ns.as_str()))
+                .filter(|k| only.as_ref().is_none_or(|o| o.contains(*k)))
                 .filter(|k| !judged.contains_key(*k))
                 .cloned()
                 .collect();
@@ -312,35 +350,6 @@ impl StaleConfigs {
     /// The stale pods of workload `key`, if it has any.
     pub fn note(&self, key: &ObjectKey) -> Option<&StaleConfigNote> {
         self.judged.get(key)
-    }
-
-    fn pod_seen(&mut self, namespace: &str, name: &str, pod: &Value) -> bool {
-        let id = (namespace.to_string(), name.to_string());
-        let mut reads: BTreeMap<ConfigRef, BTreeSet<Via>> = BTreeMap::new();
-        for c in consumed(pod.get("spec").unwrap_or(&Value::Null)) {
-            reads.entry(c.config).or_default().insert(c.via);
-        }
-        if reads.is_empty() {
-            return self.pods.remove(&id).is_some();
-        }
-        let owner = pod
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
-            .and_then(|r| Some((text(r, "kind")?, text(r, "name")?)));
-        let facts = PodFacts {
-            owner,
-            started: pod
-                .pointer("/status/startTime")
-                .and_then(Value::as_str)
-                .and_then(|t| t.parse().ok()),
-            running: pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
-                && pod.pointer("/metadata/deletionTimestamp").is_none(),
-            reads,
-        };
-        self.pods.insert(id, facts.clone()) != Some(facts)
     }
 
     fn config_seen(&mut self, config: ConfigKey, object: &Value, now: Timestamp) -> bool {
@@ -376,11 +385,13 @@ impl StaleConfigs {
     }
 }
 
-/// The stale workloads of namespace `ns` from its config-reading `pods`, and when the
-/// judgement changes by time alone next (a whole-volume reading's sync period ends).
+/// The stale workloads of namespace `ns` from its config-reading `pods` (of the workloads
+/// in `only`, if given), and when the judgement changes by time alone next (a whole-volume
+/// reading's sync period ends).
 fn judge_namespace<'a>(
     ns: &str,
     pods: impl Iterator<Item = (&'a str, &'a PodFacts)>,
+    only: Option<&BTreeSet<ObjectKey>>,
     replica_sets: &HashMap<(String, String), String>,
     contents: &HashMap<ConfigKey, Content>,
     now: Timestamp,
@@ -400,7 +411,10 @@ fn judge_namespace<'a>(
         let workload = workloads
             .entry(owner)
             .or_insert_with(|| workload_of(ns, owner, replica_sets));
-        let Some(workload) = workload else {
+        let Some(workload) = workload
+            .as_ref()
+            .filter(|w| only.is_none_or(|o| o.contains(*w)))
+        else {
             continue;
         };
         for (config, vias) in &pod.reads {
@@ -482,6 +496,34 @@ fn workload_of(
         kind: kind.into(),
         namespace: Some(ns.to_string()),
         name,
+    })
+}
+
+/// What is kept of a pod: nothing when it reads no config.
+fn pod_facts(pod: &Value) -> Option<PodFacts> {
+    let mut reads: BTreeMap<ConfigRef, BTreeSet<Via>> = BTreeMap::new();
+    for c in consumed(pod.get("spec").unwrap_or(&Value::Null)) {
+        reads.entry(c.config).or_default().insert(c.via);
+    }
+    if reads.is_empty() {
+        return None;
+    }
+    let owner = pod
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+        .and_then(|r| Some((text(r, "kind")?, text(r, "name")?)));
+    Some(PodFacts {
+        owner,
+        started: pod
+            .pointer("/status/startTime")
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse().ok()),
+        running: pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
+            && pod.pointer("/metadata/deletionTimestamp").is_none(),
+        reads,
     })
 }
 

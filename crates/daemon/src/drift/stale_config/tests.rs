@@ -468,3 +468,31 @@ fn a_config_deleted_and_re_created_with_the_same_content_did_not_change() {
         "env, envFrom, subPath and (within its sync period) volume"
     );
 }
+
+#[test]
+fn a_pod_event_judges_only_its_workload_and_keeps_the_namespace_sync_deadline() {
+    let mut s = cluster();
+    let changed = at("2026-03-01T11:00:00Z");
+    observe(&mut s, &secret("db", "bmV3"), changed);
+    assert_eq!(stale(&mut s, changed).len(), 4);
+    // The env pod goes: only env changes; the others keep their notes.
+    delete(
+        &mut s,
+        &pod(
+            "env-1-a",
+            ("ReplicaSet", "env-1"),
+            "2026-03-01T10:00:00Z",
+            "env",
+        ),
+        changed,
+    );
+    assert!(
+        s.dirty.is_empty(),
+        "a pod event does not make the namespace dirty"
+    );
+    assert_eq!(s.flush(changed), vec![(deployment("env"), None)]);
+    assert_eq!(s.judged.len(), 3);
+    // The volume reader's sync period still ends the judgement by time alone.
+    let synced = changed + SignedDuration::from_secs(90);
+    assert_eq!(s.flush(synced), vec![(deployment("volume"), None)]);
+}
