@@ -128,15 +128,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, EngineError> {
         let key = store.installation_key()?;
-        let stale_configs = StaleConfigs::new(
-            config.stale_config.enabled,
-            config.stale_config.kubelet_sync(),
-            &key,
-            match config.stale_config.enabled {
-                true => store.config_contents()?,
-                false => Vec::new(),
-            },
-        );
+        let stale_configs = stale_config::start(&store, config, &key)?;
         let mut settling = Settling::new(config.settle());
         let mut open_since = HashMap::new();
         for episode in store.open_episodes()? {

@@ -10,6 +10,20 @@
 use super::*;
 use driftd_core::report::StaleConfigNote;
 
+/// The judgement as `config` sets it up, with the content records of earlier runs.
+pub(super) fn start(
+    store: &Store,
+    config: &Config,
+    key: &[u8],
+) -> Result<StaleConfigs, StoreError> {
+    let c = &config.stale_config;
+    let records = match c.enabled {
+        true => store.config_contents()?,
+        false => Vec::new(),
+    };
+    Ok(StaleConfigs::new(c.enabled, c.kubelet_sync(), key, records))
+}
+
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Writes the content records gathered since the last call and publishes every workload
     /// whose stale pods changed (or whose volume readers' sync period ended).
