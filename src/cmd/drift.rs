@@ -161,6 +161,45 @@ pub fn render_table(body: &DriftResponse) -> String {
         out.push('\n');
     }
     out.push_str(&render_intents(&body.objects, jiff::Timestamp::now()));
+    out.push_str(&escape_control(&render_stale_config(
+        &body.objects,
+        jiff::Timestamp::now(),
+    )));
+    out
+}
+
+/// For workloads with pods on stale config: per config, when it changed and which pods read
+/// it how, then the command that replaces the pods.
+fn render_stale_config(objects: &[DriftEntry], now: jiff::Timestamp) -> String {
+    let mut out = String::new();
+    for o in objects {
+        let Some(note) = &o.stale_config else {
+            continue;
+        };
+        out.push_str(&format!(
+            "
+{} {}/{} runs {} pod(s) on config older than the live one:
+",
+            o.kind,
+            o.namespace.as_deref().unwrap_or_default(),
+            o.name,
+            note.pod_count()
+        ));
+        for c in &note.configs {
+            let pods: Vec<String> = c
+                .pods
+                .iter()
+                .map(|p| format!("{} ({})", p.name, p.reads.join(", ")))
+                .collect();
+            out.push_str(&format!(
+                "  {} changed {} ago; read by {}\n",
+                c.config,
+                super::sources::human_age(now, c.changed_at),
+                pods.join(", ")
+            ));
+        }
+        out.push_str(&format!("  fix:  {}\n", note.fix));
+    }
     out
 }
 
@@ -232,6 +271,33 @@ fn short(value: Option<&serde_json::Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stale_config_workloads_are_followed_by_their_pods_and_the_fix() {
+        let body: DriftResponse = serde_json::from_value(serde_json::json!({
+            "ready": true,
+            "objects": [{
+                "source": "shop", "revision": 3, "apiVersion": "apps/v1", "kind": "Deployment",
+                "namespace": "shop", "name": "web", "class": "stale_config",
+                "since": "2026-01-01T10:05:00Z", "changes": [],
+                "stale_config": {
+                    "fix": "kubectl rollout restart deployment/web -n shop",
+                    "configs": [{"config": "Secret/web-db", "changed_at": "2026-01-01T10:05:00Z",
+                                 "pods": [{"name": "web-1", "started_at": "2026-01-01T09:00:00Z", "reads": ["env"]},
+                                          {"name": "web-2", "started_at": "2026-01-01T09:00:00Z", "reads": ["envFrom", "subPath"]}]}]
+                }
+            }]
+        }))
+        .unwrap();
+        let text = render_stale_config(&body.objects, "2026-01-01T10:12:00Z".parse().unwrap());
+        assert_eq!(
+            text,
+            "\nDeployment shop/web runs 2 pod(s) on config older than the live one:\n  \
+             Secret/web-db changed 7m ago; read by web-1 (env), web-2 (envFrom, subPath)\n  \
+             fix:  kubectl rollout restart deployment/web -n shop\n"
+        );
+        assert!(render_table(&body).contains("stale_config"));
+    }
 
     #[test]
     fn uncommitted_rows_are_followed_by_their_intent_and_the_ways_out() {

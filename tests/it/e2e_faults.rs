@@ -46,7 +46,13 @@ fn start(extra_config: &str) -> World {
     let db = dir.path().join("driftd.db");
     commit(&db, "shop", &examples());
     sim.kubectl(&["apply", "-f", examples().to_str().unwrap()]);
-    let config = write_config(dir.path(), extra_config);
+    // stale_config watches four more kinds and makes web `stale_config` once web-config
+    // changes under its pods; these tests count kinds, watches and drifting objects exactly,
+    // so it is off here (tests/it/stale_config.rs is about it).
+    let config = write_config(
+        dir.path(),
+        &format!("{extra_config}[stale_config]\nenabled = false\n"),
+    );
     let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
     daemon.wait_ready();
     wait_for("all five example objects in sync", T, || {
@@ -625,11 +631,19 @@ fn an_api_outage_shows_as_stale_and_recovery_takes_seconds() {
     // The API server answers again.
     sim_admin(&w.sim, "DELETE", "faults", Value::Null);
     let back = Instant::now();
-    wait_for("every kind of the app healthy again", T, || {
-        app_kinds()
-            .iter()
-            .all(|kind| healthy(&w.daemon, kind) == 1.0)
-            .then_some(())
+    // Every watched kind: the app's, and those watched for it (HorizontalPodAutoscalers).
+    wait_for("every watched kind healthy again", T, || {
+        let (_, metrics) = w.daemon.get("/metrics");
+        let mut series = metrics
+            .lines()
+            .filter(|l| l.starts_with("driftd_watch_healthy{"))
+            .peekable();
+        (series.peek().is_some()
+            && series.all(|l| l.ends_with(" 1"))
+            && app_kinds()
+                .iter()
+                .all(|kind| healthy(&w.daemon, kind) == 1.0))
+        .then_some(())
     });
     let recovery = back.elapsed();
     println!(

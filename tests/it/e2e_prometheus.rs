@@ -110,8 +110,7 @@ const CORE_PANELS: [&str; 4] = [
 ];
 
 /// Panels for features still to come: they must show a value (0), not "no data".
-const ZERO_UNTIL_FEATURES_LAND: [&str; 3] =
-    ["Uncommitted applies", "Stale locks", "Stale-config pods"];
+const ZERO_UNTIL_FEATURES_LAND: [&str; 2] = ["Uncommitted applies", "Stale locks"];
 
 #[test]
 fn prometheus_scrapes_drift_series() {
@@ -246,6 +245,20 @@ fn dashboard_and_rule_queries_evaluate_and_the_drift_alert_fires() {
                 if result.len() != 1 {
                     errors.push(format!("{} shows {result:?}, not one value", q.panel));
                 }
+            }
+            // The drifting world's two web pods read web-config, which gained a key.
+            Ok(result) if q.panel == "Stale-config pods by workload" => {
+                let row = result
+                    .iter()
+                    .find(|r| r["metric"]["workload"] == "web")
+                    .unwrap_or_else(|| panic!("no row for web: {result:#?}"));
+                assert_eq!(row["metric"]["config"], "ConfigMap/web-config", "{row:#}");
+                assert_eq!(row["metric"]["namespace"], "shop", "{row:#}");
+                assert_eq!(row["value"][1], "2", "{row:#}");
+            }
+            Ok(result) if q.panel == "Stale-config pods" => {
+                assert_eq!(result.len(), 1, "{result:#?}");
+                assert_eq!(result[0]["value"][1], "2", "{result:#?}");
             }
             Ok(result) if q.panel == "Drifting now" => {
                 let row = result

@@ -484,7 +484,10 @@ fn a_read_only_database_is_counted_and_said_in_readyz() {
     let dir = tempfile::tempdir().unwrap();
     let sim = app_world(dir.path());
     let _read_only = Immutable::set(&dir.path().join("driftd.db"));
-    let daemon = Daemon::start(&write_config(dir.path(), ""), &sim.kubeconfig, &[]);
+    // Off: stale_config's content records would be failed writes from the start; this
+    // test counts the episode writes of one change.
+    let config = write_config(dir.path(), "[stale_config]\nenabled = false\n");
+    let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
     daemon.wait_ready();
     assert_eq!(daemon.sample("driftd_store_errors_total"), Some(0.0));
     assert_eq!(daemon.get("/readyz"), (200, "ready\n".to_string()));

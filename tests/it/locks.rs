@@ -71,7 +71,9 @@ fn a_pod_held_intent_is_a_stale_lock_from_the_watch_event_of_the_pod_deletion() 
         "{}",
         String::from_utf8_lossy(&begin.stderr)
     );
-    let daemon = Daemon::start(&write_config(dir.path(), ""), &sim.kubeconfig, &[]);
+    // Off: stale_config's watch of every Pod would count the deletion too.
+    let config = write_config(dir.path(), "[stale_config]\nenabled = false\n");
+    let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
     daemon.wait_ready();
     assert_eq!(ready_locks(&daemon), Vec::<Value>::new(), "its pod runs");
     let pod_events = || daemon.sample(r#"driftd_watch_events_total{kind="Pod"}"#);

@@ -35,6 +35,7 @@ mod real_manifests_sim;
 mod remediation;
 mod serve_config;
 mod sim_cli;
+mod stale_config;
 mod store_at_rest;
 mod store_concurrency;
 mod uncommitted;

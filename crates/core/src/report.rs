@@ -113,6 +113,12 @@ pub struct DriftEntry {
     /// static model, and a refused or failed dry run is seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<DryRunNote>,
+    /// For a workload (Deployment, StatefulSet, DaemonSet) with running pods older than the
+    /// content of a Secret or ConfigMap they read: which pods, which config, and the fix.
+    /// The class is `stale_config` when nothing else drifts; a `modified`, `missing`,
+    /// `uncommitted` or `unmanaged` entry keeps its class and still carries this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_config: Option<StaleConfigNote>,
     /// True while the watch of this object's kind is failing: the entry shows the live
     /// object as last seen, and a change made since may be missing (see
     /// [`DriftResponse::stale`]). Set when answered, never stored.
@@ -132,6 +138,52 @@ pub struct DryRunNote {
     pub message: Option<String>,
     /// When the answer (or failure) came.
     pub at: Timestamp,
+}
+
+/// Pods of one workload that run on configuration older than the live one: they started
+/// before the current content of a Secret/ConfigMap they read, and read it in a way that does
+/// not update (env, envFrom, subPath, or a volume within the kubelet's sync period).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StaleConfigNote {
+    /// The command that replaces the pods, e.g. `kubectl rollout restart deployment/web -n shop`.
+    pub fix: String,
+    /// One per stale config, by config name.
+    pub configs: Vec<StaleConfigUse>,
+}
+
+/// One config whose current content some pods of the workload have not read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StaleConfigUse {
+    /// `Secret/NAME` or `ConfigMap/NAME` (in the workload's namespace).
+    pub config: String,
+    /// When driftd first saw the config's current content (its change).
+    pub changed_at: Timestamp,
+    /// The stale pods, by name.
+    pub pods: Vec<StalePod>,
+}
+
+/// A running pod started before its config changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StalePod {
+    pub name: String,
+    /// The pod's `status.startTime`.
+    pub started_at: Timestamp,
+    /// How its containers read the config: `env`, `envFrom`, `subPath`, `volume`.
+    pub reads: Vec<String>,
+}
+
+impl StaleConfigNote {
+    /// Stale pods, each counted once even when it reads several stale configs.
+    pub fn pod_count(&self) -> usize {
+        let mut names: Vec<&str> = self
+            .configs
+            .iter()
+            .flat_map(|c| c.pods.iter().map(|p| p.name.as_str()))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names.len()
+    }
 }
 
 fn is_false(b: &bool) -> bool {

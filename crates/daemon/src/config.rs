@@ -12,6 +12,8 @@ mod dry_run;
 mod remediation;
 pub use dry_run::{Compare, DryRunConfig, SourceConfig};
 pub use remediation::{Remediation, RemediationConfig};
+mod stale_config;
+pub use stale_config::StaleConfigConfig;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -65,6 +67,8 @@ pub struct Config {
     pub dry_run: DryRunConfig,
     /// `[remediation]`: pace of `remediation = "auto"` sources.
     pub remediation: RemediationConfig,
+    /// `[stale_config]`: pods older than the Secrets/ConfigMaps they read.
+    pub stale_config: StaleConfigConfig,
 }
 
 /// `[unmanaged]`: opt-in coverage. Live objects of these kinds in these namespaces that no
@@ -461,6 +465,7 @@ impl Default for Config {
             sources: Vec::new(),
             dry_run: DryRunConfig::default(),
             remediation: RemediationConfig::default(),
+            stale_config: StaleConfigConfig::default(),
         }
     }
 }
@@ -551,6 +556,8 @@ const ENV_KEYS: &[&str] = &[
     "dry_run.max_per_second",
     "helm.enabled",
     "helm.stale_after",
+    "stale_config.enabled",
+    "stale_config.kubelet_sync_seconds",
 ];
 
 /// Environment variable that sets `key`. `database` is `DRIFTD_DB`, the name `driftd commit`,
@@ -683,6 +690,9 @@ impl Config {
         }
         if let Err((key, reason)) = dry_run::check_sources(&self.sources) {
             return Err(bad(&key, &reason));
+        }
+        if let Err((key, reason)) = self.stale_config.check() {
+            return Err(bad(key, reason));
         }
         if !(self.pulumi.scan_seconds >= 1.0 && self.pulumi.scan_seconds <= 3600.0) {
             return Err(bad("pulumi.scan_seconds", "must be between 1 and 3600"));

@@ -34,6 +34,7 @@ pub fn entry(source: &str, key: &ObjectKey, class: DriftClass, since: Timestamp)
         intent: None,
         schema: None,
         dry_run: None,
+        stale_config: None,
         stale: false,
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod admission;
 pub mod api_types;
+pub mod consumption;
 pub mod crd;
 pub mod defaults;
 pub mod kinds;

@@ -1,6 +1,7 @@
 //! The desired-state store: SQLite (WAL), schema versioned by `PRAGMA user_version`.
 //! Sources, immutable revisions, their objects, intents (the write-ahead log of deploys and
-//! the per-source lock), drift episodes, and the installation key.
+//! the per-source lock), drift episodes, the content hashes of the cluster's Secrets and
+//! ConfigMaps (`stale_config`), and the installation key.
 //!
 //! Secret values are never stored in clear (see [`secrets`]): keyed hashes always, the values
 //! sealed only under a configured encryption key. The file is created 0600, deleted content
@@ -11,6 +12,7 @@
 //! every write is one `BEGIN IMMEDIATE` transaction and readers poll `data_version` to learn
 //! that someone else committed.
 
+mod config_content;
 mod episodes;
 mod files;
 mod helm;
@@ -32,6 +34,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use config_content::{ConfigContent, ContentChange};
 pub use files::{insecure_files, insecure_warning, InsecureFile};
 pub use helm::{HelmOutcome, HelmSync, HelmVersion, HELM_ID_BASE};
 pub use history::{HistoryEntry, IntentEvent};
@@ -603,6 +606,16 @@ impl Store {
                 .bytes
                 .to_vec(),
         )
+    }
+
+    /// The recorded content of every Secret and ConfigMap driftd has seen (`stale_config`).
+    pub fn config_contents(&self) -> Result<Vec<ConfigContent>, StoreError> {
+        config_content::config_contents(&self.conn)
+    }
+
+    /// Records new or changed config contents and forgets deleted configs, in one write.
+    pub fn record_config_contents(&self, changes: &[ContentChange]) -> Result<(), StoreError> {
+        config_content::record(&self.conn, changes)
     }
 
     /// Episodes not yet resolved, oldest first.

@@ -146,9 +146,18 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE revisions ADD COLUMN skipped_count INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE intents ADD COLUMN skipped_count INTEGER NOT NULL DEFAULT 0;
     "#,
-    // 6: reserved for the stale_config step (Secret and ConfigMap content first seen),
-    // written on another branch; empty here so that remediation's step keeps number 7.
-    "",
+    // 6: the content of the cluster's Secrets and ConfigMaps as driftd saw it (`stale_config`):
+    // a hash (keyed for Secrets, never a value) and when driftd first saw that content.
+    r#"
+    CREATE TABLE config_contents (
+        namespace  TEXT NOT NULL,
+        kind       TEXT NOT NULL,
+        name       TEXT NOT NULL,
+        hash       TEXT NOT NULL,
+        first_seen TEXT NOT NULL,
+        PRIMARY KEY (namespace, kind, name)
+    ) WITHOUT ROWID;
+    "#,
     // 7: remediations the daemon made (`remediation = "auto"` sources), for the history.
     r#"
     CREATE TABLE remediations (

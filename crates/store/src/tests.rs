@@ -407,3 +407,62 @@ fn remediations_are_in_the_source_history_and_revision_objects_are_readable() {
     assert!(matches!(&timeline[2], HistoryEntry::Revision(r) if r.id == r1.id));
     assert!(store.timeline("other").unwrap().is_empty());
 }
+
+#[test]
+fn a_version_5_database_gains_config_contents_and_keeps_its_revisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.db");
+    {
+        let mut conn = Connection::open(&path).unwrap();
+        let tx = conn.transaction().unwrap();
+        for step in &schema::MIGRATIONS[..5] {
+            tx.execute_batch(step).unwrap();
+        }
+        tx.execute_batch(
+            "PRAGMA user_version = 5;
+             INSERT INTO sources VALUES (1, 'old', '2026-01-01T00:00:00Z');
+             INSERT INTO revisions VALUES (1, 1, 'a', '', '2026-01-01T00:00:00Z', 'h', 0, 0);",
+        )
+        .unwrap();
+        tx.commit().unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.history("old").unwrap().len(), 1, "revisions kept");
+    assert!(store.config_contents().unwrap().is_empty());
+
+    let at = |s: &str| -> Timestamp { s.parse().unwrap() };
+    let seen = |kind: &str, name: &str, hash: &str, when: &str| ConfigContent {
+        namespace: "shop".into(),
+        kind: kind.into(),
+        name: name.into(),
+        hash: hash.into(),
+        first_seen: at(when),
+    };
+    store
+        .record_config_contents(&[
+            ContentChange::Seen(seen("Secret", "db", "h1", "2026-02-01T00:00:00Z")),
+            ContentChange::Seen(seen("ConfigMap", "db", "h2", "2026-02-01T00:00:01Z")),
+            ContentChange::Seen(seen("ConfigMap", "gone", "h3", "2026-02-01T00:00:02Z")),
+        ])
+        .unwrap();
+    // New content replaces the old, keyed by (namespace, kind, name); a deleted config goes.
+    store
+        .record_config_contents(&[
+            ContentChange::Seen(seen("Secret", "db", "h4", "2026-03-01T00:00:00.5Z")),
+            ContentChange::Gone {
+                namespace: "shop".into(),
+                kind: "ConfigMap".into(),
+                name: "gone".into(),
+            },
+        ])
+        .unwrap();
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(
+        store.config_contents().unwrap(),
+        [
+            seen("ConfigMap", "db", "h2", "2026-02-01T00:00:01Z"),
+            seen("Secret", "db", "h4", "2026-03-01T00:00:00.5Z"),
+        ]
+    );
+}

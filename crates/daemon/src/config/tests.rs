@@ -253,3 +253,20 @@ fn remediation_is_off_by_default_and_set_per_source() {
         assert_eq!(err.key, key, "{text}: {err}");
     }
 }
+
+#[test]
+fn stale_config_is_on_with_a_90_second_kubelet_sync_by_default() {
+    let c = Config::default();
+    assert!(c.stale_config.enabled);
+    assert_eq!(c.stale_config.kubelet_sync(), Duration::from_secs(90));
+    let f = file("[stale_config]\nkubelet_sync_seconds = 2.5\n");
+    let c = Config::load_with_env(Some(f.path()), |k| {
+        (k == "DRIFTD_STALE_CONFIG_ENABLED").then(|| "false".to_string())
+    })
+    .unwrap();
+    assert!(!c.stale_config.enabled);
+    assert_eq!(c.stale_config.kubelet_sync(), Duration::from_millis(2500));
+    let f = file("[stale_config]\nkubelet_sync_seconds = -1\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert_eq!(err.key, "stale_config.kubelet_sync_seconds");
+}

@@ -99,6 +99,7 @@ impl Coverage {
             intent: None,
             schema: None,
             dry_run: None,
+            stale_config: None,
             stale: false,
         }))
     }

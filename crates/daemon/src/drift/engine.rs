@@ -26,6 +26,7 @@ use super::intents::{IntentChange, IntentSet};
 use super::lists::{ListEvent, Lists, Position};
 use super::outputs::{Announcement, Outputs};
 use super::settle::{Drift, Report, Settling};
+use super::stale_config::StaleConfigs;
 use crate::config::{Config, ConfigError};
 use crate::leader::Leadership;
 use crate::watch::{WatchControl, WatchEvent, WatchMessage};
@@ -61,6 +62,7 @@ mod dry_run;
 mod episodes;
 mod health;
 mod stale;
+mod stale_config;
 mod uncommitted;
 
 /// Why the engine cannot start or go on.
@@ -109,6 +111,8 @@ pub struct Engine<W, O> {
     /// Server-side dry runs of `compare = "dry-run"` sources, and where their answers come.
     dry_runs: DryRuns,
     dry_run_answers: Option<mpsc::UnboundedReceiver<DryRunAnswer>>,
+    /// Pods running on stale config (`stale_config`).
+    stale_configs: StaleConfigs,
 }
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
@@ -124,6 +128,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, EngineError> {
         let key = store.installation_key()?;
+        let stale_configs = stale_config::start(&store, config, &key)?;
         let mut settling = Settling::new(config.settle());
         let mut open_since = HashMap::new();
         for episode in store.open_episodes()? {
@@ -166,6 +171,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             actor: "driftd".into(),
             dry_runs: DryRuns::new(config.dry_run_sources(), config.dry_run.refresh()),
             dry_run_answers: None,
+            stale_configs,
         })
     }
 
@@ -227,7 +233,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 _ = settle_tick.tick() => self.settle_due(),
                 _ = expiry_tick.tick() => self.report_expired_rules(),
                 _ = last_seen_tick.tick() => self.touch_open_episodes(),
-                _ = lock_tick.tick() => self.intents_aged(),
+                _ = lock_tick.tick() => {
+                    self.intents_aged();
+                    self.stale_config_flush();
+                }
                 _ = recount_tick.tick() => self.recount_intents(),
                 _ = scan_tick.tick() => self.scan_pulumi_locks(),
                 _ = relist_tick.tick(), if self.relist.is_some() => self.relist_periodically(),
@@ -366,6 +375,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         // is desired.
         let mut wanted: BTreeSet<TypeKey> = self.tracked.values().cloned().collect();
         wanted.extend(self.coverage.kinds().cloned());
+        wanted.extend(self.stale_configs.kinds());
         if self.desired.has_scalable() {
             wanted.insert(hpa_kind());
         }
@@ -452,6 +462,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         for message in messages {
             holders_changed |= self.on_message(message);
         }
+        self.stale_config_flush();
         self.publish_state();
         if holders_changed {
             self.refresh_locks();
@@ -521,6 +532,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// A live object of `kind` is now `object` (`None`: deleted).
     fn object_changed(&mut self, kind: &TypeKey, key: ObjectKey, object: Option<Value>) {
+        let now = self.clock.wall();
+        self.stale_configs.observe(kind, &key, object.as_ref(), now);
         if is_hpa_kind(kind) {
             let affected = self.autoscalers.apply(key.clone(), object.as_ref());
             self.autoscalers_changed(affected);
@@ -548,7 +561,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 None => coverage::Change::None,
             };
             match change {
-                coverage::Change::Added(entry) => {
+                coverage::Change::Added(mut entry) => {
+                    entry.stale_config = self.stale_configs.note(&key).cloned();
                     self.index.write().unwrap().upsert(key, *entry);
                 }
                 coverage::Change::Removed => self.withdraw_unmanaged(&key),
@@ -586,6 +600,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 .collect();
             self.crds_changed(kinds);
         }
+        self.stale_configs
+            .retain_listed(kind, listed, self.clock.wall());
         for key in self.coverage.retain_listed(kind, listed) {
             self.withdraw_unmanaged(&key);
         }
@@ -682,6 +698,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Puts `entry` in the index with its `since` (kept while it drifts, across classes and
     /// restarts) and tells settling what the comparison said.
     fn publish_entry(&mut self, key: &ObjectKey, mut entry: DriftEntry) {
+        self.stale_config_decorate(key, &mut entry);
         let mut index = self.index.write().unwrap();
         entry.since = match entry.class {
             DriftClass::InSync => {
@@ -750,6 +767,7 @@ fn entry_of(desired: &Desired, key: &ObjectKey, class: DriftClass) -> DriftEntry
         intent: None,
         schema: None,
         dry_run: None,
+        stale_config: None,
         stale: false,
     }
 }

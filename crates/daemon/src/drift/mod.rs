@@ -10,6 +10,7 @@
 //! - `dry_run`: server-side dry-run answers of `compare = "dry-run"` sources;
 //! - `intents`: open intents, what `uncommitted` objects equal;
 //! - `holders`: the pods holding deploy locks; `locks`: which locks are stale;
+//! - `stale_config`: running pods older than the Secrets/ConfigMaps they read;
 //! - `index`: the published state; `outputs`: counters and Events; `clock`: time.
 
 mod clock;
@@ -26,6 +27,7 @@ mod lists;
 mod locks;
 mod outputs;
 mod settle;
+mod stale_config;
 
 #[cfg(test)]
 pub(crate) use clock::ManualClock;

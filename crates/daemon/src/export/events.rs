@@ -1,6 +1,8 @@
 //! Kubernetes Events (events.k8s.io/v1, through kube-runtime's `Recorder`) on drifting
 //! objects: `DriftDetected` when drift starts or its changed paths change (`UncommittedApply`
-//! when the live object equals an open intent instead), `DriftResolved` when it ends; and on
+//! when the live object equals an open intent instead, `StaleConfigConsumer` on a workload
+//! whose running pods read a Secret/ConfigMap older than the live one), `DriftResolved` when
+//! it ends; and on
 //! deploy locks: `StaleLock` when one becomes stale, `StaleLockReleased` when this replica
 //! released one. The engine never waits on the API: requests go through a bounded queue to
 //! one publishing task, and a full queue drops (and counts) rather than stalls drift.
@@ -26,7 +28,7 @@ use super::metrics::Metrics;
 use crate::config::EventsConfig;
 use crate::drift::{LockAnnouncement, PodRef, SharedIndex};
 use crate::leader::Leadership;
-use driftd_core::report::{DriftClass, DriftEntry, StaleLock};
+use driftd_core::report::{DriftClass, DriftEntry, StaleConfigNote, StaleLock};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::Value;
@@ -53,6 +55,11 @@ impl EventRequest {
     /// `DriftDetected`: names the changed fields (never values: Secrets stay secret).
     /// `UncommittedApply` for an object that equals an open intent.
     pub fn detected(entry: &DriftEntry, live: Option<&Value>) -> EventRequest {
+        if let (DriftClass::StaleConfig | DriftClass::Unmanaged, Some(note)) =
+            (entry.class, &entry.stale_config)
+        {
+            return EventRequest::stale_config(entry, note, live);
+        }
         if let (DriftClass::Uncommitted, Some(intent)) = (entry.class, &entry.intent) {
             let what = match entry.changes.len() {
                 0 => format!(
@@ -95,13 +102,36 @@ impl EventRequest {
                 field_list(entry)
             ),
         };
+        let stale = match &entry.stale_config {
+            Some(note) => format!("; also {}", stale_pods(note)),
+            None => String::new(),
+        };
         EventRequest {
             reference: reference(entry, live),
             type_: EventType::Warning,
             reason: "DriftDetected",
             note: truncate(format!(
-                "{what}; desired by revision {} of source {}",
+                "{what}; desired by revision {} of source {}{stale}",
                 entry.revision, entry.source
+            )),
+        }
+    }
+
+    /// `StaleConfigConsumer`: running pods of the workload started before the content of a
+    /// Secret/ConfigMap they read (names and times only, never a value), and the fix.
+    pub fn stale_config(
+        entry: &DriftEntry,
+        note: &StaleConfigNote,
+        live: Option<&Value>,
+    ) -> EventRequest {
+        EventRequest {
+            reference: reference(entry, live),
+            type_: EventType::Warning,
+            reason: "StaleConfigConsumer",
+            note: truncate(format!(
+                "{}. Fix: `{}`",
+                upper_first(&stale_pods(note)),
+                note.fix
             )),
         }
     }
@@ -138,6 +168,41 @@ impl EventRequest {
             reason,
             note: truncate(format!("source {}: {detail}", entry.source)),
         }
+    }
+}
+
+/// "2 pod(s) run on config older than the live one: Secret/db changed 2026-..., read by
+/// web-1 (env), web-2 (env); ..." (names, ways of reading and times only).
+fn stale_pods(note: &StaleConfigNote) -> String {
+    let configs: Vec<String> = note
+        .configs
+        .iter()
+        .map(|c| {
+            let pods: Vec<String> = c
+                .pods
+                .iter()
+                .map(|p| format!("{} ({})", p.name, p.reads.join(", ")))
+                .collect();
+            format!(
+                "{} changed {}, read by {}",
+                c.config,
+                c.changed_at,
+                pods.join(", ")
+            )
+        })
+        .collect();
+    format!(
+        "{} pod(s) run on config older than the live one: {}",
+        note.pod_count(),
+        configs.join("; ")
+    )
+}
+
+fn upper_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }
 
@@ -468,6 +533,39 @@ mod tests {
     fn metrics() -> Arc<Metrics> {
         let index = Arc::new(std::sync::RwLock::new(crate::drift::DriftIndex::new(10)));
         Arc::new(Metrics::new(index, Leadership::always()))
+    }
+
+    #[test]
+    fn stale_config_names_configs_pods_and_the_fix_and_rides_on_other_drift() {
+        let mut entry: DriftEntry = serde_json::from_value(serde_json::json!({
+            "source": "shop", "revision": 2, "apiVersion": "apps/v1", "kind": "Deployment",
+            "namespace": "shop", "name": "web", "class": "stale_config", "changes": [],
+            "stale_config": {
+                "fix": "kubectl rollout restart deployment/web -n shop",
+                "configs": [{"config": "Secret/web-db", "changed_at": "2026-11-30T10:00:00Z",
+                             "pods": [{"name": "web-1", "started_at": "2026-11-30T09:00:00Z",
+                                       "reads": ["env", "subPath"]}]}]
+            }
+        }))
+        .unwrap();
+        let request = EventRequest::detected(&entry, None);
+        assert_eq!(request.reason, "StaleConfigConsumer");
+        assert_eq!(request.reference.name.as_deref(), Some("web"));
+        assert_eq!(
+            request.note,
+            "1 pod(s) run on config older than the live one: Secret/web-db changed \
+             2026-11-30T10:00:00Z, read by web-1 (env, subPath). Fix: \
+             `kubectl rollout restart deployment/web -n shop`"
+        );
+        // Modified wins; its Event still says so.
+        entry.class = DriftClass::Modified;
+        let request = EventRequest::detected(&entry, None);
+        assert_eq!(request.reason, "DriftDetected");
+        assert!(
+            request.note.ends_with("; also 1 pod(s) run on config older than the live one: Secret/web-db changed 2026-11-30T10:00:00Z, read by web-1 (env, subPath)"),
+            "{}",
+            request.note
+        );
     }
 
     #[test]

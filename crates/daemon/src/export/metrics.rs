@@ -9,7 +9,8 @@
 //! `metrics.max_object_series`; the watch counters and `driftd_watch_healthy` /
 //! `driftd_watch_last_event_timestamp_seconds` one per watched kind; `driftd_intents`
 //! sources x intent states; `driftd_stale_locks` sources x lock kinds (a Pulumi lock's
-//! source is its stack).
+//! source is its stack); `driftd_stale_config_pods` one per stale (workload, config) pair
+//! only, gone once a rollout replaced the pods.
 
 use crate::drift::{DriftIndex, SharedIndex};
 use crate::leader::Leadership;
@@ -305,6 +306,15 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
     )
     .unwrap();
 
+    let stale_config_pods = IntGaugeVec::new(
+        Opts::new(
+            "driftd_stale_config_pods",
+            "Running pods of a workload (Deployment, StatefulSet, DaemonSet; by name) started before the current content of a Secret or ConfigMap (config=Kind/name) they read, as /drift lists them.",
+        ),
+        &["namespace", "workload", "config"],
+    )
+    .unwrap();
+
     for (source, committed_at) in index.sources() {
         // 0 for every class of a known source, so dashboards show 0, not "no data".
         for class in SOURCE_CLASSES {
@@ -325,6 +335,15 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
     }
     let mut unmanaged_count = 0;
     for entry in index.entries() {
+        for used in entry.stale_config.iter().flat_map(|n| &n.configs) {
+            stale_config_pods
+                .with_label_values(&[
+                    entry.namespace.as_deref().unwrap_or(""),
+                    entry.name.as_str(),
+                    used.config.as_str(),
+                ])
+                .add(used.pods.len() as i64);
+        }
         if entry.class == DriftClass::Unmanaged {
             unmanaged_count += 1;
             let namespace = entry.namespace.as_deref().unwrap_or("");
@@ -410,6 +429,7 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
         Box::new(rules_expired),
         Box::new(intents),
         Box::new(stale_locks),
+        Box::new(stale_config_pods),
         Box::new(watch_healthy),
         Box::new(watch_last_event),
     ]

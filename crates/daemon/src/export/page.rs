@@ -6,7 +6,9 @@
 //! goes through [`escape_html`].
 
 use driftd_core::diff::Change;
-use driftd_core::report::{DriftClass, DriftEntry, DriftFilter, FilterError, StaleKind, StaleLock};
+use driftd_core::report::{
+    DriftClass, DriftEntry, DriftFilter, FilterError, StaleConfigNote, StaleKind, StaleLock,
+};
 use driftd_core::text::{escape_html, shell_quote};
 use driftd_store::RevisionInfo;
 use jiff::Timestamp;
@@ -377,6 +379,43 @@ fn drift(out: &mut String, page: &Page) {
     }
 }
 
+/// Pods of a workload running on stale config: per config, when it changed and which pods
+/// read it how; then the fix.
+fn stale_config(out: &mut String, note: &StaleConfigNote, now: Timestamp) {
+    let _ = writeln!(
+        out,
+        "<p>{} running pod(s) started before a Secret/ConfigMap they read changed, and still \
+         run on its old content:</p>\n<table class=\"stale-config\"><tr><th>config</th>\
+         <th>changed</th><th>pods (how they read it)</th></tr>",
+        note.pod_count()
+    );
+    for c in &note.configs {
+        let pods: Vec<String> = c
+            .pods
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} ({})",
+                    escape_html(&p.name),
+                    escape_html(&p.reads.join(", "))
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{} ago</td><td>{}</td></tr>",
+            escape_html(&c.config),
+            age(now, c.changed_at),
+            pods.join(", ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "</table>\n<p>Fix: <code>{}</code></p>",
+        escape_html(&note.fix)
+    );
+}
+
 fn object(out: &mut String, o: &DriftEntry, now: Timestamp) {
     let name = match &o.namespace {
         Some(ns) => format!("{ns}/{}", o.name),
@@ -431,6 +470,9 @@ fn object(out: &mut String, o: &DriftEntry, now: Timestamp) {
             escape_html(&intent.keep),
             escape_html(&intent.revert),
         );
+    }
+    if let Some(note) = &o.stale_config {
+        stale_config(out, note, now);
     }
     if let Some(dry) = &o.dry_run {
         match (dry.state.as_str(), &dry.message) {

@@ -108,9 +108,14 @@ struct Harness {
     index: SharedIndex,
 }
 
+/// Off in tests not about it: it adds four watched kinds (`tests/stale_config.rs`).
 fn config() -> Config {
     Config {
         settle_seconds: SETTLE.as_secs_f64(),
+        stale_config: crate::config::StaleConfigConfig {
+            enabled: false,
+            ..Default::default()
+        },
         ..Config::default()
     }
 }
@@ -841,3 +846,4 @@ mod dry_run;
 mod health;
 mod intents;
 mod locks;
+mod stale_config;

@@ -75,6 +75,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             intent: Some(intent_ref(info, key, true)),
             schema: None,
             dry_run: None,
+            stale_config: None,
             stale: false,
         };
         self.publish_entry(key, entry);

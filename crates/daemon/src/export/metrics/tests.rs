@@ -250,3 +250,44 @@ fn intents_and_stale_locks_have_bounded_series_with_zeros_for_known_sources() {
     assert_eq!(locks("new", "intent"), Some(1.0));
     assert_eq!(locks("organization/shop/dev", "pulumi"), Some(2.0));
 }
+
+#[test]
+fn stale_config_pods_count_per_workload_and_config_and_vanish_when_resolved() {
+    use driftd_core::report::{StaleConfigNote, StaleConfigUse, StalePod};
+    let (index, m) = setup(10);
+    let (key, mut web) = entry("shop", "shop", "web", DriftClass::StaleConfig);
+    web.kind = "Deployment".into();
+    let pod = |name: &str| StalePod {
+        name: name.into(),
+        started_at: "2026-11-30T09:00:00Z".parse().unwrap(),
+        reads: vec!["env".into()],
+    };
+    let used = |config: &str, pods: Vec<StalePod>| StaleConfigUse {
+        config: config.into(),
+        changed_at: "2026-11-30T10:00:00Z".parse().unwrap(),
+        pods,
+    };
+    web.stale_config = Some(StaleConfigNote {
+        fix: "kubectl rollout restart deployment/web -n shop".into(),
+        configs: vec![
+            used("ConfigMap/web-config", vec![pod("a"), pod("b")]),
+            used("Secret/web-db", vec![pod("a")]),
+        ],
+    });
+    upsert(&index, (key.clone(), web.clone()));
+    let text = m.render();
+    let series = |config: &str| {
+        format!(r#"driftd_stale_config_pods{{config="{config}",namespace="shop",workload="web"}}"#)
+    };
+    assert_eq!(
+        sample(&text, &series("ConfigMap/web-config")),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(sample(&text, &series("Secret/web-db")), Some(1.0), "{text}");
+
+    web.stale_config = None;
+    web.class = DriftClass::InSync;
+    upsert(&index, (key, web));
+    assert!(!m.render().contains("driftd_stale_config_pods{"));
+}

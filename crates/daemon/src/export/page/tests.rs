@@ -376,3 +376,27 @@ fn stale_kinds_are_said_in_plain_words_and_escaped() {
     // Nothing stale: no such line.
     assert!(!render_with(true, &DriftFilter::default(), &[web()]).contains("data stale"));
 }
+
+#[test]
+fn a_stale_config_workload_shows_its_pods_configs_and_fix_escaped() {
+    let mut entry = web();
+    entry.class = DriftClass::StaleConfig;
+    entry.changes.clear();
+    entry.patch = Default::default();
+    entry.stale_config = serde_json::from_value(json!({
+        "fix": "kubectl rollout restart deployment/web -n shop",
+        "configs": [{"config": "Secret/<b>db</b>", "changed_at": "2026-11-30T11:50:00Z",
+                     "pods": [{"name": "web-1", "started_at": "2026-11-30T09:00:00Z",
+                               "reads": ["env", "subPath"]}]}]
+    }))
+    .unwrap();
+    let html = render_with(true, &DriftFilter::default(), &[entry]);
+    for expected in [
+        "<span class=\"class stale_config\">stale_config</span> Deployment",
+        "1 running pod(s) started before a Secret/ConfigMap they read changed",
+        "<tr><td>Secret/&lt;b&gt;db&lt;/b&gt;</td><td>10m ago</td><td>web-1 (env, subPath)</td></tr>",
+        "Fix: <code>kubectl rollout restart deployment/web -n shop</code>",
+    ] {
+        assert!(html.contains(expected), "missing {expected:?} in\n{html}");
+    }
+}

@@ -1,0 +1,93 @@
+//! The engine's side of `stale_config` (the judgement is in `drift::stale_config`): what the
+//! watchers see feeds it, its content records go to the store, and a workload whose stale
+//! pods changed is published again.
+//!
+//! How an entry shows it: a tracked workload otherwise `in_sync` becomes `stale_config`;
+//! `modified`, `missing`, `uncommitted` and `rejected` win over it (the entry still carries
+//! the stale pods, and its Event says so); an `unmanaged` workload (coverage on) keeps its
+//! class and carries them.
+
+use super::*;
+use driftd_core::report::StaleConfigNote;
+
+/// The judgement as `config` sets it up, with the content records of earlier runs.
+pub(super) fn start(
+    store: &Store,
+    config: &Config,
+    key: &[u8],
+) -> Result<StaleConfigs, StoreError> {
+    let c = &config.stale_config;
+    let records = match c.enabled {
+        true => store.config_contents()?,
+        false => Vec::new(),
+    };
+    Ok(StaleConfigs::new(c.enabled, c.kubelet_sync(), key, records))
+}
+
+impl<W: WatchControl, O: Outputs> Engine<W, O> {
+    /// Writes the content records gathered since the last call and publishes every workload
+    /// whose stale pods changed (or whose volume readers' sync period ended).
+    pub fn stale_config_flush(&mut self) {
+        if !self.stale_configs.enabled() {
+            return;
+        }
+        let writes = self.stale_configs.take_writes();
+        if let Err(err) = self.store.record_config_contents(&writes) {
+            tracing::error!(error = %err, "cannot record Secret/ConfigMap content hashes");
+            self.outputs
+                .store_error("cannot record Secret/ConfigMap content hashes", &err);
+        }
+        for (key, note) in self.stale_configs.flush(self.clock.wall()) {
+            match &note {
+                Some(note) => tracing::info!(
+                    workload = %key,
+                    pods = note.pod_count(),
+                    configs = ?note.configs.iter().map(|c| c.config.as_str()).collect::<Vec<_>>(),
+                    "pods running on stale config"
+                ),
+                None => tracing::info!(workload = %key, "no pods on stale config any more"),
+            }
+            if self.tracked.contains_key(&key) {
+                self.evaluate(&key);
+            } else {
+                self.stale_config_untracked(&key, note);
+            }
+        }
+    }
+
+    /// Adds the stale pods of workload `key` to its entry; `in_sync` becomes `stale_config`.
+    pub(super) fn stale_config_decorate(&self, key: &ObjectKey, entry: &mut DriftEntry) {
+        let Some(note) = self.stale_configs.note(key) else {
+            return;
+        };
+        entry.stale_config = Some(note.clone());
+        if entry.class == DriftClass::InSync {
+            entry.class = DriftClass::StaleConfig;
+        }
+    }
+
+    /// A workload no source desires: its `unmanaged` entry (if coverage reports it) carries
+    /// the stale pods, announced when a config becomes stale.
+    fn stale_config_untracked(&mut self, key: &ObjectKey, note: Option<StaleConfigNote>) {
+        let mut index = self.index.write().unwrap();
+        let Some(mut entry) = index
+            .get(key)
+            .filter(|e| e.class == DriftClass::Unmanaged)
+            .cloned()
+        else {
+            return;
+        };
+        let configs = |n: &Option<StaleConfigNote>| -> BTreeSet<(String, Timestamp)> {
+            n.iter()
+                .flat_map(|n| n.configs.iter().map(|c| (c.config.clone(), c.changed_at)))
+                .collect()
+        };
+        let newly_stale = !configs(&note).is_subset(&configs(&entry.stale_config));
+        entry.stale_config = note;
+        index.upsert(key.clone(), entry.clone());
+        drop(index);
+        if newly_stale {
+            self.outputs.announce(Announcement::Detected, &entry, None);
+        }
+    }
+}

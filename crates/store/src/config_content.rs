@@ -1,0 +1,92 @@
+//! Content of the cluster's Secrets and ConfigMaps as driftd saw it: a hash (keyed for
+//! Secrets: never a value) and when driftd first saw that content, so pods started before
+//! a change can be told from pods started after it, across restarts.
+
+use super::{ts_from_db, ts_to_db, StoreError};
+use jiff::Timestamp;
+use rusqlite::{params, Connection, Transaction, TransactionBehavior};
+
+/// One Secret's or ConfigMap's current content, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigContent {
+    pub namespace: String,
+    /// `Secret` or `ConfigMap`.
+    pub kind: String,
+    pub name: String,
+    /// Hash of `data` and `binaryData`: an HMAC under the database's hash key, prefixed with a
+    /// tag naming that key (`TAG:HEX`).
+    pub hash: String,
+    /// When driftd first saw this content.
+    pub first_seen: Timestamp,
+}
+
+/// A change to the recorded contents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContentChange {
+    /// The config has this content now (new, or changed).
+    Seen(ConfigContent),
+    /// The config is gone from the cluster.
+    Gone {
+        namespace: String,
+        kind: String,
+        name: String,
+    },
+}
+
+pub(super) fn config_contents(conn: &Connection) -> Result<Vec<ConfigContent>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT namespace, kind, name, hash, first_seen FROM config_contents
+         ORDER BY namespace, kind, name",
+    )?;
+    let rows = stmt.query_map([], |row| {
+        Ok(ConfigContent {
+            namespace: row.get(0)?,
+            kind: row.get(1)?,
+            name: row.get(2)?,
+            hash: row.get(3)?,
+            first_seen: ts_from_db(row, 4)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Writes `changes` in one transaction (a list of thousands of Secrets is one write).
+pub(super) fn record(conn: &Connection, changes: &[ContentChange]) -> Result<(), StoreError> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    {
+        let mut upsert = tx.prepare(
+            "INSERT INTO config_contents (namespace, kind, name, hash, first_seen)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (namespace, kind, name) DO UPDATE
+             SET hash = excluded.hash, first_seen = excluded.first_seen",
+        )?;
+        let mut delete = tx.prepare(
+            "DELETE FROM config_contents WHERE namespace = ?1 AND kind = ?2 AND name = ?3",
+        )?;
+        for change in changes {
+            match change {
+                ContentChange::Seen(c) => {
+                    upsert.execute(params![
+                        c.namespace,
+                        c.kind,
+                        c.name,
+                        c.hash,
+                        ts_to_db(c.first_seen)
+                    ])?;
+                }
+                ContentChange::Gone {
+                    namespace,
+                    kind,
+                    name,
+                } => {
+                    delete.execute(params![namespace, kind, name])?;
+                }
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}

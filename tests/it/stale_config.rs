@@ -1,0 +1,243 @@
+//! Pods running on stale config, end to end: five Deployments in the simulator, reading one
+//! Secret through env, envFrom, a subPath mount, a whole-volume mount, and not at all. The
+//! Secret changes after their pods started: exactly the first three become `stale_config`
+//! (the volume one only until the configured kubelet sync period ends), with the metric and
+//! a `StaleConfigConsumer` Event and no Secret value anywhere; `kubectl rollout restart`
+//! (the real kubectl) resolves them.
+
+use crate::scaffold::*;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(60);
+/// `[stale_config] kubelet_sync_seconds` in this test.
+const SYNC_SECONDS: u64 = 4;
+const OLD: &str = "0ld-s3cr3t-value";
+const OLD_B64: &str = "MGxkLXMzY3IzdC12YWx1ZQ==";
+const NEW: &str = "n3w-s3cr3t-value";
+const NEW_B64: &str = "bjN3LXMzY3IzdC12YWx1ZQ==";
+
+/// Deployment `name` whose container reads Secret `creds` as `how` says.
+fn deployment(name: &str, how: &str) -> String {
+    let (reads, volumes) = match how {
+        "env" => ("        env:\n        - name: PASSWORD\n          valueFrom: {secretKeyRef: {name: creds, key: password}}\n", ""),
+        "envFrom" => ("        envFrom:\n        - secretRef: {name: creds}\n", ""),
+        "subPath" => (
+            "        volumeMounts:\n        - {name: creds, mountPath: /etc/password, subPath: password}\n",
+            "      volumes:\n      - name: creds\n        secret: {secretName: creds}\n",
+        ),
+        "volume" => (
+            "        volumeMounts:\n        - {name: creds, mountPath: /etc/creds}\n",
+            "      volumes:\n      - name: creds\n        secret: {secretName: creds}\n",
+        ),
+        _ => ("", ""),
+    };
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: cfg}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers:\n      - name: app\n        image: nginx:1.27\n{reads}{volumes}---\n"
+    )
+}
+
+const READERS: [(&str, &str); 5] = [
+    ("env", "env"),
+    ("envfrom", "envFrom"),
+    ("subpath", "subPath"),
+    ("volume", "volume"),
+    ("nothing", "none"),
+];
+
+fn app() -> String {
+    let mut yaml = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: cfg}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: creds, namespace: cfg}}\ntype: Opaque\ndata: {{password: {OLD_B64}}}\n---\n"
+    );
+    for (name, how) in READERS {
+        yaml.push_str(&deployment(name, how));
+    }
+    yaml
+}
+
+/// Every Deployment's entry (any class), by name.
+fn workloads(daemon: &Daemon) -> Vec<(String, Value)> {
+    let all = [daemon.drift(""), daemon.drift("?class=in_sync")];
+    READERS
+        .iter()
+        .filter_map(|(name, _)| {
+            all.iter()
+                .find_map(|d| find(d, "Deployment", name).cloned())
+                .map(|e| (name.to_string(), e))
+        })
+        .collect()
+}
+
+fn class_of(entries: &[(String, Value)], name: &str) -> String {
+    entries
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, e)| e["class"].as_str().unwrap().to_string())
+        .unwrap_or_default()
+}
+
+/// The newest `status.startTime` of the running pods in `cfg`, once every Deployment has one.
+fn pods_started(sim: &Sim) -> Option<jiff::Timestamp> {
+    let pods = sim.kubectl_json(&["-n", "cfg", "get", "pods"]);
+    let items = pods["items"].as_array()?;
+    let running: Vec<jiff::Timestamp> = items
+        .iter()
+        .filter(|p| p["status"]["phase"] == "Running")
+        .filter_map(|p| p["status"]["startTime"].as_str()?.parse().ok())
+        .collect();
+    (running.len() == READERS.len()).then(|| running.into_iter().max().unwrap())
+}
+
+#[test]
+fn a_changed_secret_makes_exactly_its_stale_readers_stale_config_until_a_rollout() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path());
+    let app_file = dir.path().join("app.yaml");
+    std::fs::write(&app_file, app()).unwrap();
+    commit(&dir.path().join("driftd.db"), "cfg", &app_file);
+    sim.kubectl(&["apply", "-f", app_file.to_str().unwrap()]);
+    let config = write_config(
+        dir.path(),
+        &format!("[stale_config]\nkubelet_sync_seconds = {SYNC_SECONDS}\n"),
+    );
+    let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
+    daemon.wait_ready();
+
+    // Every pod runs and every workload is in sync; then a second boundary passes (startTime
+    // counts whole seconds), so the change is surely later than every start.
+    let started = wait_for("a running pod per Deployment", T, || pods_started(&sim));
+    wait_for("every Deployment in sync", T, || {
+        let w = workloads(&daemon);
+        (w.len() == READERS.len() && w.iter().all(|(_, e)| e["class"] == "in_sync")).then_some(())
+    });
+    wait_for("a second after the last pod started", T, || {
+        (jiff::Timestamp::now().as_second() > started.as_second()).then_some(())
+    });
+
+    sim.merge_patch(
+        "cfg",
+        &["secret", "creds"],
+        &json!({"data": {"password": NEW_B64}}),
+    );
+    let changed = jiff::Timestamp::now();
+
+    // The three that never update are stale at once; the volume one until the sync period
+    // ends, then in sync; the one reading nothing never.
+    let mut volume_seen_stale = false;
+    let entries = wait_for("env, envFrom and subPath stale; volume synced", T, || {
+        let w = workloads(&daemon);
+        volume_seen_stale |= class_of(&w, "volume") == "stale_config";
+        let stale: Vec<bool> = ["env", "envfrom", "subpath"]
+            .iter()
+            .map(|n| class_of(&w, n) == "stale_config")
+            .collect();
+        (stale.iter().all(|s| *s)
+            && class_of(&w, "volume") == "in_sync"
+            && class_of(&w, "nothing") == "in_sync")
+            .then_some(w)
+    });
+    assert!(
+        volume_seen_stale,
+        "the volume reader is stale within the {SYNC_SECONDS}s sync period"
+    );
+    assert!(
+        jiff::Timestamp::now().as_second() - changed.as_second() >= SYNC_SECONDS as i64 - 1,
+        "the volume reader was in sync again before its sync period ended"
+    );
+    for (name, how) in [
+        ("env", "env"),
+        ("envfrom", "envFrom"),
+        ("subpath", "subPath"),
+    ] {
+        let (_, entry) = entries.iter().find(|(n, _)| n == name).unwrap();
+        let note = &entry["stale_config"];
+        assert_eq!(
+            note["fix"],
+            format!("kubectl rollout restart deployment/{name} -n cfg"),
+            "{entry}"
+        );
+        let configs = note["configs"].as_array().unwrap();
+        assert_eq!(configs.len(), 1, "{entry}");
+        assert_eq!(configs[0]["config"], "Secret/creds");
+        let pods = configs[0]["pods"].as_array().unwrap();
+        assert_eq!(pods.len(), 1, "{entry}");
+        assert!(
+            pods[0]["name"].as_str().unwrap().starts_with(name),
+            "{entry}"
+        );
+        assert_eq!(pods[0]["reads"], json!([how]), "{entry}");
+    }
+
+    // The metric, per workload and config.
+    let series = |workload: &str| {
+        format!(
+            r#"driftd_stale_config_pods{{config="Secret/creds",namespace="cfg",workload="{workload}"}}"#
+        )
+    };
+    let metrics = wait_for("the stale_config metric", T, || {
+        let (_, m) = daemon.get("/metrics");
+        (sample(&m, &series("env")) == Some(1.0)).then_some(m)
+    });
+    for name in ["envfrom", "subpath"] {
+        assert_eq!(sample(&metrics, &series(name)), Some(1.0), "{metrics}");
+    }
+    for name in ["volume", "nothing"] {
+        assert_eq!(sample(&metrics, &series(name)), None, "{metrics}");
+    }
+
+    // A StaleConfigConsumer Event on each stale Deployment.
+    let events = wait_for("StaleConfigConsumer Events", T, || {
+        let events = sim.events("cfg", "StaleConfigConsumer");
+        ["env", "envfrom", "subpath"]
+            .iter()
+            .all(|n| {
+                events
+                    .iter()
+                    .any(|e| e["regarding"]["name"] == *n && e["regarding"]["kind"] == "Deployment")
+            })
+            .then_some(events)
+    });
+    let env_event = events
+        .iter()
+        .find(|e| e["regarding"]["name"] == "env")
+        .unwrap();
+    let note = env_event["note"].as_str().unwrap();
+    assert!(note.contains("Secret/creds"), "{note}");
+    assert!(
+        note.contains("kubectl rollout restart deployment/env -n cfg"),
+        "{note}"
+    );
+
+    // No Secret value, old or new, in any output.
+    let outputs = format!(
+        "{} {} {} {}",
+        daemon.get("/drift").1,
+        daemon.get("/drift?class=stale_config").1,
+        daemon.get("/metrics").1,
+        Value::Array(events)
+    );
+    for value in [OLD, OLD_B64, NEW, NEW_B64] {
+        assert!(!outputs.contains(value), "{value} leaked");
+    }
+
+    // The fix, with the real kubectl: new pods, started after the change, read the new
+    // content; the old ones are gone.
+    sim.kubectl(&[
+        "-n",
+        "cfg",
+        "rollout",
+        "restart",
+        "deployment/env",
+        "deployment/envfrom",
+        "deployment/subpath",
+    ]);
+    wait_for("every Deployment in sync after the rollout", T, || {
+        let w = workloads(&daemon);
+        (w.len() == READERS.len()
+            && w.iter()
+                .all(|(_, e)| e["class"] == "in_sync" && e.get("stale_config").is_none()))
+        .then_some(())
+    });
+    let (_, metrics) = daemon.get("/metrics");
+    assert!(!metrics.contains("driftd_stale_config_pods{"), "{metrics}");
+}
