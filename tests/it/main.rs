@@ -32,6 +32,7 @@ mod pulumi;
 mod real_manifests;
 mod real_manifests_sim;
 mod serve_config;
+mod shards;
 mod sim_cli;
 mod store_at_rest;
 mod store_concurrency;

@@ -9,7 +9,9 @@ use driftd_k8s::TypeKey;
 use serde::Deserialize;
 
 mod dry_run;
+mod shard;
 pub use dry_run::{Compare, DryRunConfig, SourceConfig};
+pub use shard::ShardConfig;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -61,6 +63,7 @@ pub struct Config {
     pub sources: Vec<SourceConfig>,
     /// `[dry_run]`: server-side dry runs of `compare = "dry-run"` sources.
     pub dry_run: DryRunConfig,
+    pub shard: ShardConfig,
 }
 
 /// `[unmanaged]`: opt-in coverage. Live objects of these kinds in these namespaces that no
@@ -431,6 +434,10 @@ fn some_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Durati
     duration(d).map(Some)
 }
 
+/// The Lease an unsharded instance elects on; a shard's is `driftd-<shard.name>` unless
+/// `leader_election.lease_name` says otherwise.
+const DEFAULT_LEASE: &str = "driftd";
+
 /// client-go's `JitterFactor`, kept as the margin between renew deadline and retry period.
 const RETRY_JITTER: f64 = 1.2;
 
@@ -456,6 +463,7 @@ impl Default for Config {
             controller_managers: driftd_core::diff::ClusterFacts::default().controller_managers,
             sources: Vec::new(),
             dry_run: DryRunConfig::default(),
+            shard: ShardConfig::default(),
         }
     }
 }
@@ -501,7 +509,7 @@ impl Default for LeaderElectionConfig {
     fn default() -> Self {
         LeaderElectionConfig {
             enabled: true,
-            lease_name: "driftd".into(),
+            lease_name: DEFAULT_LEASE.into(),
             lease_duration_seconds: 15,
             renew_deadline_seconds: 10.0,
             retry_period_seconds: 2.0,
@@ -546,6 +554,8 @@ const ENV_KEYS: &[&str] = &[
     "dry_run.max_per_second",
     "helm.enabled",
     "helm.stale_after",
+    "shard.name",
+    "shard.sources",
 ];
 
 /// Environment variable that sets `key`. `database` is `DRIFTD_DB`, the name `driftd commit`,
@@ -590,8 +600,8 @@ impl Config {
                 set_path(&mut table, key, env_value(&raw));
             }
         }
-        let config: Config =
-            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let mut config: Config = serde_path_to_error::deserialize(toml::Value::Table(table))
+            .map_err(|e| {
                 let key = e.path().to_string();
                 let key_var = env_var_for(&key);
                 let origin = if env(&key_var).is_some() {
@@ -606,6 +616,9 @@ impl Config {
                 }
             })?;
         config.validate(&origin)?;
+        if !config.shard.name.is_empty() && config.leader_election.lease_name == DEFAULT_LEASE {
+            config.leader_election.lease_name = format!("{DEFAULT_LEASE}-{}", config.shard.name);
+        }
         Ok(config)
     }
 
@@ -672,6 +685,9 @@ impl Config {
         }
         if let Err((key, reason)) = self.dry_run.check() {
             return Err(bad(key, &reason));
+        }
+        if let Err((key, reason)) = self.shard.check() {
+            return Err(bad(&key, &reason));
         }
         if let Err((key, reason)) = dry_run::check_sources(&self.sources) {
             return Err(bad(&key, &reason));

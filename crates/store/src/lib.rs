@@ -20,6 +20,7 @@ mod intents;
 mod revisions;
 mod rewrite;
 mod schema;
+mod scope;
 pub mod secrets;
 
 use driftd_core::manifest::ManifestObject;
@@ -41,6 +42,7 @@ pub use intents::{
 };
 pub use revisions::{canonical_json, validate_source_name};
 pub use rewrite::RekeyReport;
+pub use scope::SourceScope;
 pub use secrets::{Key, SecretKeys};
 
 /// Store failures; each names what the user can do about it. Each says SQLite's message
@@ -199,6 +201,8 @@ pub struct Store {
     keys: SecretKeys,
     /// The file, for messages and permission checks; `None` in memory.
     path: Option<PathBuf>,
+    /// The sources what the engine loads comes from (a shard's); see [`Store::scoped`].
+    scope: SourceScope,
 }
 
 impl Store {
@@ -278,7 +282,21 @@ impl Store {
             clock: Box::new(Timestamp::now),
             keys,
             path,
+            scope: SourceScope::all(),
         })
+    }
+
+    /// This handle reads only the sources of `scope`: the desired state, the source list and
+    /// the intents a sharded `driftd serve` engine loads. Writes and other reads are not
+    /// scoped (importers skip foreign sources themselves, the CLI sees everything).
+    pub fn scoped(mut self, scope: SourceScope) -> Store {
+        self.scope = scope;
+        self
+    }
+
+    /// The sources this handle was scoped to: importers writing through it skip the others.
+    pub fn scope(&self) -> &SourceScope {
+        &self.scope
     }
 
     /// The database's files (main, `-wal`, `-shm`) that its group or others can access:
@@ -531,14 +549,22 @@ impl Store {
         source: Option<&str>,
         include_ended: bool,
     ) -> Result<Vec<IntentInfo>, StoreError> {
-        intents::list(&self.conn, source, include_ended, self.now())
+        let mut list = intents::list(&self.conn, source, include_ended, self.now())?;
+        if !self.scope.is_all() {
+            list.retain(|i| self.scope.contains(&i.source));
+        }
+        Ok(list)
     }
 
     /// Every open intent (pending, expired, failed, interrupted) with its objects, oldest
     /// first, read as one snapshot: what live objects may equal instead of the committed
     /// desired state, and the locks that may be stale.
     pub fn open_intents(&self) -> Result<Vec<OpenIntent>, StoreError> {
-        intents::open_intents(&self.conn, self.now())
+        let mut open = intents::open_intents(&self.conn, self.now())?;
+        if !self.scope.is_all() {
+            open.retain(|i| self.scope.contains(&i.intent.source));
+        }
+        Ok(open)
     }
 
     /// Revisions and intent transitions of one source, newest first.
@@ -548,7 +574,11 @@ impl Store {
 
     /// Every source with its newest revision, by name.
     pub fn sources(&self) -> Result<Vec<SourceSummary>, StoreError> {
-        revisions::sources(&self.conn)
+        let mut sources = revisions::sources(&self.conn)?;
+        if !self.scope.is_all() {
+            sources.retain(|s| self.scope.contains(&s.name));
+        }
+        Ok(sources)
     }
 
     /// Revisions of one source, newest first (empty if the source is unknown).
@@ -568,7 +598,12 @@ impl Store {
 
     /// The newest revision of every source with its objects, read as one consistent snapshot.
     pub fn desired_state(&self) -> Result<DesiredState, StoreError> {
-        revisions::desired_state(&self.conn)
+        let mut state = revisions::desired_state(&self.conn)?;
+        if !self.scope.is_all() {
+            state.revisions.retain(|r| self.scope.contains(&r.source));
+            state.objects.retain(|o| self.scope.contains(&o.source));
+        }
+        Ok(state)
     }
 
     /// Changes whenever another connection commits (`PRAGMA data_version`): cheap to poll.
