@@ -30,7 +30,7 @@ fn manifest(image: &str) -> String {
 }
 
 /// What `helm install` applies of it: the objects, not the test hook.
-fn applied_objects(image: &str) -> String {
+pub(crate) fn applied_objects(image: &str) -> String {
     let text = manifest(image);
     text[..text.find("# Source: web/templates/tests/").unwrap()].to_string()
 }
@@ -39,7 +39,12 @@ fn applied_objects(image: &str) -> String {
 /// (`pkg/storage/driver/secrets.go` `newSecretsObject`: name, labels, type; the payload is
 /// `util.go` `encodeRelease`: the `pkg/release` JSON, gzip at best compression, base64;
 /// `data` base64-encodes that text once more on the wire, as for any Secret).
-fn release_secret(version: i64, status: &str, last_deployed: &str, image: &str) -> Value {
+pub(crate) fn release_secret(
+    version: i64,
+    status: &str,
+    last_deployed: &str,
+    image: &str,
+) -> Value {
     let release = json!({
         "name": "web",
         "info": {"first_deployed": "2026-11-30T09:00:00Z", "last_deployed": last_deployed,
@@ -76,7 +81,7 @@ fn release_secret(version: i64, status: &str, last_deployed: &str, image: &str) 
 }
 
 /// Writes a release Secret (create or replace, as Helm's `Create`/`Update` do).
-fn record(sim: &Sim, secret: &Value) {
+pub(crate) fn record(sim: &Sim, secret: &Value) {
     let out = sim.kubectl_output(&["apply", "-f", "-"], Some(&secret.to_string()));
     assert!(
         out.status.success(),
@@ -85,7 +90,7 @@ fn record(sim: &Sim, secret: &Value) {
     );
 }
 
-fn apply(sim: &Sim, yaml: &str) {
+pub(crate) fn apply(sim: &Sim, yaml: &str) {
     let out = sim.kubectl_output(&["apply", "-n", "shop", "-f", "-"], Some(yaml));
     assert!(
         out.status.success(),

@@ -34,6 +34,7 @@ mod real_manifests;
 mod real_manifests_sim;
 mod remediation;
 mod serve_config;
+mod shards;
 mod sim_cli;
 mod stale_config;
 mod store_at_rest;

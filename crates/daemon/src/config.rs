@@ -14,6 +14,8 @@ pub use dry_run::{Compare, DryRunConfig, SourceConfig};
 pub use remediation::{Remediation, RemediationConfig};
 mod stale_config;
 pub use stale_config::StaleConfigConfig;
+mod shard;
+pub use shard::ShardConfig;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -69,6 +71,8 @@ pub struct Config {
     pub remediation: RemediationConfig,
     /// `[stale_config]`: pods older than the Secrets/ConfigMaps they read.
     pub stale_config: StaleConfigConfig,
+    /// `[shard]`: which sources this instance owns when several share them.
+    pub shard: ShardConfig,
 }
 
 /// `[unmanaged]`: opt-in coverage. Live objects of these kinds in these namespaces that no
@@ -439,6 +443,10 @@ fn some_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Durati
     duration(d).map(Some)
 }
 
+/// The Lease an unsharded instance elects on; a shard's is `driftd-<shard.name>` unless
+/// `leader_election.lease_name` says otherwise.
+const DEFAULT_LEASE: &str = "driftd";
+
 /// client-go's `JitterFactor`, kept as the margin between renew deadline and retry period.
 const RETRY_JITTER: f64 = 1.2;
 
@@ -466,6 +474,7 @@ impl Default for Config {
             dry_run: DryRunConfig::default(),
             remediation: RemediationConfig::default(),
             stale_config: StaleConfigConfig::default(),
+            shard: ShardConfig::default(),
         }
     }
 }
@@ -511,7 +520,7 @@ impl Default for LeaderElectionConfig {
     fn default() -> Self {
         LeaderElectionConfig {
             enabled: true,
-            lease_name: "driftd".into(),
+            lease_name: DEFAULT_LEASE.into(),
             lease_duration_seconds: 15,
             renew_deadline_seconds: 10.0,
             retry_period_seconds: 2.0,
@@ -558,6 +567,8 @@ const ENV_KEYS: &[&str] = &[
     "helm.stale_after",
     "stale_config.enabled",
     "stale_config.kubelet_sync_seconds",
+    "shard.name",
+    "shard.sources",
 ];
 
 /// Environment variable that sets `key`. `database` is `DRIFTD_DB`, the name `driftd commit`,
@@ -602,8 +613,8 @@ impl Config {
                 set_path(&mut table, key, env_value(&raw));
             }
         }
-        let config: Config =
-            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let mut config: Config = serde_path_to_error::deserialize(toml::Value::Table(table))
+            .map_err(|e| {
                 let key = e.path().to_string();
                 let key_var = env_var_for(&key);
                 let origin = if env(&key_var).is_some() {
@@ -618,6 +629,9 @@ impl Config {
                 }
             })?;
         config.validate(&origin)?;
+        if !config.shard.name.is_empty() && config.leader_election.lease_name == DEFAULT_LEASE {
+            config.leader_election.lease_name = format!("{DEFAULT_LEASE}-{}", config.shard.name);
+        }
         Ok(config)
     }
 
@@ -687,6 +701,9 @@ impl Config {
         }
         if let Err((key, reason)) = self.remediation.check() {
             return Err(bad(key, &reason));
+        }
+        if let Err((key, reason)) = self.shard.check() {
+            return Err(bad(&key, &reason));
         }
         if let Err((key, reason)) = dry_run::check_sources(&self.sources) {
             return Err(bad(&key, &reason));

@@ -147,6 +147,8 @@ impl Importer {
                 releases.extend(release_of(secret));
             }
         }
+        // Another shard's releases are that shard's to import.
+        releases.retain(|(ns, name)| self.store.scope().contains(&helm::source_name(ns, name)));
         for release in releases {
             self.sync(objects, &release);
         }

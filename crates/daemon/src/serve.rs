@@ -92,7 +92,20 @@ pub async fn run(
     let client = kube::Client::try_from(kube_config.clone())?;
     let watches = watch_client(kube_config)?;
     let keys = config.secrets.load_keys().map_err(ServeError::Database)?;
-    let store = Store::open_with_keys(&config.database, keys).map_err(ServeError::Database)?;
+    // A shard loads, imports and judges only its own sources (README "Scaling").
+    let scope = config.shard.scope();
+    if !scope.is_all() {
+        tracing::info!(
+            shard = %config.shard.name,
+            sources = ?scope.patterns(),
+            "shard {}: owning the sources matching {:?}",
+            config.shard.name,
+            scope.patterns()
+        );
+    }
+    let store = Store::open_with_keys(&config.database, keys)
+        .map_err(ServeError::Database)?
+        .scoped(scope.clone());
     let index = Arc::new(RwLock::new(DriftIndex::new(
         config.metrics.max_object_series,
     )));
@@ -121,7 +134,8 @@ pub async fn run(
         &config.database,
         config.secrets.load_keys().map_err(ServeError::Database)?,
     )
-    .map_err(ServeError::Database)?;
+    .map_err(ServeError::Database)?
+    .scoped(scope.clone());
     // Helm releases are imported the same way, through a connection of their own.
     let helm_store = match config.helm.enabled {
         true => Some(
@@ -129,11 +143,13 @@ pub async fn run(
                 &config.database,
                 config.secrets.load_keys().map_err(ServeError::Database)?,
             )
-            .map_err(ServeError::Database)?,
+            .map_err(ServeError::Database)?
+            .scoped(scope.clone()),
         ),
         false => None,
     };
     let metrics = Arc::new(Metrics::new(index.clone(), leadership.clone()));
+    metrics.register_shard(&config.shard.name);
     report_insecure_database(&store, &metrics);
     let listen_error = |source| ServeError::Listen {
         addr: config.listen,

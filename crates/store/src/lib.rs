@@ -23,6 +23,7 @@ mod remediations;
 mod revisions;
 mod rewrite;
 mod schema;
+mod scope;
 pub mod secrets;
 
 use driftd_core::manifest::ManifestObject;
@@ -46,6 +47,7 @@ pub use intents::{
 pub use remediations::{RemediationEvent, RemediationOutcome};
 pub use revisions::{canonical_json, validate_source_name};
 pub use rewrite::RekeyReport;
+pub use scope::SourceScope;
 pub use secrets::{Key, SecretKeys};
 
 /// Store failures; each names what the user can do about it. Each says SQLite's message
@@ -204,6 +206,8 @@ pub struct Store {
     keys: SecretKeys,
     /// The file, for messages and permission checks; `None` in memory.
     path: Option<PathBuf>,
+    /// The sources what the engine loads comes from (a shard's); see [`Store::scoped`].
+    scope: SourceScope,
 }
 
 impl Store {
@@ -283,7 +287,21 @@ impl Store {
             clock: Box::new(Timestamp::now),
             keys,
             path,
+            scope: SourceScope::all(),
         })
+    }
+
+    /// This handle reads only the sources of `scope`: the desired state, the source list and
+    /// the intents a sharded `driftd serve` engine loads. Writes and other reads are not
+    /// scoped (importers skip foreign sources themselves, the CLI sees everything).
+    pub fn scoped(mut self, scope: SourceScope) -> Store {
+        self.scope = scope;
+        self
+    }
+
+    /// The sources this handle was scoped to: importers writing through it skip the others.
+    pub fn scope(&self) -> &SourceScope {
+        &self.scope
     }
 
     /// The database's files (main, `-wal`, `-shm`) that its group or others can access:
@@ -536,14 +554,22 @@ impl Store {
         source: Option<&str>,
         include_ended: bool,
     ) -> Result<Vec<IntentInfo>, StoreError> {
-        intents::list(&self.conn, source, include_ended, self.now())
+        let mut list = intents::list(&self.conn, source, include_ended, self.now())?;
+        if !self.scope.is_all() {
+            list.retain(|i| self.scope.contains(&i.source));
+        }
+        Ok(list)
     }
 
     /// Every open intent (pending, expired, failed, interrupted) with its objects, oldest
     /// first, read as one snapshot: what live objects may equal instead of the committed
     /// desired state, and the locks that may be stale.
     pub fn open_intents(&self) -> Result<Vec<OpenIntent>, StoreError> {
-        intents::open_intents(&self.conn, self.now())
+        let mut open = intents::open_intents(&self.conn, self.now())?;
+        if !self.scope.is_all() {
+            open.retain(|i| self.scope.contains(&i.intent.source));
+        }
+        Ok(open)
     }
 
     /// Records one remediation; the source's history lists it.
@@ -558,7 +584,11 @@ impl Store {
 
     /// Every source with its newest revision, by name.
     pub fn sources(&self) -> Result<Vec<SourceSummary>, StoreError> {
-        revisions::sources(&self.conn)
+        let mut sources = revisions::sources(&self.conn)?;
+        if !self.scope.is_all() {
+            sources.retain(|s| self.scope.contains(&s.name));
+        }
+        Ok(sources)
     }
 
     /// Revisions of one source, newest first (empty if the source is unknown).
@@ -587,7 +617,12 @@ impl Store {
 
     /// The newest revision of every source with its objects, read as one consistent snapshot.
     pub fn desired_state(&self) -> Result<DesiredState, StoreError> {
-        revisions::desired_state(&self.conn)
+        let mut state = revisions::desired_state(&self.conn)?;
+        if !self.scope.is_all() {
+            state.revisions.retain(|r| self.scope.contains(&r.source));
+            state.objects.retain(|o| self.scope.contains(&o.source));
+        }
+        Ok(state)
     }
 
     /// Changes whenever another connection commits (`PRAGMA data_version`): cheap to poll.

@@ -466,3 +466,28 @@ fn a_version_5_database_gains_config_contents_and_keeps_its_revisions() {
         ]
     );
 }
+
+#[test]
+fn a_scoped_handle_loads_only_its_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let mut store = Store::open(&path).unwrap();
+    created(commit(&mut store, "team-a/app", &cm("one", "1")).unwrap());
+    created(commit(&mut store, "team-b/app", &cm("two", "2")).unwrap());
+    let scope = SourceScope::new(&["team-a/*".to_string()]).unwrap();
+    let scoped = Store::open(&path).unwrap().scoped(scope);
+    let state = scoped.desired_state().unwrap();
+    let names: Vec<&str> = state.objects.iter().map(|o| o.key.name.as_str()).collect();
+    assert_eq!(names, ["one"]);
+    let revisions: Vec<&str> = state.revisions.iter().map(|r| r.source.as_str()).collect();
+    assert_eq!(revisions, ["team-a/app"]);
+    let sources: Vec<String> = scoped
+        .sources()
+        .unwrap()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(sources, ["team-a/app"]);
+    // The unscoped view (the CLI's) still has both.
+    assert_eq!(store.sources().unwrap().len(), 2);
+}

@@ -90,6 +90,12 @@ fn is(secret: &Secret, type_: &str) -> bool {
 }
 
 impl Importer {
+    /// Whether the record's source is this shard's (records without one are not sources'
+    /// and are judged by their own rules).
+    fn owns(&self, secret: &Secret) -> bool {
+        annotation(secret, ANN_SOURCE).is_none_or(|source| self.store.scope().contains(source))
+    }
+
     fn warn_once(&mut self, message: String) {
         if self.warned.insert(message.clone()) {
             tracing::warn!("{message}");
@@ -116,6 +122,10 @@ impl Importer {
         let mut unreadable = Vec::new();
         for (name, secret) in log.iter() {
             let Some(id) = number(secret) else { continue };
+            // Another shard's source: left in the log for the shard that owns it.
+            if !self.owns(secret) {
+                continue;
+            }
             if is(secret, TYPE_REVISION) {
                 if !self.imported.revisions.contains(&id) {
                     steps.push((id, Step::Revision(name.clone())));

@@ -270,3 +270,53 @@ fn stale_config_is_on_with_a_90_second_kubelet_sync_by_default() {
     let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
     assert_eq!(err.key, "stale_config.kubelet_sync_seconds");
 }
+
+#[test]
+fn a_shard_owns_its_patterns_and_elects_on_its_own_lease() {
+    let unsharded = Config::default();
+    assert!(unsharded.shard.scope().is_all());
+    assert_eq!(unsharded.leader_election.lease_name, "driftd");
+
+    let f = file("[shard]\nname = \"a\"\nsources = [\"team-a/*\", \"helm:team-a/*\"]\n");
+    let c = Config::load_with_env(Some(f.path()), |_| None).unwrap();
+    let scope = c.shard.scope();
+    assert!(scope.contains("team-a/web") && scope.contains("helm:team-a/api"));
+    assert!(!scope.contains("team-b/web") && !scope.contains("shop"));
+    assert_eq!(c.leader_election.lease_name, "driftd-a");
+
+    // An explicit Lease name stands; the environment can name the shard.
+    let f = file("[leader_election]\nlease_name = \"shard-lease\"\n");
+    let c = Config::load_with_env(Some(f.path()), |k| match k {
+        "DRIFTD_SHARD_NAME" => Some("b".into()),
+        "DRIFTD_SHARD_SOURCES" => Some("[\"team-b/*\"]".into()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(c.leader_election.lease_name, "shard-lease");
+    assert!(c.shard.scope().contains("team-b/x") && !c.shard.scope().contains("team-a/x"));
+}
+
+#[test]
+fn bad_shard_settings_name_their_key() {
+    for (text, key, says) in [
+        (
+            "[shard]\nname = \"Team_A\"\n",
+            "shard.name",
+            "not a shard name",
+        ),
+        (
+            "[shard]\nsources = [\"a/*\"]\n",
+            "shard.name",
+            "must be set",
+        ),
+        (
+            "[shard]\nname = \"a\"\nsources = [\"a/*\", \"\"]\n",
+            "shard.sources[1]",
+            "matches no source",
+        ),
+    ] {
+        let err = Config::load_with_env(Some(file(text).path()), |_| None).unwrap_err();
+        assert_eq!(err.key, key, "{text}: {err}");
+        assert!(err.reason.contains(says), "{text}: {err}");
+    }
+}

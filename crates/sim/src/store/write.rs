@@ -71,6 +71,14 @@ pub struct ApplyPlan {
 
 /// The outcome of a write: the object in storage form and, unless nothing was stored
 /// (dry run), the stored version whose bytes a response can share.
+/// What the write path makes of an update.
+pub(super) enum Update {
+    /// Nothing to store: the response is the stored object.
+    Unchanged(Written),
+    /// The object to store (or, for a dry run, to answer).
+    Changed(Value),
+}
+
 pub struct Written {
     pub object: Value,
     pub stored: Option<Arc<Stored>>,
@@ -341,12 +349,58 @@ impl Store {
         f: impl FnOnce(&Value) -> Result<Value, ApiError>,
     ) -> Result<Written, ApiError> {
         let key = object_key(info, ns, name);
-        let ns_key = key.0.as_str();
         let mut g = self.lock();
         let old_stored = g
             .get(info, ns, name)
             .cloned()
             .ok_or_else(|| ApiError::not_found(gr(info), name))?;
+        let new = match Self::update_of(&mut g, info, &key, name, subresource, ctx, &old_stored, f)?
+        {
+            Update::Unchanged(written) => return Ok(written),
+            Update::Changed(new) if ctx.dry_run => {
+                return Ok(Written {
+                    object: new,
+                    stored: None,
+                })
+            }
+            Update::Changed(new) => new,
+        };
+        // The last finalizer removed from a terminating object completes its deletion.
+        let finalized = new.pointer("/metadata/deletionTimestamp").is_some()
+            && new
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_none_or(|f| f.is_empty());
+        let written = if finalized {
+            g.commit(info, key.clone(), Some(new), "MODIFIED", ctx.internal);
+            let gone = g.commit(info, key, None, "DELETED", ctx.internal);
+            g.cascade(info, &gone.1);
+            Written::stored(gone)
+        } else {
+            Written::stored(g.commit(info, key, Some(new), "MODIFIED", ctx.internal))
+        };
+        if info.kind == "CustomResourceDefinition" && !info.custom {
+            g.refresh_crds();
+        }
+        Ok(written)
+    }
+
+    /// What an update of `old_stored` by `f` stores, through the whole write path
+    /// (request form, preconditions, validation, defaults, webhooks, generation,
+    /// managedFields), without storing it: the bulk edit prepares modifications with it
+    /// ahead of delivering them.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn update_of(
+        g: &mut Inner,
+        info: &ResourceType,
+        key: &Key,
+        name: &str,
+        subresource: Option<&str>,
+        ctx: &WriteCtx,
+        old_stored: &Arc<Stored>,
+        f: impl FnOnce(&Value) -> Result<Value, ApiError>,
+    ) -> Result<Update, ApiError> {
+        let ns_key = key.0.as_str();
         let old = old_stored.value();
         let old_out = if old_stored.serves_as(info) {
             old.clone()
@@ -361,7 +415,7 @@ impl Store {
         // What the caller handed back untouched cannot change anything: the rest of the
         // path (defaults, managedFields) would find a no-op. Controllers rely on this.
         if new == old_out && !ctx.dry_run {
-            return Ok(unchanged());
+            return Ok(Update::Unchanged(unchanged()));
         }
         let mut new = request_form(info, new)?;
         match meta_str(&new, "name") {
@@ -480,31 +534,11 @@ impl Store {
             },
         );
         if ctx.dry_run {
-            return Ok(Written {
-                object: new,
-                stored: None,
-            });
+            return Ok(Update::Changed(new));
         }
         if same_but_bookkeeping(&new, &old) {
-            return Ok(unchanged());
+            return Ok(Update::Unchanged(unchanged()));
         }
-        // The last finalizer removed from a terminating object completes its deletion.
-        let finalized = new.pointer("/metadata/deletionTimestamp").is_some()
-            && new
-                .pointer("/metadata/finalizers")
-                .and_then(Value::as_array)
-                .is_none_or(|f| f.is_empty());
-        let written = if finalized {
-            g.commit(info, key.clone(), Some(new), "MODIFIED", ctx.internal);
-            let gone = g.commit(info, key, None, "DELETED", ctx.internal);
-            g.cascade(info, &gone.1);
-            Written::stored(gone)
-        } else {
-            Written::stored(g.commit(info, key, Some(new), "MODIFIED", ctx.internal))
-        };
-        if info.kind == "CustomResourceDefinition" && !info.custom {
-            g.refresh_crds();
-        }
-        Ok(written)
+        Ok(Update::Changed(new))
     }
 }

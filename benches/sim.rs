@@ -1,0 +1,291 @@
+//! The cluster simulator's own ceilings (issue #11, "The simulator must keep up"): a
+//! benchmark of driftd must measure driftd, so the simulator has to load, take writes and
+//! deliver watch events faster than driftd consumes them. Nothing of driftd runs here.
+//!
+//! Run with `cargo bench --bench sim` (default N = 10000), or
+//! `cargo bench --bench sim -- 10000 100000`. The simulator runs in process without
+//! controllers (`SimOptions::controllers = false`), as `driftd bench` runs it. For each N:
+//! - `load_s` and `objects/s`: the realistic mix (`driftd_sim::mix`) bulk-loaded with the
+//!   simulator's own defaulting (target: 100,000 in <= 60 s);
+//! - `heap_B/obj`: heap bytes the simulator holds per stored object afterwards (a counting
+//!   allocator: exact; target <= 5 KB);
+//! - `http_writes/s`: merge patches of ConfigMaps over HTTP/1.1 from 8 keep-alive
+//!   connections on loopback (target >= 5,000/s; the client shares the 2 cores);
+//! - `prepare_s`, `edit_writes/s` and `delivered/s`: the in-process bulk edit that `driftd
+//!   bench` uses (M modifications, `SIM_BENCH_EDITS`, default 100,000): the time to run them
+//!   through the write path beforehand, the rate at which it then stores them, and the rate
+//!   at which their watch events reach watch streams read by consumers that only count lines
+//!   (first edit stored to last event received). This is the simulator's
+//!   delivery capacity: `driftd bench`'s `events_per_s` is limited by driftd when it is
+//!   clearly below it.
+
+use driftd_sim::store::bulk::BulkEdit;
+use driftd_sim::{SimOptions, Simulator};
+use serde_json::{json, Value};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Counts the bytes currently allocated, so retained memory is measured exactly.
+struct Counting;
+
+static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+            ALLOCATED.fetch_add(new_size, Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// HTTP writers, each on its own keep-alive connection.
+const WRITERS: usize = 8;
+/// Writes over HTTP per N.
+const HTTP_WRITES: usize = 20_000;
+/// Modifications of the bulk edit per N (`SIM_BENCH_EDITS` overrides).
+const EDITS: usize = 100_000;
+/// Kinds the bulk edit modifies by default (`store/bulk.rs`), watched here.
+const WATCHED: &[&str] = &[
+    "/api/v1/configmaps",
+    "/api/v1/secrets",
+    "/api/v1/services",
+    "/apis/apps/v1/deployments",
+];
+
+struct Row {
+    n: usize,
+    load_s: f64,
+    objects_per_s: f64,
+    heap_per_object: f64,
+    http_writes_per_s: f64,
+    prepare_s: f64,
+    edit_writes_per_s: f64,
+    delivered: u64,
+    delivered_per_s: f64,
+}
+
+fn main() {
+    let counts: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let counts = if counts.is_empty() {
+        vec![10_000]
+    } else {
+        counts
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    println!(
+        "{:>8} {:>7} {:>10} {:>11} {:>14} {:>10} {:>14} {:>10} {:>12}",
+        "objects",
+        "load_s",
+        "objects/s",
+        "heap_B/obj",
+        "http_writes/s",
+        "prepare_s",
+        "edit_writes/s",
+        "delivered",
+        "delivered/s"
+    );
+    for n in counts {
+        let row = rt.block_on(run(n));
+        println!(
+            "{:>8} {:>7.2} {:>10.0} {:>11.0} {:>14.0} {:>10.2} {:>14.0} {:>10} {:>12.0}",
+            row.n,
+            row.load_s,
+            row.objects_per_s,
+            row.heap_per_object,
+            row.http_writes_per_s,
+            row.prepare_s,
+            row.edit_writes_per_s,
+            row.delivered,
+            row.delivered_per_s
+        );
+    }
+}
+
+async fn run(n: usize) -> Row {
+    let sim = Simulator::start_with(
+        "127.0.0.1:0".parse().unwrap(),
+        SimOptions {
+            controllers: false,
+            ..SimOptions::default()
+        },
+    )
+    .await
+    .expect("simulator starts");
+    let sim = Arc::new(sim);
+
+    // Load. The mix is deterministic: made once for the ConfigMaps' names, once to load,
+    // so the heap measured after the load is the store's alone.
+    let configmaps: Vec<(String, String)> = driftd_sim::mix::mix(n)
+        .1
+        .iter()
+        .filter(|o| o["kind"] == "ConfigMap")
+        .map(|o| {
+            let text = |p: &str| o.pointer(p).and_then(Value::as_str).unwrap().to_string();
+            (text("/metadata/namespace"), text("/metadata/name"))
+        })
+        .collect();
+    let heap_before = ALLOCATED.load(Ordering::Relaxed);
+    let (namespaces, objects) = driftd_sim::mix::mix(n);
+    let mut load: Vec<Value> = namespaces
+        .iter()
+        .map(|ns| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+        .collect();
+    load.extend(objects);
+    let loader = sim.clone();
+    let loaded = tokio::task::spawn_blocking(move || loader.bulk_load(load))
+        .await
+        .unwrap();
+    assert_eq!(loaded.failed, 0, "refused: {:?}", loaded.errors);
+    // The load's input is gone; what is left is the store (objects, indexes, history).
+    let heap_per_object = ALLOCATED
+        .load(Ordering::Relaxed)
+        .saturating_sub(heap_before) as f64
+        / n as f64;
+
+    // Writes over HTTP.
+    let http_writes_per_s = http_writes(&sim.url(), &configmaps).await;
+
+    // Delivery: consumers that only count the lines of watch streams from now on.
+    let rv = sim.store().current_rv();
+    let received = Arc::new(AtomicU64::new(0));
+    let last_at = Arc::new(std::sync::Mutex::new(Instant::now()));
+    let client = reqwest::Client::new();
+    for path in WATCHED {
+        let url = format!("{}{path}?watch=1&resourceVersion={rv}", sim.url());
+        let mut response = client.get(&url).send().await.expect("watch opens");
+        assert!(
+            response.status().is_success(),
+            "{url}: {}",
+            response.status()
+        );
+        let (received, last_at) = (received.clone(), last_at.clone());
+        tokio::spawn(async move {
+            while let Ok(Some(chunk)) = response.chunk().await {
+                let lines = chunk.iter().filter(|b| **b == b'\n').count() as u64;
+                if lines > 0 {
+                    received.fetch_add(lines, Ordering::Relaxed);
+                    *last_at.lock().unwrap() = Instant::now();
+                }
+            }
+        });
+    }
+    wait_until(Duration::from_secs(10), || {
+        sim.open_watches() >= WATCHED.len()
+    })
+    .await;
+    let edits = std::env::var("SIM_BENCH_EDITS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(EDITS);
+    let started = Instant::now();
+    let editor = sim.clone();
+    let edit = tokio::task::spawn_blocking(move || {
+        editor.bulk_edit(&BulkEdit {
+            count: edits,
+            kinds: vec![],
+            rate: None,
+        })
+    })
+    .await
+    .unwrap()
+    .expect("bulk edit");
+    let want = edit.edit.made as u64;
+    wait_until(Duration::from_secs(120), || {
+        received.load(Ordering::Relaxed) >= want
+    })
+    .await;
+    let delivered = received.load(Ordering::Relaxed);
+    // From the first modification stored: preparing them (the write path) comes first.
+    let last = *last_at.lock().unwrap();
+    let seconds = last.duration_since(started).as_secs_f64() - edit.edit.prepare_seconds;
+    Row {
+        n,
+        load_s: loaded.seconds,
+        objects_per_s: loaded.objects_per_second,
+        heap_per_object,
+        http_writes_per_s,
+        prepare_s: edit.edit.prepare_seconds,
+        edit_writes_per_s: edit.edit.writes_per_second,
+        delivered,
+        delivered_per_s: delivered as f64 / seconds.max(1e-9),
+    }
+}
+
+/// Merge patches of ConfigMaps from [`WRITERS`] keep-alive connections; writes per second.
+async fn http_writes(base: &str, configmaps: &[(String, String)]) -> f64 {
+    assert!(!configmaps.is_empty(), "the mix has ConfigMaps");
+    let targets = Arc::new(configmaps.to_vec());
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..WRITERS {
+        let (targets, next, base) = (targets.clone(), next.clone(), base.to_string());
+        tasks.push(tokio::spawn(async move {
+            let client = reqwest::Client::builder()
+                .pool_max_idle_per_host(1)
+                .build()
+                .unwrap();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= HTTP_WRITES {
+                    break;
+                }
+                let (ns, name) = &targets[i % targets.len()];
+                let url = format!("{base}/api/v1/namespaces/{ns}/configmaps/{name}");
+                let response = client
+                    .patch(&url)
+                    .header("content-type", "application/merge-patch+json")
+                    .body(json!({"data": {"bench-http": i.to_string()}}).to_string())
+                    .send()
+                    .await
+                    .expect("write");
+                assert!(
+                    response.status().is_success(),
+                    "{url}: {}",
+                    response.status()
+                );
+                response.bytes().await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    HTTP_WRITES as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out after {timeout:?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
