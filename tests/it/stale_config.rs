@@ -5,6 +5,7 @@
 //! a `StaleConfigConsumer` Event and no Secret value anywhere; `kubectl rollout restart`
 //! (the real kubectl) resolves them.
 
+use crate::plan::{keyed_config, run, text as text_of};
 use crate::scaffold::*;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -238,6 +239,134 @@ fn a_changed_secret_makes_exactly_its_stale_readers_stale_config_until_a_rollout
                 .all(|(_, e)| e["class"] == "in_sync" && e.get("stale_config").is_none()))
         .then_some(())
     });
+    let (_, metrics) = daemon.get("/metrics");
+    assert!(!metrics.contains("driftd_stale_config_pods{"), "{metrics}");
+}
+
+/// Namespace `cfg`, Secret `creds` holding `password_b64`, and Deployment `env` reading it
+/// through env, its pod template annotated with the Secret's `checksum` as charts do (so a
+/// new Secret rolls the pods out).
+fn chart(password_b64: &str, checksum: &str) -> String {
+    let reader = deployment("env", "env").replace(
+        "    metadata: {labels: {app: env}}\n",
+        &format!(
+            "    metadata:\n      labels: {{app: env}}\n      annotations: {{checksum/creds: \"{checksum}\"}}\n"
+        ),
+    );
+    assert!(reader.contains("checksum/creds"), "{reader}");
+    format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: cfg}}\n---\n{reader}apiVersion: v1\nkind: Secret\nmetadata: {{name: creds, namespace: cfg}}\ntype: Opaque\ndata: {{password: {password_b64}}}\n"
+    )
+}
+
+/// Running pods of Deployment `env` with their start times, once there is exactly one.
+fn env_pod(sim: &Sim) -> Option<(String, jiff::Timestamp)> {
+    let pods = sim.kubectl_json(&["-n", "cfg", "get", "pods", "-l", "app=env"]);
+    let running: Vec<(String, jiff::Timestamp)> = pods["items"]
+        .as_array()?
+        .iter()
+        .filter(|p| {
+            p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null()
+        })
+        .filter_map(|p| {
+            Some((
+                p["metadata"]["name"].as_str()?.to_string(),
+                p["status"]["startTime"].as_str()?.parse().ok()?,
+            ))
+        })
+        .collect();
+    (running.len() == 1).then(|| running[0].clone())
+}
+
+/// Issue 8's apply order end to end: a new revision changes the Secret and, as charts do,
+/// the checksum on the pod template of the Deployment reading it (the manifest lists the
+/// Deployment first). `driftd reconcile --apply` writes the Secret before the Deployment
+/// (plan order) and waits for the rollout, so the new pod starts after the new Secret: no
+/// `stale_config` is left, and the old pod is gone.
+#[test]
+fn reconcile_writes_a_secret_before_its_reader_whose_rollout_leaves_no_stale_pods() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("driftd.db");
+    let sim = Sim::start(dir.path());
+    // Secret values are restored from the store: it keeps them sealed under a key.
+    let config = keyed_config(dir.path(), "[stale_config]\nkubelet_sync_seconds = 4\n");
+    let commit = |version: &str, text: String| {
+        let file = dir.path().join(format!("{version}.yaml"));
+        std::fs::write(&file, text).unwrap();
+        let out = run(
+            &[
+                "commit",
+                "--db",
+                db.to_str().unwrap(),
+                "--source",
+                "cfg",
+                "-f",
+                file.to_str().unwrap(),
+            ],
+            None,
+            &config,
+        );
+        assert!(out.status.success(), "{:?}", text_of(&out));
+        file
+    };
+    let v1 = commit("v1", chart(OLD_B64, "1"));
+    sim.kubectl(&["apply", "-f", v1.to_str().unwrap()]);
+    let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
+    daemon.wait_ready();
+    let (old_pod, started) = wait_for("the reader's pod running", T, || env_pod(&sim));
+    wait_for("the reader in sync", T, || {
+        find(&daemon.drift("?class=in_sync"), "Deployment", "env").map(|_| ())
+    });
+    wait_for("a second after the pod started", T, || {
+        (jiff::Timestamp::now().as_second() > started.as_second()).then_some(())
+    });
+
+    commit("v2", chart(NEW_B64, "2"));
+    let out = run(
+        &[
+            "reconcile",
+            "--db",
+            db.to_str().unwrap(),
+            "--source",
+            "cfg",
+            "--apply",
+            // The objects were applied with kubectl before: driftd takes their fields over.
+            "--force-conflicts",
+            "--timeout",
+            "60",
+        ],
+        Some(&sim.kubeconfig),
+        &config,
+    );
+    let (stdout, stderr) = text_of(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let applied: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("applied "))
+        .collect();
+    let at = |kind: &str| applied.iter().position(|l| l.contains(kind));
+    assert!(
+        at("Secret").unwrap() < at("Deployment").unwrap(),
+        "the Secret is applied before its reader: {stdout}"
+    );
+    for value in [OLD, OLD_B64, NEW, NEW_B64] {
+        assert!(!stdout.contains(value), "{value} in reconcile's output");
+    }
+
+    // The rollout replaced the pod; the new one started with the new Secret in place.
+    let (new_pod, _) = wait_for("a new pod", T, || {
+        env_pod(&sim).filter(|(name, _)| *name != old_pod)
+    });
+    let entry = wait_for("the reader in sync, nothing stale", T, || {
+        find(&daemon.drift("?class=in_sync"), "Deployment", "env")
+            .filter(|e| e.get("stale_config").is_none())
+            .cloned()
+    });
+    assert_eq!(entry["revision"], 2, "{entry}");
+    assert!(
+        find(&daemon.drift("?class=stale_config"), "Deployment", "env").is_none(),
+        "{new_pod} is not stale"
+    );
     let (_, metrics) = daemon.get("/metrics");
     assert!(!metrics.contains("driftd_stale_config_pods{"), "{metrics}");
 }
