@@ -18,7 +18,7 @@ fn a_remediation_auto_source_is_put_back_by_the_leader_with_history_and_events()
     let config = keyed_config(
         dir.path(),
         "[[sources]]\nname = \"chart\"\nremediation = \"auto\"\n\
-         [remediation]\nretry_seconds = 2\ntimeout_seconds = 30\n",
+         [remediation]\nmax_per_minute = 600\nretry_seconds = 2\ntimeout_seconds = 30\n",
     );
     let db = dir.path().join("driftd.db");
     let sim = Sim::start(dir.path());
