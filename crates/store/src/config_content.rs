@@ -18,6 +18,10 @@ pub struct ConfigContent {
     pub hash: String,
     /// When driftd first saw this content.
     pub first_seen: Timestamp,
+    /// The contents the config had before, newest first, each hash (tagged as `hash`) with
+    /// when it was first seen: a pod that started while the config last held its current
+    /// content read that content.
+    pub earlier: Vec<(String, Timestamp)>,
 }
 
 /// A change to the recorded contents.
@@ -35,16 +39,19 @@ pub enum ContentChange {
 
 pub(super) fn config_contents(conn: &Connection) -> Result<Vec<ConfigContent>, StoreError> {
     let mut stmt = conn.prepare(
-        "SELECT namespace, kind, name, hash, first_seen FROM config_contents
+        "SELECT namespace, kind, name, hash, first_seen, earlier FROM config_contents
          ORDER BY namespace, kind, name",
     )?;
     let rows = stmt.query_map([], |row| {
+        let earlier: String = row.get(5)?;
         Ok(ConfigContent {
             namespace: row.get(0)?,
             kind: row.get(1)?,
             name: row.get(2)?,
             hash: row.get(3)?,
             first_seen: ts_from_db(row, 4)?,
+            // Unreadable history (never written so) is no history: pods look stale, the safe side.
+            earlier: serde_json::from_str(&earlier).unwrap_or_default(),
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -58,10 +65,11 @@ pub(super) fn record(conn: &Connection, changes: &[ContentChange]) -> Result<(),
     let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
     {
         let mut upsert = tx.prepare(
-            "INSERT INTO config_contents (namespace, kind, name, hash, first_seen)
-             VALUES (?1, ?2, ?3, ?4, ?5)
+            "INSERT INTO config_contents (namespace, kind, name, hash, first_seen, earlier)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (namespace, kind, name) DO UPDATE
-             SET hash = excluded.hash, first_seen = excluded.first_seen",
+             SET hash = excluded.hash, first_seen = excluded.first_seen,
+                 earlier = excluded.earlier",
         )?;
         let mut delete = tx.prepare(
             "DELETE FROM config_contents WHERE namespace = ?1 AND kind = ?2 AND name = ?3",
@@ -74,7 +82,8 @@ pub(super) fn record(conn: &Connection, changes: &[ContentChange]) -> Result<(),
                         c.kind,
                         c.name,
                         c.hash,
-                        ts_to_db(c.first_seen)
+                        ts_to_db(c.first_seen),
+                        serde_json::to_string(&c.earlier).expect("hashes and times serialize")
                     ])?;
                 }
                 ContentChange::Gone {

@@ -155,6 +155,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         name       TEXT NOT NULL,
         hash       TEXT NOT NULL,
         first_seen TEXT NOT NULL,
+        -- earlier contents, newest first: JSON [[hash, first_seen], ...]
+        earlier    TEXT NOT NULL DEFAULT '[]',
         PRIMARY KEY (namespace, kind, name)
     ) WITHOUT ROWID;
     "#,

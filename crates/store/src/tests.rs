@@ -437,6 +437,7 @@ fn a_version_5_database_gains_config_contents_and_keeps_its_revisions() {
         name: name.into(),
         hash: hash.into(),
         first_seen: at(when),
+        earlier: vec![(format!("{hash}-before"), at("2026-01-15T00:00:00Z"))],
     };
     store
         .record_config_contents(&[

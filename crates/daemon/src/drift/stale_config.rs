@@ -37,11 +37,43 @@ type ConfigKey = (String, ConfigKind, String);
 /// A pod's controller: (kind, name), e.g. (`ReplicaSet`, `web-5d4f`).
 type Owner = (String, String);
 
-/// A config's current content as far as the judgement cares.
+/// How many earlier contents of a config are remembered: enough to see a change reverted
+/// (a hand edit put back by `reconcile` or remediation, a rollback) a few times over.
+const EARLIER_CONTENTS: usize = 8;
+
+/// A config's current content as far as the judgement cares, with the contents it had
+/// before (newest first, each with when it was first seen).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Content {
     hash: [u8; 32],
     first_seen: Timestamp,
+    earlier: Vec<([u8; 32], Timestamp)>,
+}
+
+impl Content {
+    /// Whether a pod that started at `started` read this very content: it started after the
+    /// content was first seen, or while the config last held the same content before (a
+    /// change since reverted: A, B, then A again leaves A's readers up to date). startTime
+    /// has one-second resolution: only a pod that started in an earlier second than a
+    /// change surely read what came before it. Older than what is remembered: not known to
+    /// match, so stale.
+    fn read_by_pod_started(&self, started: Timestamp) -> bool {
+        if started.as_second() >= self.first_seen.as_second() {
+            return true;
+        }
+        self.earlier
+            .iter()
+            .find(|(_, seen)| started.as_second() >= seen.as_second())
+            .is_some_and(|(hash, _)| *hash == self.hash)
+    }
+
+    /// The history after this content is replaced: it comes first, the oldest falls off.
+    fn then_earlier(&self) -> Vec<([u8; 32], Timestamp)> {
+        std::iter::once((self.hash, self.first_seen))
+            .chain(self.earlier.iter().cloned())
+            .take(EARLIER_CONTENTS)
+            .collect()
+    }
 }
 
 /// What is kept of a pod that reads at least one config.
@@ -120,13 +152,25 @@ impl StaleConfigs {
                 if tag != key_tag {
                     return None;
                 }
-                let mut hash = [0u8; 32];
-                hex::decode_to_slice(hex_hash, &mut hash).ok()?;
+                let decode = |hex_hash: &str| {
+                    let mut hash = [0u8; 32];
+                    hex::decode_to_slice(hex_hash, &mut hash)
+                        .ok()
+                        .map(|()| hash)
+                };
+                let hash = decode(hex_hash)?;
+                // Written with the same key as the current hash (one row, one key).
+                let earlier = r
+                    .earlier
+                    .iter()
+                    .filter_map(|(h, seen)| Some((decode(h.split_once(':')?.1)?, *seen)))
+                    .collect();
                 Some((
                     (r.namespace, kind, r.name),
                     Content {
                         hash,
                         first_seen: r.first_seen,
+                        earlier,
                     },
                 ))
             })
@@ -354,20 +398,33 @@ impl StaleConfigs {
 
     fn config_seen(&mut self, config: ConfigKey, object: &Value, now: Timestamp) -> bool {
         let hash = content_hash(&self.key, object);
-        let first_seen = match (self.contents.get(&config), self.tombstones.remove(&config)) {
-            (Some(c), _) if c.hash == hash => return false,
-            (Some(_), _) => now,
-            (None, Some((c, _))) if c.hash == hash => c.first_seen,
-            (None, _) => content_written_at(object).unwrap_or(now),
-        };
+        let (first_seen, earlier) =
+            match (self.contents.get(&config), self.tombstones.remove(&config)) {
+                (Some(c), _) if c.hash == hash => return false,
+                (Some(c), _) => (now, c.then_earlier()),
+                (None, Some((c, _))) if c.hash == hash => (c.first_seen, c.earlier),
+                (None, Some((c, _))) => {
+                    (content_written_at(object).unwrap_or(now), c.then_earlier())
+                }
+                (None, None) => (content_written_at(object).unwrap_or(now), Vec::new()),
+            };
+        let tagged = |hash: &[u8; 32]| format!("{}:{}", self.key_tag, hex::encode(hash));
         self.writes.push(ContentChange::Seen(ConfigContent {
             namespace: config.0.clone(),
             kind: config.1.as_str().to_string(),
             name: config.2.clone(),
-            hash: format!("{}:{}", self.key_tag, hex::encode(hash)),
+            hash: tagged(&hash),
             first_seen,
+            earlier: earlier.iter().map(|(h, seen)| (tagged(h), *seen)).collect(),
         }));
-        self.contents.insert(config, Content { hash, first_seen });
+        self.contents.insert(
+            config,
+            Content {
+                hash,
+                first_seen,
+                earlier,
+            },
+        );
         true
     }
 
@@ -424,9 +481,7 @@ fn judge_namespace<'a>(
             let Some(content) = content else {
                 continue; // absent (an optional reference): nothing was read
             };
-            // startTime has one-second resolution: only a pod that started in an earlier
-            // second than the change surely read the old content.
-            if started.as_second() >= content.first_seen.as_second() {
+            if content.read_by_pod_started(started) {
                 continue;
             }
             if vias.iter().all(Via::refreshed_by_kubelet) {

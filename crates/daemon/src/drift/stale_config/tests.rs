@@ -496,3 +496,64 @@ fn a_pod_event_judges_only_its_workload_and_keeps_the_namespace_sync_deadline() 
     let synced = changed + SignedDuration::from_secs(90);
     assert_eq!(s.flush(synced), vec![(deployment("volume"), None)]);
 }
+
+#[test]
+fn a_change_reverted_leaves_the_pods_that_read_the_first_content_up_to_date() {
+    // Pods started at 10:00 on content A (seen 09:00). A hand edit to B at 11:00 makes
+    // them stale; putting A back at 11:30 (reconcile, remediation, a rollback) makes them
+    // up to date again: they read A, A is live. A pod started during B is stale then.
+    let mut s = cluster();
+    observe(&mut s, &secret("db", "Ymhh"), at("2026-03-01T11:00:00Z"));
+    assert!(stale(&mut s, at("2026-03-01T11:00:01Z")).contains_key("Deployment/env"));
+    observe(
+        &mut s,
+        &pod(
+            "env-1-b",
+            ("ReplicaSet", "env-1"),
+            "2026-03-01T11:10:00Z",
+            "env",
+        ),
+        at("2026-03-01T11:10:00Z"),
+    );
+    let reverted = at("2026-03-01T11:30:00Z");
+    observe(&mut s, &secret("db", "b2xk"), reverted);
+    let now = stale(&mut s, reverted);
+    assert_eq!(
+        now.get("Deployment/env"),
+        Some(&vec![(
+            "Secret/db".to_string(),
+            vec!["env-1-b:env".to_string()]
+        )]),
+        "only the pod that started on B: {now:?}"
+    );
+    assert!(!now.contains_key("Deployment/envFrom"), "{now:?}");
+    assert!(!now.contains_key("Deployment/subPath"), "{now:?}");
+
+    // The history is kept in the record: a restarted daemon judges alike.
+    let records: Vec<ConfigContent> = s
+        .take_writes()
+        .into_iter()
+        .filter_map(|w| match w {
+            ContentChange::Seen(r) => Some(r),
+            _ => None,
+        })
+        .filter(|r| r.name == "db")
+        .next_back()
+        .into_iter()
+        .collect();
+    assert_eq!(records[0].earlier.len(), 2, "{records:?}");
+    let mut restarted = StaleConfigs::new(true, SYNC, KEY, records);
+    observe(&mut restarted, &replica_set("env-1", "env"), reverted);
+    observe(
+        &mut restarted,
+        &pod(
+            "env-1-a",
+            ("ReplicaSet", "env-1"),
+            "2026-03-01T10:00:00Z",
+            "env",
+        ),
+        reverted,
+    );
+    observe(&mut restarted, &secret("db", "b2xk"), reverted);
+    assert!(stale(&mut restarted, reverted).is_empty());
+}
