@@ -537,8 +537,7 @@ fn a_change_reverted_leaves_the_pods_that_read_the_first_content_up_to_date() {
             ContentChange::Seen(r) => Some(r),
             _ => None,
         })
-        .filter(|r| r.name == "db")
-        .next_back()
+        .rfind(|r| r.name == "db")
         .into_iter()
         .collect();
     assert_eq!(records[0].earlier.len(), 2, "{records:?}");
