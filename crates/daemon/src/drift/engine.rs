@@ -25,6 +25,7 @@ use super::index::SharedIndex;
 use super::intents::{IntentChange, IntentSet};
 use super::lists::{ListEvent, Lists, Position};
 use super::outputs::{Announcement, Outputs};
+use super::packed::Packed;
 use super::settle::{Drift, Report, Settling};
 use crate::config::{Config, ConfigError};
 use crate::leader::Leadership;
@@ -81,12 +82,13 @@ pub struct Engine<W, O> {
     intents: IntentSet,
     /// Objects the engine keeps live copies of and judges, with their kinds: the desired
     /// ones and those only an open intent wants.
-    tracked: BTreeMap<ObjectKey, TypeKey>,
+    tracked: BTreeMap<ObjectKey, Arc<TypeKey>>,
     lists: Lists,
     /// Period of the periodic re-list (`relist_seconds`); `None`: off.
     relist: Option<Duration>,
-    /// Live copies of tracked objects only: memory follows the desired state.
-    live: HashMap<ObjectKey, Value>,
+    /// Live copies of tracked objects only, packed (a watch event is compared with the
+    /// object it carries; only re-evaluations unpack): memory follows the desired state.
+    live: HashMap<ObjectKey, Packed>,
     autoscalers: Autoscalers,
     /// The CRDs custom resources are compared by (their schemas are in `facts`).
     crds: Crds,
@@ -246,7 +248,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// Loads the desired state and the open intents if someone wrote since the last load.
     pub fn poll_desired(&mut self) -> Result<(), StoreError> {
-        let desired = self.desired.poll(&self.store, &self.facts)?.is_some();
+        let desired = self.desired.poll(&self.store)?.is_some();
         if desired {
             self.desired_loaded();
         }
@@ -262,12 +264,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         Ok(())
     }
 
-    /// A new desired state was loaded: its committed CRDs take effect, and objects are
-    /// prepared again where their CRD or their previous revision changed.
+    /// A new desired state was loaded: its committed CRDs take effect, and intents' objects
+    /// are prepared again where their CRD or their previous revision changed (desired
+    /// objects are prepared on each comparison).
     fn desired_loaded(&mut self) {
-        let kinds = self.crds.set_committed(self.desired.crds());
+        let kinds = self.crds.set_committed(&self.desired.crds());
         self.crds.publish(&mut self.facts);
-        self.desired.reprepare(&kinds, &self.facts);
         self.intents.reprepare(&self.desired, &self.facts, &kinds);
     }
 
@@ -279,7 +281,6 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
         tracing::info!(kinds = ?kinds, "CustomResourceDefinitions changed; comparing their custom resources again");
         self.crds.publish(&mut self.facts);
-        self.desired.reprepare(&kinds, &self.facts);
         self.intents.reprepare(&self.desired, &self.facts, &kinds);
         let keys: Vec<ObjectKey> = self
             .tracked
@@ -303,7 +304,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             .tracked
             .values()
             .filter(|t| is_custom(t) && group_kind(t) == defined)
-            .cloned()
+            .map(|t| (**t).clone())
             .collect();
         for kind in kinds {
             self.lists.relist(&kind, BTreeSet::new(), &mut self.watches);
@@ -322,7 +323,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// index in step with the objects they want, and compares them all.
     fn tracking_changed(&mut self) {
         let now = self.clock.wall();
-        let mut tracked: BTreeMap<ObjectKey, TypeKey> = self.intents.only_wanted(&self.desired);
+        let mut tracked: BTreeMap<ObjectKey, Arc<TypeKey>> = self
+            .intents
+            .only_wanted(&self.desired)
+            .into_iter()
+            .map(|(key, kind)| (key, Arc::new(kind)))
+            .collect();
         tracked.extend(
             self.desired
                 .typed_keys()
@@ -338,7 +344,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             .tracked
             .iter()
             .filter(|(k, _)| !before.contains_key(*k))
-            .map(|(k, t)| (t.clone(), k.clone()))
+            .map(|(k, t)| ((**t).clone(), k.clone()))
             .collect();
         for key in &removed {
             self.forget(key, now);
@@ -364,13 +370,13 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
         // Watch the tracked kinds, the covered kinds, and HPAs when something they may scale
         // is desired.
-        let mut wanted: BTreeSet<TypeKey> = self.tracked.values().cloned().collect();
+        let mut wanted: BTreeSet<TypeKey> = self.tracked.values().map(|t| (**t).clone()).collect();
         wanted.extend(self.coverage.kinds().cloned());
         if self.desired.has_scalable() {
             wanted.insert(hpa_kind());
         }
         // The cluster's CRDs, for custom resources whose CRD is not committed.
-        if self.tracked.values().any(is_custom) {
+        if self.tracked.values().any(|t| is_custom(t)) {
             wanted.insert(crd_kind());
         }
         self.lists.sync(&wanted, &mut self.watches);
@@ -536,11 +542,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             self.crds.apply_live(&key, object.as_ref());
         }
         if self.tracked.contains_key(&key) {
-            match object {
-                Some(object) => self.live.insert(key.clone(), as_compared(object)),
+            let object = object.map(as_compared);
+            match &object {
+                Some(object) => self.live.insert(key.clone(), Packed::new(object)),
                 None => self.live.remove(&key),
             };
-            self.evaluate(&key);
+            self.judge(&key, Live::Fresh(object.as_ref()));
         } else if self.coverage.covers_type(kind) {
             let change = match &object {
                 Some(object) => self.coverage.observe(kind, &key, object, self.clock.wall()),
@@ -562,7 +569,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let keys: Vec<ObjectKey> = self
             .tracked
             .iter()
-            .filter(|(_, t)| *t == kind)
+            .filter(|(_, t)| ***t == *kind)
             .map(|(k, _)| k.clone())
             .collect();
         for key in &keys {
@@ -582,7 +589,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 .tracked
                 .values()
                 .filter(|t| is_custom(t))
-                .map(group_kind)
+                .map(|t| group_kind(t))
                 .collect();
             self.crds_changed(kinds);
         }
@@ -629,39 +636,54 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         // Once ready, stay ready: a re-list after a commit is not an outage.
     }
 
-    /// Compares one tracked object with its live copy and updates the index. A modified
-    /// object that equals what an open intent of its source wanted is `uncommitted`.
+    /// Compares one tracked object with its live copy and updates the index.
     fn evaluate(&mut self, key: &ObjectKey) {
+        self.judge(key, Live::Kept);
+    }
+
+    /// The live copy of `key` (`None`: it does not exist live), unpacked.
+    fn live_copy(&self, key: &ObjectKey) -> Option<Value> {
+        self.live.get(key).map(Packed::unpack)
+    }
+
+    /// Compares one tracked object with `live` and updates the index. A modified object
+    /// that equals what an open intent of its source wanted is `uncommitted`.
+    fn judge(&mut self, key: &ObjectKey, live: Live) {
         let Some(desired) = self.desired.get(key) else {
-            return self.evaluate_intent_only(key);
+            return self.evaluate_intent_only(key, live);
         };
         if !self.lists.judges(&desired.kind, key) || self.awaits_crds(&desired.kind) {
             return;
         }
-        if self.dry_runs.applies(desired) {
-            return self.evaluate_dry_run(key);
+        if self.dry_runs.applies(key, desired) {
+            return self.evaluate_dry_run(key, live);
         }
-        let live = self.live.get(key);
+        let kept;
+        let live = match live {
+            Live::Fresh(live) => live,
+            Live::Kept => {
+                kept = self.live_copy(key);
+                kept.as_ref()
+            }
+        };
         let started = Instant::now();
-        let comparison = self.differ.compare_prepared(
-            Some(&desired.object.source),
+        let manifest = desired.manifest();
+        let previous = desired.previous();
+        let comparison = self.differ.compare_in(
+            Some(&desired.source),
             &CompareInput {
-                desired: &desired.object.object,
+                desired: &manifest,
                 live,
-                previous: desired.object.previous.as_ref(),
+                previous: previous.as_ref(),
                 facts: &self.facts,
             },
-            &desired.prepared,
         );
         self.outputs.compared(started.elapsed());
         let intent = match (comparison.class, live) {
-            (DriftClass::Modified, Some(live)) => self.intents.matching(
-                Some(&desired.object.source),
-                key,
-                live,
-                &self.differ,
-                &self.facts,
-            ),
+            (DriftClass::Modified, Some(live)) => {
+                self.intents
+                    .matching(Some(&desired.source), key, live, &self.differ, &self.facts)
+            }
             _ => None,
         };
         let class = match intent {
@@ -733,12 +755,21 @@ async fn next_answer(
 #[cfg(test)]
 mod tests;
 
+/// Which live object a judgement compares with.
+#[derive(Clone, Copy)]
+enum Live<'a> {
+    /// The copy the engine keeps (a re-evaluation: a commit, an intent, a CRD...).
+    Kept,
+    /// The object a watch event just brought (`None`: deleted), already kept.
+    Fresh(Option<&'a Value>),
+}
+
 /// The index entry of desired object `key` judged `class`, with nothing else said yet.
 fn entry_of(desired: &Desired, key: &ObjectKey, class: DriftClass) -> DriftEntry {
     DriftEntry {
-        source: desired.object.source.clone(),
-        revision: desired.object.revision,
-        api_version: desired.object.api_version.clone(),
+        source: desired.source.to_string(),
+        revision: desired.revision,
+        api_version: desired.api_version().to_string(),
         kind: key.kind.clone(),
         namespace: key.namespace.clone(),
         name: key.name.clone(),

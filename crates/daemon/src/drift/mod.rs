@@ -10,6 +10,7 @@
 //! - `dry_run`: server-side dry-run answers of `compare = "dry-run"` sources;
 //! - `intents`: open intents, what `uncommitted` objects equal;
 //! - `holders`: the pods holding deploy locks; `locks`: which locks are stale;
+//! - `packed`: objects kept as compressed JSON rather than trees (memory per object);
 //! - `index`: the published state; `outputs`: counters and Events; `clock`: time.
 
 mod clock;
@@ -25,6 +26,7 @@ mod intents;
 mod lists;
 mod locks;
 mod outputs;
+mod packed;
 mod settle;
 
 #[cfg(test)]
