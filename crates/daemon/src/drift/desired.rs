@@ -63,7 +63,8 @@ pub struct DesiredSet {
     /// while these stand the desired state does (intent renewals bump `data_version` too).
     newest: Vec<(String, Option<i64>)>,
     loaded: bool,
-    objects: HashMap<ObjectKey, Desired>,
+    /// By key, shared with the tracked objects and the drift index.
+    objects: HashMap<Arc<ObjectKey>, Desired>,
     /// How many objects of every kind are desired.
     by_kind: BTreeMap<TypeKey, usize>,
     /// Every source with the commit time of its newest revision.
@@ -127,7 +128,12 @@ impl DesiredSet {
                 manifest: Packed::new(&object.object),
                 previous: object.previous.as_ref().map(Packed::new),
             };
-            objects.insert(object.key, desired);
+            // The key already shared stays shared (the index keeps the first one it got).
+            let key = match self.objects.get_key_value(&object.key) {
+                Some((key, _)) => key.clone(),
+                None => Arc::new(object.key),
+            };
+            objects.insert(key, desired);
         })?;
         let sources: BTreeMap<String, Timestamp> = revisions
             .iter()
@@ -143,12 +149,12 @@ impl DesiredSet {
                 .objects
                 .keys()
                 .filter(|k| !objects.contains_key(*k))
-                .cloned()
+                .map(|k| (**k).clone())
                 .collect(),
             added: objects
                 .iter()
                 .filter(|(k, _)| !self.objects.contains_key(*k))
-                .map(|(k, d)| ((*d.kind).clone(), k.clone()))
+                .map(|(k, d)| ((*d.kind).clone(), (**k).clone()))
                 .collect(),
         };
         change.removed.sort();
@@ -182,7 +188,7 @@ impl DesiredSet {
     }
 
     /// Every desired object with the kind whose watcher lists it.
-    pub fn typed_keys(&self) -> impl Iterator<Item = (&ObjectKey, &Arc<TypeKey>)> {
+    pub fn typed_keys(&self) -> impl Iterator<Item = (&Arc<ObjectKey>, &Arc<TypeKey>)> {
         self.objects.iter().map(|(key, d)| (key, &d.kind))
     }
 

@@ -25,8 +25,8 @@ use super::index::SharedIndex;
 use super::intents::{IntentChange, IntentSet};
 use super::lists::{ListEvent, Lists, Position};
 use super::outputs::{Announcement, Outputs};
-use super::packed::Packed;
 use super::settle::{Drift, Report, Settling};
+use super::tracked::TrackedSet;
 use crate::config::{Config, ConfigError};
 use crate::leader::Leadership;
 use crate::watch::{WatchControl, WatchEvent, WatchMessage};
@@ -81,14 +81,11 @@ pub struct Engine<W, O> {
     desired: DesiredSet,
     intents: IntentSet,
     /// Objects the engine keeps live copies of and judges, with their kinds: the desired
-    /// ones and those only an open intent wants.
-    tracked: BTreeMap<ObjectKey, Arc<TypeKey>>,
+    /// ones and those only an open intent wants. Memory follows the desired state.
+    tracked: TrackedSet,
     lists: Lists,
     /// Period of the periodic re-list (`relist_seconds`); `None`: off.
     relist: Option<Duration>,
-    /// Live copies of tracked objects only, packed (a watch event is compared with the
-    /// object it carries; only re-evaluations unpack): memory follows the desired state.
-    live: HashMap<ObjectKey, Packed>,
     autoscalers: Autoscalers,
     /// The CRDs custom resources are compared by (their schemas are in `facts`).
     crds: Crds,
@@ -148,10 +145,9 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             },
             desired: DesiredSet::default(),
             intents: IntentSet::default(),
-            tracked: BTreeMap::new(),
+            tracked: TrackedSet::default(),
             lists: Lists::default(),
             relist: config.relist(),
-            live: HashMap::new(),
             autoscalers: Autoscalers::default(),
             crds: Crds::default(),
             coverage: Coverage::new(&config.unmanaged)?,
@@ -282,12 +278,9 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         tracing::info!(kinds = ?kinds, "CustomResourceDefinitions changed; comparing their custom resources again");
         self.crds.publish(&mut self.facts);
         self.intents.reprepare(&self.desired, &self.facts, &kinds);
-        let keys: Vec<ObjectKey> = self
+        let keys = self
             .tracked
-            .iter()
-            .filter(|(_, t)| is_custom(t) && kinds.contains(&group_kind(t)))
-            .map(|(k, _)| k.clone())
-            .collect();
+            .keys_of(|t| is_custom(t) && kinds.contains(&group_kind(t)));
         for key in &keys {
             self.evaluate(key);
         }
@@ -302,9 +295,9 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let defined: GroupKind = (text("/spec/group").into(), text("/spec/names/kind").into());
         let kinds: BTreeSet<TypeKey> = self
             .tracked
-            .values()
+            .kinds()
             .filter(|t| is_custom(t) && group_kind(t) == defined)
-            .map(|t| (**t).clone())
+            .cloned()
             .collect();
         for kind in kinds {
             self.lists.relist(&kind, BTreeSet::new(), &mut self.watches);
@@ -323,29 +316,16 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// index in step with the objects they want, and compares them all.
     fn tracking_changed(&mut self) {
         let now = self.clock.wall();
-        let mut tracked: BTreeMap<ObjectKey, Arc<TypeKey>> = self
+        let intent_only = self
             .intents
             .only_wanted(&self.desired)
             .into_iter()
-            .map(|(key, kind)| (key, Arc::new(kind)))
-            .collect();
-        tracked.extend(
-            self.desired
-                .typed_keys()
-                .map(|(key, kind)| (key.clone(), kind.clone())),
-        );
-        let before = std::mem::replace(&mut self.tracked, tracked);
-        let removed: Vec<ObjectKey> = before
-            .keys()
-            .filter(|k| !self.tracked.contains_key(*k))
-            .cloned()
-            .collect();
-        let added: Vec<(TypeKey, ObjectKey)> = self
-            .tracked
-            .iter()
-            .filter(|(k, _)| !before.contains_key(*k))
-            .map(|(k, t)| ((**t).clone(), k.clone()))
-            .collect();
+            .map(|(key, kind)| (Arc::new(key), Arc::new(kind)));
+        let desired = self
+            .desired
+            .typed_keys()
+            .map(|(key, kind)| (key.clone(), kind.clone()));
+        let (removed, added) = self.tracked.replace(intent_only.chain(desired));
         for key in &removed {
             self.forget(key, now);
         }
@@ -355,7 +335,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let orphaned: Vec<ObjectKey> = self
             .settling
             .keys()
-            .filter(|k| !self.tracked.contains_key(*k))
+            .filter(|k| !self.tracked.contains(k))
             .cloned()
             .collect();
         for key in &orphaned {
@@ -370,13 +350,13 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
         // Watch the tracked kinds, the covered kinds, and HPAs when something they may scale
         // is desired.
-        let mut wanted: BTreeSet<TypeKey> = self.tracked.values().map(|t| (**t).clone()).collect();
+        let mut wanted: BTreeSet<TypeKey> = self.tracked.kinds().cloned().collect();
         wanted.extend(self.coverage.kinds().cloned());
         if self.desired.has_scalable() {
             wanted.insert(hpa_kind());
         }
         // The cluster's CRDs, for custom resources whose CRD is not committed.
-        if self.tracked.values().any(|t| is_custom(t)) {
+        if self.tracked.kinds().any(is_custom) {
             wanted.insert(crd_kind());
         }
         self.lists.sync(&wanted, &mut self.watches);
@@ -415,8 +395,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             open_intents = self.intents.open().len(),
             "desired state loaded"
         );
-        let keys: Vec<ObjectKey> = self.tracked.keys().cloned().collect();
-        for key in &keys {
+        for key in &self.tracked.keys() {
             self.evaluate(key);
         }
         self.publish_state();
@@ -427,7 +406,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// Drops everything known about `key` and closes its episode.
     fn forget(&mut self, key: &ObjectKey, now: Timestamp) {
-        self.live.remove(key);
+        self.tracked.set_live(key, None);
         self.drop_entry(key, now);
     }
 
@@ -541,12 +520,9 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             // Still listing: taken in at the end of the list, compared once.
             self.crds.apply_live(&key, object.as_ref());
         }
-        if self.tracked.contains_key(&key) {
+        if self.tracked.contains(&key) {
             let object = object.map(as_compared);
-            match &object {
-                Some(object) => self.live.insert(key.clone(), Packed::new(object)),
-                None => self.live.remove(&key),
-            };
+            self.tracked.set_live(&key, object.as_ref());
             self.judge(&key, Live::Fresh(object.as_ref()));
         } else if self.coverage.covers_type(kind) {
             let change = match &object {
@@ -566,15 +542,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// A list of `kind` ended with `listed` existing: every other object of the kind is gone.
     fn list_done(&mut self, kind: &TypeKey, listed: &HashSet<ObjectKey>) {
-        let keys: Vec<ObjectKey> = self
-            .tracked
-            .iter()
-            .filter(|(_, t)| ***t == *kind)
-            .map(|(k, _)| k.clone())
-            .collect();
+        let keys = self.tracked.keys_of(|t| t == kind);
         for key in &keys {
-            if !listed.contains(key) {
-                self.live.remove(key);
+            if !listed.contains(&**key) {
+                self.tracked.set_live(key, None);
             }
             self.evaluate(key);
         }
@@ -587,9 +558,9 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             // Custom resources waited for this list: compare them all, by what it returned.
             let kinds: BTreeSet<GroupKind> = self
                 .tracked
-                .values()
+                .kinds()
                 .filter(|t| is_custom(t))
-                .map(|t| group_kind(t))
+                .map(group_kind)
                 .collect();
             self.crds_changed(kinds);
         }
@@ -623,7 +594,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// Publishes what is derived from all live state: coverage and readiness.
     fn publish_state(&mut self) {
-        let owned = self.coverage.owned(self.live.keys());
+        let owned = self.coverage.owned(self.tracked.live_keys());
         let ready = self.lists.all_listed();
         let health = self.lists.health();
         let mut index = self.index.write().unwrap();
@@ -643,7 +614,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// The live copy of `key` (`None`: it does not exist live), unpacked.
     fn live_copy(&self, key: &ObjectKey) -> Option<Value> {
-        self.live.get(key).map(Packed::unpack)
+        self.tracked.live(key)
     }
 
     /// Compares one tracked object with `live` and updates the index. A modified object
@@ -694,7 +665,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             changes: comparison.changes,
             patch: comparison.patch,
             ignored: comparison.ignored,
-            intent: intent.map(|i| uncommitted::intent_ref(i, key, false)),
+            intent: intent.map(|i| Box::new(uncommitted::intent_ref(i, key, false))),
             schema: comparison.schema,
             ..entry_of(desired, key, class)
         };
@@ -721,7 +692,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             class: entry.class,
             paths: entry.paths(),
         });
-        index.upsert(key.clone(), entry);
+        match self.tracked.shared_key(key) {
+            Some(shared) => index.upsert(shared, entry),
+            None => index.upsert(key.clone(), entry),
+        };
         drop(index);
         self.settling.observe(key, observed, self.clock.now());
     }

@@ -10,7 +10,8 @@
 //! - `dry_run`: server-side dry-run answers of `compare = "dry-run"` sources;
 //! - `intents`: open intents, what `uncommitted` objects equal;
 //! - `holders`: the pods holding deploy locks; `locks`: which locks are stale;
-//! - `packed`: objects kept as compressed JSON rather than trees (memory per object);
+//! - `tracked`: the judged objects with their live copies; `packed`: objects kept as
+//!   compressed JSON rather than trees (memory per object);
 //! - `index`: the published state; `outputs`: counters and Events; `clock`: time.
 
 mod clock;
@@ -28,6 +29,7 @@ mod locks;
 mod outputs;
 mod packed;
 mod settle;
+mod tracked;
 
 #[cfg(test)]
 pub(crate) use clock::ManualClock;

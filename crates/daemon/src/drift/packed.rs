@@ -7,10 +7,17 @@
 //! comparison that needs them, as kube-state-metrics keeps rendered bytes per object rather
 //! than object trees (issue #11).
 
-use flate2::write::{DeflateDecoder, DeflateEncoder};
-use flate2::Compression;
+use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 use serde_json::Value;
-use std::io::Write;
+use std::cell::RefCell;
+
+thread_local! {
+    // One compressor and one decompressor per thread, reset between uses: a new one
+    // allocates and clears hundreds of KB of tables, which would cost far more than packing
+    // one object does.
+    static DEFLATE: RefCell<Compress> = RefCell::new(Compress::new(Compression::fast(), false));
+    static INFLATE: RefCell<Decompress> = RefCell::new(Decompress::new(false));
+}
 
 /// One JSON value, compressed. Packing the same value twice gives the same bytes, so two
 /// packed values are equal exactly when the values are.
@@ -20,20 +27,46 @@ pub struct Packed(Box<[u8]>);
 impl Packed {
     /// Packs `value` (serialized compactly, keys in their order).
     pub fn new(value: &Value) -> Packed {
-        let mut encoder = DeflateEncoder::new(Vec::new(), Compression::fast());
-        serde_json::to_writer(&mut encoder, value).expect("a Value always serializes");
-        let bytes = encoder.finish().expect("writing to a Vec cannot fail");
+        let text = serde_json::to_vec(value).expect("a Value always serializes");
+        let bytes = DEFLATE.with_borrow_mut(|deflate| {
+            deflate.reset();
+            let mut out = Vec::with_capacity(text.len() / 3 + 64);
+            loop {
+                let read = deflate.total_in() as usize;
+                let status = deflate
+                    .compress_vec(&text[read..], &mut out, FlushCompress::Finish)
+                    .expect("deflate accepts any input");
+                if status == Status::StreamEnd {
+                    return out;
+                }
+                out.reserve(out.capacity().max(64));
+            }
+        });
         Packed(bytes.into_boxed_slice())
     }
 
     /// The value as packed.
     pub fn unpack(&self) -> Value {
-        let mut decoder = DeflateDecoder::new(Vec::with_capacity(self.0.len() * 4));
-        decoder
-            .write_all(&self.0)
-            .and_then(|_| decoder.try_finish())
-            .expect("bytes packed by Packed::new inflate");
-        serde_json::from_slice(decoder.get_ref()).expect("bytes packed by Packed::new parse")
+        let text = INFLATE.with_borrow_mut(|inflate| {
+            inflate.reset(false);
+            let mut out = Vec::with_capacity(self.0.len() * 4 + 64);
+            loop {
+                let read = inflate.total_in() as usize;
+                // `Finish` would refuse an output buffer too small for the whole value.
+                let status = inflate
+                    .decompress_vec(&self.0[read..], &mut out, FlushDecompress::None)
+                    .expect("bytes packed by Packed::new inflate");
+                if status == Status::StreamEnd {
+                    return out;
+                }
+                assert!(
+                    out.len() == out.capacity() || inflate.total_in() as usize > read,
+                    "bytes packed by Packed::new end their stream"
+                );
+                out.reserve(out.capacity());
+            }
+        });
+        serde_json::from_slice(&text).expect("bytes packed by Packed::new parse")
     }
 
     /// Bytes held.
@@ -72,6 +105,12 @@ mod tests {
         assert!(packed.len() < value.to_string().len());
         assert_eq!(Packed::new(&back), packed, "packing is deterministic");
         assert_ne!(Packed::new(&json!({"a": 1})), Packed::new(&json!({"a": 2})));
+        // Larger than any first guess of the output's size, and incompressible.
+        let noise: String = (0..20_000u32)
+            .map(|i| char::from(b'a' + (i.wrapping_mul(2_654_435_761) >> 27) as u8 % 26))
+            .collect();
+        let big = json!({"data": {"noise": noise}});
+        assert_eq!(Packed::new(&big).unpack(), big);
     }
 
     #[test]

@@ -39,8 +39,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             tracing::warn!(object = %key, error = %why, "server-side dry run failed; the object keeps its last judgement");
         }
         let now = self.clock.now();
-        if self.dry_runs.answered(answer, now, self.clock.wall()) && self.tracked.contains_key(&key)
-        {
+        if self.dry_runs.answered(answer, now, self.clock.wall()) && self.tracked.contains(&key) {
             self.evaluate(&key);
             self.settle_due();
         }
@@ -127,7 +126,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             patch,
             ignored,
             schema,
-            dry_run: Some(error.unwrap_or(note)),
+            dry_run: Some(Box::new(error.unwrap_or(note))),
             ..entry_of(desired, key, class)
         };
         self.publish_entry(key, entry);

@@ -46,7 +46,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// wanted it; otherwise not reported (nothing committed wants it, and no intent explains
     /// it as it is).
     pub(super) fn evaluate_intent_only(&mut self, key: &ObjectKey, live: Live) {
-        let Some(kind) = self.tracked.get(key).cloned() else {
+        let Some(kind) = self.tracked.kind(key).cloned() else {
             return;
         };
         if !self.lists.judges(&kind, key) {
@@ -80,7 +80,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             changes: Vec::new(),
             patch: Default::default(),
             ignored: Vec::new(),
-            intent: Some(intent_ref(info, key, true)),
+            intent: Some(Box::new(intent_ref(info, key, true))),
             schema: None,
             dry_run: None,
             stale: false,
@@ -121,7 +121,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
         if !changed.is_empty() {
             for key in self.intents.keys_of(&changed) {
-                if self.tracked.contains_key(&key) {
+                if self.tracked.contains(&key) {
                     self.evaluate(&key);
                 }
             }
