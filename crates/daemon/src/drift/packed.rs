@@ -12,12 +12,17 @@ use serde_json::Value;
 use std::cell::RefCell;
 
 thread_local! {
-    // One compressor and one decompressor per thread, reset between uses: a new one
-    // allocates and clears hundreds of KB of tables, which would cost far more than packing
-    // one object does.
-    static DEFLATE: RefCell<Compress> = RefCell::new(Compress::new(Compression::fast(), false));
-    static INFLATE: RefCell<Decompress> = RefCell::new(Decompress::new(false));
+    // One compressor, one decompressor and their buffers per thread, reused: a new
+    // compressor allocates and clears hundreds of KB of tables, and buffers allocated per
+    // call fragment the heap (glibc's malloc then slows down with its size).
+    static DEFLATE: RefCell<(Compress, Vec<u8>, Vec<u8>)> =
+        RefCell::new((Compress::new(Compression::fast(), false), Vec::new(), Vec::new()));
+    static INFLATE: RefCell<(Decompress, Vec<u8>)> =
+        RefCell::new((Decompress::new(false), Vec::new()));
 }
+
+/// Buffers larger than this are not kept between calls (one huge object must not pin memory).
+const KEEP_BUFFER: usize = 1 << 20;
 
 /// One JSON value, compressed. Packing the same value twice gives the same bytes, so two
 /// packed values are equal exactly when the values are.
@@ -27,37 +32,45 @@ pub struct Packed(Box<[u8]>);
 impl Packed {
     /// Packs `value` (serialized compactly, keys in their order).
     pub fn new(value: &Value) -> Packed {
-        let text = serde_json::to_vec(value).expect("a Value always serializes");
-        let bytes = DEFLATE.with_borrow_mut(|deflate| {
+        DEFLATE.with_borrow_mut(|(deflate, text, out)| {
+            text.clear();
+            serde_json::to_writer(&mut *text, value).expect("a Value always serializes");
             deflate.reset();
-            let mut out = Vec::with_capacity(text.len() / 3 + 64);
+            out.clear();
+            out.reserve(text.len() / 2 + 64);
             loop {
                 let read = deflate.total_in() as usize;
                 let status = deflate
-                    .compress_vec(&text[read..], &mut out, FlushCompress::Finish)
+                    .compress_vec(&text[read..], out, FlushCompress::Finish)
                     .expect("deflate accepts any input");
                 if status == Status::StreamEnd {
-                    return out;
+                    break;
                 }
                 out.reserve(out.capacity().max(64));
             }
-        });
-        Packed(bytes.into_boxed_slice())
+            let packed = Packed(Box::from(&out[..]));
+            if text.capacity() > KEEP_BUFFER {
+                *text = Vec::new();
+                *out = Vec::new();
+            }
+            packed
+        })
     }
 
     /// The value as packed.
     pub fn unpack(&self) -> Value {
-        let text = INFLATE.with_borrow_mut(|inflate| {
+        INFLATE.with_borrow_mut(|(inflate, out)| {
             inflate.reset(false);
-            let mut out = Vec::with_capacity(self.0.len() * 4 + 64);
+            out.clear();
+            out.reserve(self.0.len() * 4 + 64);
             loop {
                 let read = inflate.total_in() as usize;
                 // `Finish` would refuse an output buffer too small for the whole value.
                 let status = inflate
-                    .decompress_vec(&self.0[read..], &mut out, FlushDecompress::None)
+                    .decompress_vec(&self.0[read..], out, FlushDecompress::None)
                     .expect("bytes packed by Packed::new inflate");
                 if status == Status::StreamEnd {
-                    return out;
+                    break;
                 }
                 assert!(
                     out.len() == out.capacity() || inflate.total_in() as usize > read,
@@ -65,8 +78,12 @@ impl Packed {
                 );
                 out.reserve(out.capacity());
             }
-        });
-        serde_json::from_slice(&text).expect("bytes packed by Packed::new parse")
+            let value = serde_json::from_slice(out).expect("bytes packed by Packed::new parse");
+            if out.capacity() > KEEP_BUFFER {
+                *out = Vec::new();
+            }
+            value
+        })
     }
 
     /// Bytes held.
