@@ -24,6 +24,7 @@ use super::hpa::{hpa_kind, is_hpa_kind, Autoscalers};
 use super::index::SharedIndex;
 use super::intents::{IntentChange, IntentSet};
 use super::lists::{ListEvent, Lists, Position};
+use super::memory::release_free_memory;
 use super::outputs::{Announcement, Outputs};
 use super::settle::{Drift, Report, Settling};
 use super::tracked::TrackedSet;
@@ -224,7 +225,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 }
                 _ = settle_tick.tick() => self.settle_due(),
                 _ = expiry_tick.tick() => self.report_expired_rules(),
-                _ = last_seen_tick.tick() => self.touch_open_episodes(),
+                _ = last_seen_tick.tick() => {
+                    self.touch_open_episodes();
+                    release_free_memory();
+                }
                 _ = lock_tick.tick() => self.intents_aged(),
                 _ = recount_tick.tick() => self.recount_intents(),
                 _ = scan_tick.tick() => self.scan_pulumi_locks(),
@@ -402,6 +406,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         self.report_expired_rules();
         self.publish_intents();
         self.refresh_locks();
+        release_free_memory();
     }
 
     /// Drops everything known about `key` and closes its episode.
@@ -597,6 +602,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let owned = self.coverage.owned(self.tracked.live_keys());
         let ready = self.lists.all_listed();
         let health = self.lists.health();
+        if ready && !self.index.read().unwrap().ready() {
+            // The first lists' trees are freed: their pages go back before ready is said.
+            release_free_memory();
+        }
         let mut index = self.index.write().unwrap();
         index.set_owned_covered(owned);
         index.set_watch_health(health);

@@ -12,6 +12,7 @@
 //! - `holders`: the pods holding deploy locks; `locks`: which locks are stale;
 //! - `tracked`: the judged objects with their live copies; `packed`: objects kept as
 //!   compressed JSON rather than trees (memory per object);
+//! - `memory`: freed heap pages given back after bursts;
 //! - `index`: the published state; `outputs`: counters and Events; `clock`: time.
 
 mod clock;
@@ -26,6 +27,7 @@ mod index;
 mod intents;
 mod lists;
 mod locks;
+mod memory;
 mod outputs;
 mod packed;
 mod settle;
