@@ -100,9 +100,10 @@ pub struct DriftEntry {
     /// Differences hidden by ignore rules, per rule, so an over-broad rule can be noticed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignored: Vec<IgnoredCount>,
-    /// For `uncommitted` objects: the open intent whose objects the live one equals.
+    /// For `uncommitted` objects: the open intent whose objects the live one equals. Boxed,
+    /// as `dry_run`: few entries have one, and the daemon keeps an entry per object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub intent: Option<IntentRef>,
+    pub intent: Option<Box<IntentRef>>,
     /// For a custom resource compared with its live object (absent for built-in kinds):
     /// `crd` when compared by its CRD's structural schema, `none` when no CRD was known and
     /// the plain rules applied (no defaults, lists position by position).
@@ -112,7 +113,7 @@ pub struct DriftEntry {
     /// said, so a comparison against the server's answer is told apart from one by the
     /// static model, and a refused or failed dry run is seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dry_run: Option<DryRunNote>,
+    pub dry_run: Option<Box<DryRunNote>>,
     /// For a workload (Deployment, StatefulSet, DaemonSet) with running pods older than the
     /// content of a Secret or ConfigMap they read: which pods, which config, and the fix.
     /// The class is `stale_config` when nothing else drifts; a `modified`, `missing`,

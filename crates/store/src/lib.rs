@@ -625,6 +625,16 @@ impl Store {
         Ok(state)
     }
 
+    /// The desired state one object at a time (see [`Store::desired_state`]), for readers
+    /// that keep objects in a compact form: the whole state is never held as JSON trees.
+    /// Returns the newest revision of every source.
+    pub fn each_desired_object(
+        &self,
+        each: impl FnMut(DesiredObject),
+    ) -> Result<Vec<RevisionInfo>, StoreError> {
+        revisions::each_desired_object(&self.conn, each)
+    }
+
     /// Changes whenever another connection commits (`PRAGMA data_version`): cheap to poll.
     pub fn data_version(&self) -> Result<i64, StoreError> {
         Ok(self

@@ -557,10 +557,21 @@ const NEWEST_OF_KIND: &str = "SELECT o.body FROM revision_objects o
      ORDER BY o.namespace, o.name";
 
 pub(super) fn desired_state(conn: &Connection) -> Result<DesiredState, StoreError> {
+    let mut objects = Vec::new();
+    let revisions = each_desired_object(conn, |object| objects.push(object))?;
+    Ok(DesiredState { revisions, objects })
+}
+
+/// The desired state object by object: `each` gets every object of the newest revision of
+/// every source (with its previous revision's copy) as it is read, so a reader that keeps
+/// objects in another form never holds the whole state as JSON trees at once.
+pub(super) fn each_desired_object(
+    conn: &Connection,
+    mut each: impl FnMut(DesiredObject),
+) -> Result<Vec<RevisionInfo>, StoreError> {
     // One read transaction: a commit landing halfway must not mix two revisions.
     let tx = conn.unchecked_transaction()?;
     let revisions: Vec<RevisionInfo> = sources(&tx)?.into_iter().filter_map(|s| s.latest).collect();
-    let mut objects = Vec::new();
     for rev in &revisions {
         let previous_id: Option<i64> = tx.query_row(
             "SELECT MAX(r.id) FROM revisions r JOIN sources s ON s.id = r.source_id
@@ -568,26 +579,41 @@ pub(super) fn desired_state(conn: &Connection) -> Result<DesiredState, StoreErro
             params![rev.source, rev.id],
             |r| r.get(0),
         )?;
-        let mut previous: HashMap<ObjectKey, Value> = match previous_id {
-            Some(id) => revision_objects(&tx, id)?
-                .into_iter()
-                .map(|(k, _, v)| (k, v))
-                .collect(),
-            None => HashMap::new(),
-        };
-        for (key, api_version, object) in revision_objects(&tx, rev.id)? {
-            objects.push(DesiredObject {
+        // The previous copy by primary key (a NULL revision matches nothing).
+        let mut stmt = tx.prepare_cached(
+            "SELECT o.grp, o.kind, o.namespace, o.name, o.api_version, o.body, p.body
+             FROM revision_objects o
+             LEFT JOIN revision_objects p ON p.revision_id = ?2 AND p.grp = o.grp
+                 AND p.kind = o.kind AND p.namespace = o.namespace AND p.name = o.name
+             WHERE o.revision_id = ?1 ORDER BY o.grp, o.kind, o.namespace, o.name",
+        )?;
+        let mut rows = stmt.query(params![rev.id, previous_id])?;
+        while let Some(row) = rows.next()? {
+            let body = |i: usize| -> rusqlite::Result<Option<Value>> {
+                row.get::<_, Option<String>>(i)?
+                    .map(|text| {
+                        serde_json::from_str(&text).map_err(|e| {
+                            rusqlite::Error::FromSqlConversionFailure(
+                                i,
+                                rusqlite::types::Type::Text,
+                                Box::new(e),
+                            )
+                        })
+                    })
+                    .transpose()
+            };
+            each(DesiredObject {
                 source: rev.source.clone(),
                 revision: rev.id,
-                previous: previous.remove(&key),
-                key,
-                api_version,
-                object,
+                key: key_from_db(row, 0)?,
+                api_version: row.get(4)?,
+                object: body(5)?.unwrap_or_default(),
+                previous: body(6)?,
             });
         }
     }
     tx.finish()?;
-    Ok(DesiredState { revisions, objects })
+    Ok(revisions)
 }
 
 #[cfg(test)]

@@ -1,21 +1,48 @@
 //! The desired state as the engine compares against it: the newest revision of every source,
-//! read from the store when someone commits, each object prepared for comparison once.
+//! read from the store when someone commits.
+//!
+//! Memory follows the desired state, so each object is kept small (issue #11): its manifest
+//! (and its previous revision's) as [`Packed`] bytes, its source and kind shared with every
+//! other object of that source and kind. A comparison unpacks the manifest and prepares it
+//! (`Differ::prepare_with`) on the spot: that costs about what the comparison itself does,
+//! where keeping the prepared tree cost ten times the manifest's text per object.
 
-use super::crds::{group_kind, is_custom, GroupKind};
-use driftd_core::diff::{ClusterFacts, Differ, PreparedDesired};
+use super::packed::Packed;
 use driftd_k8s::{ObjectKey, TypeKey};
-use driftd_store::{DesiredObject, RevisionInfo, Store, StoreError};
+use driftd_store::{RevisionInfo, Store, StoreError};
 use jiff::Timestamp;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// One desired object with what comparisons need.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Desired {
-    pub object: DesiredObject,
+    pub source: Arc<str>,
+    /// The id of the revision that desires it.
+    pub revision: i64,
     /// The kind whose watcher lists it.
-    pub kind: TypeKey,
-    /// Made once per commit rather than on every watch event.
-    pub prepared: PreparedDesired,
+    pub kind: Arc<TypeKey>,
+    manifest: Packed,
+    /// The object as the source's previous revision had it, if it was there.
+    previous: Option<Packed>,
+}
+
+impl Desired {
+    /// The manifest as committed.
+    pub fn manifest(&self) -> Value {
+        self.manifest.unpack()
+    }
+
+    /// The object as the source's previous revision had it (fields removed since are
+    /// drift), if it was there.
+    pub fn previous(&self) -> Option<Value> {
+        self.previous.as_ref().map(Packed::unpack)
+    }
+
+    pub fn api_version(&self) -> &str {
+        &self.kind.api_version
+    }
 }
 
 /// What a load changed.
@@ -36,8 +63,10 @@ pub struct DesiredSet {
     /// while these stand the desired state does (intent renewals bump `data_version` too).
     newest: Vec<(String, Option<i64>)>,
     loaded: bool,
-    objects: HashMap<ObjectKey, Desired>,
-    by_kind: BTreeMap<TypeKey, BTreeSet<ObjectKey>>,
+    /// By key, shared with the tracked objects and the drift index.
+    objects: HashMap<Arc<ObjectKey>, Desired>,
+    /// How many objects of every kind are desired.
+    by_kind: BTreeMap<TypeKey, usize>,
     /// Every source with the commit time of its newest revision.
     sources: BTreeMap<String, Timestamp>,
     /// The newest revision of every source (number, author, message): what the drift page
@@ -46,13 +75,8 @@ pub struct DesiredSet {
 }
 
 impl DesiredSet {
-    /// Loads the desired state if another connection committed since the last load; objects
-    /// are prepared with `facts` (the CRDs known so far: see [`DesiredSet::reprepare`]).
-    pub fn poll(
-        &mut self,
-        store: &Store,
-        facts: &ClusterFacts,
-    ) -> Result<Option<DesiredChange>, StoreError> {
+    /// Loads the desired state if another connection committed since the last load.
+    pub fn poll(&mut self, store: &Store) -> Result<Option<DesiredChange>, StoreError> {
         let version = store.data_version()?;
         if self.data_version == Some(version) {
             return Ok(None);
@@ -68,7 +92,7 @@ impl DesiredSet {
             self.data_version = Some(version);
             return Ok(None);
         }
-        let change = self.load(store, facts)?;
+        let change = self.load(store)?;
         self.data_version = Some(version);
         self.newest = newest;
         Ok(change)
@@ -76,102 +100,79 @@ impl DesiredSet {
 
     /// Loads the desired state; `None` when it is what was loaded last (the first load always
     /// counts as a change, an empty state included).
-    pub fn load(
-        &mut self,
-        store: &Store,
-        facts: &ClusterFacts,
-    ) -> Result<Option<DesiredChange>, StoreError> {
-        let state = store.desired_state()?;
-        let sources: BTreeMap<String, Timestamp> = state
-            .revisions
+    pub fn load(&mut self, store: &Store) -> Result<Option<DesiredChange>, StoreError> {
+        // One shared copy of every source name and kind.
+        let mut names: HashMap<String, Arc<str>> = HashMap::new();
+        let mut kinds: HashMap<TypeKey, Arc<TypeKey>> = HashMap::new();
+        let mut objects = HashMap::with_capacity(self.objects.len());
+        let mut by_kind: BTreeMap<TypeKey, usize> = BTreeMap::new();
+        // Object by object: packed as read, so the state is never held as trees at once.
+        let revisions = store.each_desired_object(|object| {
+            let kind = TypeKey {
+                api_version: object.api_version,
+                kind: object.key.kind.clone(),
+            };
+            *by_kind.entry(kind.clone()).or_default() += 1;
+            let kind = kinds
+                .entry(kind)
+                .or_insert_with_key(|k| Arc::new(k.clone()))
+                .clone();
+            let source = names
+                .entry(object.source)
+                .or_insert_with_key(|s| Arc::from(s.as_str()))
+                .clone();
+            let desired = Desired {
+                source,
+                revision: object.revision,
+                kind,
+                manifest: Packed::new(&object.object),
+                previous: object.previous.as_ref().map(Packed::new),
+            };
+            // The key already shared stays shared (the index keeps the first one it got).
+            let key = match self.objects.get_key_value(&object.key) {
+                Some((key, _)) => key.clone(),
+                None => Arc::new(object.key),
+            };
+            objects.insert(key, desired);
+        })?;
+        let sources: BTreeMap<String, Timestamp> = revisions
             .iter()
             .map(|r| (r.source.clone(), r.committed_at))
             .collect();
-        let unchanged = self.loaded
-            && sources == self.sources
-            && state.objects.len() == self.objects.len()
-            && state
-                .objects
-                .iter()
-                .all(|o| self.objects.get(&o.key).is_some_and(|d| d.object == *o));
+        let unchanged = self.loaded && sources == self.sources && objects == self.objects;
         self.loaded = true;
         if unchanged {
             return Ok(None);
         }
-        let mut objects = HashMap::with_capacity(state.objects.len());
-        let mut by_kind: BTreeMap<TypeKey, BTreeSet<ObjectKey>> = BTreeMap::new();
-        let mut change = DesiredChange::default();
-        for object in state.objects {
-            let kind = TypeKey {
-                api_version: object.api_version.clone(),
-                kind: object.key.kind.clone(),
-            };
-            let prepared = match self.objects.remove(&object.key) {
-                Some(old) if old.object == object => old.prepared,
-                Some(_) => Differ::prepare_with(&object.object, object.previous.as_ref(), facts),
-                None => {
-                    change.added.push((kind.clone(), object.key.clone()));
-                    Differ::prepare_with(&object.object, object.previous.as_ref(), facts)
-                }
-            };
-            by_kind
-                .entry(kind.clone())
-                .or_default()
-                .insert(object.key.clone());
-            objects.insert(
-                object.key.clone(),
-                Desired {
-                    object,
-                    kind,
-                    prepared,
-                },
-            );
-        }
-        // What is left of the old objects is no longer desired.
-        change.removed = self.objects.drain().map(|(key, _)| key).collect();
+        let mut change = DesiredChange {
+            removed: self
+                .objects
+                .keys()
+                .filter(|k| !objects.contains_key(*k))
+                .map(|k| (**k).clone())
+                .collect(),
+            added: objects
+                .iter()
+                .filter(|(k, _)| !self.objects.contains_key(*k))
+                .map(|(k, d)| ((*d.kind).clone(), (**k).clone()))
+                .collect(),
+        };
         change.removed.sort();
         change.added.sort();
         self.objects = objects;
         self.by_kind = by_kind;
         self.sources = sources;
-        self.revisions = state.revisions;
+        self.revisions = revisions;
         Ok(Some(change))
     }
 
-    /// Prepares the objects of `kinds` again, by the CRDs `facts` know now (a CRD was
-    /// committed, changed or learnt from the cluster). Returns them.
-    pub fn reprepare(
-        &mut self,
-        kinds: &BTreeSet<GroupKind>,
-        facts: &ClusterFacts,
-    ) -> Vec<ObjectKey> {
-        if kinds.is_empty() {
-            return Vec::new();
-        }
-        let mut keys = Vec::new();
-        for (type_key, objects) in &self.by_kind {
-            if !is_custom(type_key) || !kinds.contains(&group_kind(type_key)) {
-                continue;
-            }
-            for key in objects {
-                if let Some(d) = self.objects.get_mut(key) {
-                    d.prepared =
-                        Differ::prepare_with(&d.object.object, d.object.previous.as_ref(), facts);
-                    keys.push(key.clone());
-                }
-            }
-        }
-        keys
-    }
-
     /// The committed CustomResourceDefinitions.
-    pub fn crds(&self) -> impl Iterator<Item = &serde_json::Value> {
-        self.by_kind
-            .iter()
-            .filter(|(t, _)| t.kind == "CustomResourceDefinition")
-            .flat_map(|(_, keys)| keys)
-            .filter_map(|k| self.objects.get(k))
-            .map(|d| &d.object.object)
+    pub fn crds(&self) -> Vec<Value> {
+        self.objects
+            .values()
+            .filter(|d| d.kind.kind == "CustomResourceDefinition")
+            .map(Desired::manifest)
+            .collect()
     }
 
     pub fn get(&self, key: &ObjectKey) -> Option<&Desired> {
@@ -187,7 +188,7 @@ impl DesiredSet {
     }
 
     /// Every desired object with the kind whose watcher lists it.
-    pub fn typed_keys(&self) -> impl Iterator<Item = (&ObjectKey, &TypeKey)> {
+    pub fn typed_keys(&self) -> impl Iterator<Item = (&Arc<ObjectKey>, &Arc<TypeKey>)> {
         self.objects.iter().map(|(key, d)| (key, &d.kind))
     }
 
@@ -228,14 +229,14 @@ mod tests {
         let mut store = Store::open_in_memory().unwrap();
         let mut set = DesiredSet::default();
         assert_eq!(
-            set.load(&store, &ClusterFacts::default()).unwrap(),
+            set.load(&store).unwrap(),
             Some(DesiredChange::default()),
             "the first load counts, even empty"
         );
-        assert_eq!(set.load(&store, &ClusterFacts::default()).unwrap(), None);
+        assert_eq!(set.load(&store).unwrap(), None);
 
         commit(&mut store, "shop", &(cm("a", "1") + &cm("b", "1")));
-        let change = set.load(&store, &ClusterFacts::default()).unwrap().unwrap();
+        let change = set.load(&store).unwrap().unwrap();
         let names: Vec<&str> = change.added.iter().map(|(_, k)| k.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert!(set.sources().contains_key("shop"));
@@ -243,7 +244,7 @@ mod tests {
         assert_eq!(set.typed_keys().filter(|(_, t)| *t == kind).count(), 2);
 
         commit(&mut store, "shop", &(cm("a", "2") + &cm("c", "1")));
-        let change = set.load(&store, &ClusterFacts::default()).unwrap().unwrap();
+        let change = set.load(&store).unwrap().unwrap();
         assert_eq!(
             change
                 .removed
@@ -271,22 +272,9 @@ mod tests {
         let mut writer = Store::open(&path).unwrap();
         let reader = Store::open(&path).unwrap();
         let mut set = DesiredSet::default();
-        assert!(set
-            .poll(&reader, &ClusterFacts::default())
-            .unwrap()
-            .is_some());
-        assert!(set
-            .poll(&reader, &ClusterFacts::default())
-            .unwrap()
-            .is_none());
+        assert!(set.poll(&reader).unwrap().is_some());
+        assert!(set.poll(&reader).unwrap().is_none());
         commit(&mut writer, "shop", &cm("a", "1"));
-        assert_eq!(
-            set.poll(&reader, &ClusterFacts::default())
-                .unwrap()
-                .unwrap()
-                .added
-                .len(),
-            1
-        );
+        assert_eq!(set.poll(&reader).unwrap().unwrap().added.len(), 1);
     }
 }

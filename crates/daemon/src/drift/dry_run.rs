@@ -106,19 +106,17 @@ impl DryRuns {
     /// Whether `desired` is compared against a dry run: its source asks for it, and it is
     /// not a Secret (a Secret's committed values are kept as keyed hashes, and its values
     /// must not travel through another path than the watch; it stays on the static model).
-    pub fn applies(&self, desired: &Desired) -> bool {
-        self.sources.contains(&desired.object.source)
-            && !(desired.object.key.group.is_empty() && desired.object.key.kind == "Secret")
+    pub fn applies(&self, key: &ObjectKey, desired: &Desired) -> bool {
+        self.sources.contains(&*desired.source) && !(key.group.is_empty() && key.kind == "Secret")
     }
 
     /// The answer for `desired`'s current revision, asking for one if none is out and none
     /// is known (a newer revision drops an older revision's answer).
-    pub fn lookup(&mut self, desired: &Desired, now: Instant) -> Option<&Answer> {
-        let key = &desired.object.key;
+    pub fn lookup(&mut self, key: &ObjectKey, desired: &Desired, now: Instant) -> Option<&Answer> {
         let known = self.known.entry(key.clone()).or_default();
-        if known.revision != desired.object.revision {
+        if known.revision != desired.revision {
             *known = Known {
-                revision: desired.object.revision,
+                revision: desired.revision,
                 ..Known::default()
             };
         }
@@ -127,31 +125,27 @@ impl DryRuns {
             .as_ref()
             .is_none_or(|(_, _, failed)| now.duration_since(*failed) >= RETRY);
         if known.answer.is_none() && known.asked.is_none() && retry_due {
-            self.ask(desired, now);
+            self.ask(key, desired, now);
         }
         self.known.get(key).and_then(|k| k.answer.as_ref())
     }
 
     /// Asks for a fresh dry run of `desired` unless one is out.
-    pub fn ask(&mut self, desired: &Desired, now: Instant) {
+    pub fn ask(&mut self, key: &ObjectKey, desired: &Desired, now: Instant) {
         let Some(requests) = &self.requests else {
             return;
         };
-        let known = self.known.entry(desired.object.key.clone()).or_default();
+        let known = self.known.entry(key.clone()).or_default();
         if known.asked.is_some() {
             return;
         }
-        known.revision = desired.object.revision;
+        known.revision = desired.revision;
         known.asked = Some(now);
-        let kind = TypeKey {
-            api_version: desired.object.api_version.clone(),
-            kind: desired.object.key.kind.clone(),
-        };
         let _ = requests.send(DryRunRequest {
-            key: desired.object.key.clone(),
-            revision: desired.object.revision,
-            kind,
-            manifest: desired.object.object.clone(),
+            key: key.clone(),
+            revision: desired.revision,
+            kind: (*desired.kind).clone(),
+            manifest: desired.manifest(),
         });
     }
 

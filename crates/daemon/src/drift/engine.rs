@@ -24,9 +24,11 @@ use super::hpa::{hpa_kind, is_hpa_kind, Autoscalers};
 use super::index::SharedIndex;
 use super::intents::{IntentChange, IntentSet};
 use super::lists::{ListEvent, Lists, Position};
+use super::memory::release_free_memory;
 use super::outputs::{Announcement, Outputs};
 use super::settle::{Drift, Report, Settling};
 use super::stale_config::StaleConfigs;
+use super::tracked::TrackedSet;
 use crate::config::{Config, ConfigError};
 use crate::leader::Leadership;
 use crate::watch::{WatchControl, WatchEvent, WatchMessage};
@@ -82,13 +84,11 @@ pub struct Engine<W, O> {
     desired: DesiredSet,
     intents: IntentSet,
     /// Objects the engine keeps live copies of and judges, with their kinds: the desired
-    /// ones and those only an open intent wants.
-    tracked: BTreeMap<ObjectKey, TypeKey>,
+    /// ones and those only an open intent wants. Memory follows the desired state.
+    tracked: TrackedSet,
     lists: Lists,
     /// Period of the periodic re-list (`relist_seconds`); `None`: off.
     relist: Option<Duration>,
-    /// Live copies of tracked objects only: memory follows the desired state.
-    live: HashMap<ObjectKey, Value>,
     autoscalers: Autoscalers,
     /// The CRDs custom resources are compared by (their schemas are in `facts`).
     crds: Crds,
@@ -151,10 +151,9 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             },
             desired: DesiredSet::default(),
             intents: IntentSet::default(),
-            tracked: BTreeMap::new(),
+            tracked: TrackedSet::default(),
             lists: Lists::default(),
             relist: config.relist(),
-            live: HashMap::new(),
             autoscalers: Autoscalers::default(),
             crds: Crds::default(),
             coverage: Coverage::new(&config.unmanaged)?,
@@ -232,7 +231,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 }
                 _ = settle_tick.tick() => self.settle_due(),
                 _ = expiry_tick.tick() => self.report_expired_rules(),
-                _ = last_seen_tick.tick() => self.touch_open_episodes(),
+                _ = last_seen_tick.tick() => {
+                    self.touch_open_episodes();
+                    release_free_memory();
+                }
                 _ = lock_tick.tick() => {
                     self.intents_aged();
                     self.stale_config_flush();
@@ -255,7 +257,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// Loads the desired state and the open intents if someone wrote since the last load.
     pub fn poll_desired(&mut self) -> Result<(), StoreError> {
-        let desired = self.desired.poll(&self.store, &self.facts)?.is_some();
+        let desired = self.desired.poll(&self.store)?.is_some();
         if desired {
             self.desired_loaded();
         }
@@ -271,12 +273,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         Ok(())
     }
 
-    /// A new desired state was loaded: its committed CRDs take effect, and objects are
-    /// prepared again where their CRD or their previous revision changed.
+    /// A new desired state was loaded: its committed CRDs take effect, and intents' objects
+    /// are prepared again where their CRD or their previous revision changed (desired
+    /// objects are prepared on each comparison).
     fn desired_loaded(&mut self) {
-        let kinds = self.crds.set_committed(self.desired.crds());
+        let kinds = self.crds.set_committed(&self.desired.crds());
         self.crds.publish(&mut self.facts);
-        self.desired.reprepare(&kinds, &self.facts);
         self.intents.reprepare(&self.desired, &self.facts, &kinds);
     }
 
@@ -288,14 +290,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
         tracing::info!(kinds = ?kinds, "CustomResourceDefinitions changed; comparing their custom resources again");
         self.crds.publish(&mut self.facts);
-        self.desired.reprepare(&kinds, &self.facts);
         self.intents.reprepare(&self.desired, &self.facts, &kinds);
-        let keys: Vec<ObjectKey> = self
+        let keys = self
             .tracked
-            .iter()
-            .filter(|(_, t)| is_custom(t) && kinds.contains(&group_kind(t)))
-            .map(|(k, _)| k.clone())
-            .collect();
+            .keys_of(|t| is_custom(t) && kinds.contains(&group_kind(t)));
         for key in &keys {
             self.evaluate(key);
         }
@@ -310,7 +308,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let defined: GroupKind = (text("/spec/group").into(), text("/spec/names/kind").into());
         let kinds: BTreeSet<TypeKey> = self
             .tracked
-            .values()
+            .kinds()
             .filter(|t| is_custom(t) && group_kind(t) == defined)
             .cloned()
             .collect();
@@ -331,24 +329,16 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// index in step with the objects they want, and compares them all.
     fn tracking_changed(&mut self) {
         let now = self.clock.wall();
-        let mut tracked: BTreeMap<ObjectKey, TypeKey> = self.intents.only_wanted(&self.desired);
-        tracked.extend(
-            self.desired
-                .typed_keys()
-                .map(|(key, kind)| (key.clone(), kind.clone())),
-        );
-        let before = std::mem::replace(&mut self.tracked, tracked);
-        let removed: Vec<ObjectKey> = before
-            .keys()
-            .filter(|k| !self.tracked.contains_key(*k))
-            .cloned()
-            .collect();
-        let added: Vec<(TypeKey, ObjectKey)> = self
-            .tracked
-            .iter()
-            .filter(|(k, _)| !before.contains_key(*k))
-            .map(|(k, t)| (t.clone(), k.clone()))
-            .collect();
+        let intent_only = self
+            .intents
+            .only_wanted(&self.desired)
+            .into_iter()
+            .map(|(key, kind)| (Arc::new(key), Arc::new(kind)));
+        let desired = self
+            .desired
+            .typed_keys()
+            .map(|(key, kind)| (key.clone(), kind.clone()));
+        let (removed, added) = self.tracked.replace(intent_only.chain(desired));
         for key in &removed {
             self.forget(key, now);
         }
@@ -358,7 +348,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let orphaned: Vec<ObjectKey> = self
             .settling
             .keys()
-            .filter(|k| !self.tracked.contains_key(*k))
+            .filter(|k| !self.tracked.contains(k))
             .cloned()
             .collect();
         for key in &orphaned {
@@ -373,14 +363,14 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
         // Watch the tracked kinds, the covered kinds, and HPAs when something they may scale
         // is desired.
-        let mut wanted: BTreeSet<TypeKey> = self.tracked.values().cloned().collect();
+        let mut wanted: BTreeSet<TypeKey> = self.tracked.kinds().cloned().collect();
         wanted.extend(self.coverage.kinds().cloned());
         wanted.extend(self.stale_configs.kinds());
         if self.desired.has_scalable() {
             wanted.insert(hpa_kind());
         }
         // The cluster's CRDs, for custom resources whose CRD is not committed.
-        if self.tracked.values().any(is_custom) {
+        if self.tracked.kinds().any(is_custom) {
             wanted.insert(crd_kind());
         }
         self.lists.sync(&wanted, &mut self.watches);
@@ -419,19 +409,19 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             open_intents = self.intents.open().len(),
             "desired state loaded"
         );
-        let keys: Vec<ObjectKey> = self.tracked.keys().cloned().collect();
-        for key in &keys {
+        for key in &self.tracked.keys() {
             self.evaluate(key);
         }
         self.publish_state();
         self.report_expired_rules();
         self.publish_intents();
         self.refresh_locks();
+        release_free_memory();
     }
 
     /// Drops everything known about `key` and closes its episode.
     fn forget(&mut self, key: &ObjectKey, now: Timestamp) {
-        self.live.remove(key);
+        self.tracked.set_live(key, None);
         self.drop_entry(key, now);
     }
 
@@ -548,12 +538,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             // Still listing: taken in at the end of the list, compared once.
             self.crds.apply_live(&key, object.as_ref());
         }
-        if self.tracked.contains_key(&key) {
-            match object {
-                Some(object) => self.live.insert(key.clone(), as_compared(object)),
-                None => self.live.remove(&key),
-            };
-            self.evaluate(&key);
+        if self.tracked.contains(&key) {
+            let object = object.map(as_compared);
+            self.tracked.set_live(&key, object.as_ref());
+            self.judge(&key, Live::Fresh(object.as_ref()));
         } else if self.coverage.covers_type(kind) {
             let change = match &object {
                 Some(object) => self.coverage.observe(kind, &key, object, self.clock.wall()),
@@ -573,15 +561,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// A list of `kind` ended with `listed` existing: every other object of the kind is gone.
     fn list_done(&mut self, kind: &TypeKey, listed: &HashSet<ObjectKey>) {
-        let keys: Vec<ObjectKey> = self
-            .tracked
-            .iter()
-            .filter(|(_, t)| *t == kind)
-            .map(|(k, _)| k.clone())
-            .collect();
+        let keys = self.tracked.keys_of(|t| t == kind);
         for key in &keys {
-            if !listed.contains(key) {
-                self.live.remove(key);
+            if !listed.contains(&**key) {
+                self.tracked.set_live(key, None);
             }
             self.evaluate(key);
         }
@@ -594,7 +577,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             // Custom resources waited for this list: compare them all, by what it returned.
             let kinds: BTreeSet<GroupKind> = self
                 .tracked
-                .values()
+                .kinds()
                 .filter(|t| is_custom(t))
                 .map(group_kind)
                 .collect();
@@ -632,9 +615,13 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// Publishes what is derived from all live state: coverage and readiness.
     fn publish_state(&mut self) {
-        let owned = self.coverage.owned(self.live.keys());
+        let owned = self.coverage.owned(self.tracked.live_keys());
         let ready = self.lists.all_listed();
         let health = self.lists.health();
+        if ready && !self.index.read().unwrap().ready() {
+            // The first lists' trees are freed: their pages go back before ready is said.
+            release_free_memory();
+        }
         let mut index = self.index.write().unwrap();
         index.set_owned_covered(owned);
         index.set_watch_health(health);
@@ -645,39 +632,54 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         // Once ready, stay ready: a re-list after a commit is not an outage.
     }
 
-    /// Compares one tracked object with its live copy and updates the index. A modified
-    /// object that equals what an open intent of its source wanted is `uncommitted`.
+    /// Compares one tracked object with its live copy and updates the index.
     fn evaluate(&mut self, key: &ObjectKey) {
+        self.judge(key, Live::Kept);
+    }
+
+    /// The live copy of `key` (`None`: it does not exist live), unpacked.
+    fn live_copy(&self, key: &ObjectKey) -> Option<Value> {
+        self.tracked.live(key)
+    }
+
+    /// Compares one tracked object with `live` and updates the index. A modified object
+    /// that equals what an open intent of its source wanted is `uncommitted`.
+    fn judge(&mut self, key: &ObjectKey, live: Live) {
         let Some(desired) = self.desired.get(key) else {
-            return self.evaluate_intent_only(key);
+            return self.evaluate_intent_only(key, live);
         };
         if !self.lists.judges(&desired.kind, key) || self.awaits_crds(&desired.kind) {
             return;
         }
-        if self.dry_runs.applies(desired) {
-            return self.evaluate_dry_run(key);
+        if self.dry_runs.applies(key, desired) {
+            return self.evaluate_dry_run(key, live);
         }
-        let live = self.live.get(key);
+        let kept;
+        let live = match live {
+            Live::Fresh(live) => live,
+            Live::Kept => {
+                kept = self.live_copy(key);
+                kept.as_ref()
+            }
+        };
         let started = Instant::now();
-        let comparison = self.differ.compare_prepared(
-            Some(&desired.object.source),
+        let manifest = desired.manifest();
+        let previous = desired.previous();
+        let comparison = self.differ.compare_in(
+            Some(&desired.source),
             &CompareInput {
-                desired: &desired.object.object,
+                desired: &manifest,
                 live,
-                previous: desired.object.previous.as_ref(),
+                previous: previous.as_ref(),
                 facts: &self.facts,
             },
-            &desired.prepared,
         );
         self.outputs.compared(started.elapsed());
         let intent = match (comparison.class, live) {
-            (DriftClass::Modified, Some(live)) => self.intents.matching(
-                Some(&desired.object.source),
-                key,
-                live,
-                &self.differ,
-                &self.facts,
-            ),
+            (DriftClass::Modified, Some(live)) => {
+                self.intents
+                    .matching(Some(&desired.source), key, live, &self.differ, &self.facts)
+            }
             _ => None,
         };
         let class = match intent {
@@ -688,7 +690,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             changes: comparison.changes,
             patch: comparison.patch,
             ignored: comparison.ignored,
-            intent: intent.map(|i| uncommitted::intent_ref(i, key, false)),
+            intent: intent.map(|i| Box::new(uncommitted::intent_ref(i, key, false))),
             schema: comparison.schema,
             ..entry_of(desired, key, class)
         };
@@ -716,7 +718,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             class: entry.class,
             paths: entry.paths(),
         });
-        index.upsert(key.clone(), entry);
+        match self.tracked.shared_key(key) {
+            Some(shared) => index.upsert(shared, entry),
+            None => index.upsert(key.clone(), entry),
+        };
         drop(index);
         self.settling.observe(key, observed, self.clock.now());
     }
@@ -750,12 +755,21 @@ async fn next_answer(
 #[cfg(test)]
 mod tests;
 
+/// Which live object a judgement compares with.
+#[derive(Clone, Copy)]
+enum Live<'a> {
+    /// The copy the engine keeps (a re-evaluation: a commit, an intent, a CRD...).
+    Kept,
+    /// The object a watch event just brought (`None`: deleted), already kept.
+    Fresh(Option<&'a Value>),
+}
+
 /// The index entry of desired object `key` judged `class`, with nothing else said yet.
 fn entry_of(desired: &Desired, key: &ObjectKey, class: DriftClass) -> DriftEntry {
     DriftEntry {
-        source: desired.object.source.clone(),
-        revision: desired.object.revision,
-        api_version: desired.object.api_version.clone(),
+        source: desired.source.to_string(),
+        revision: desired.revision,
+        api_version: desired.api_version().to_string(),
         kind: key.kind.clone(),
         namespace: key.namespace.clone(),
         name: key.name.clone(),

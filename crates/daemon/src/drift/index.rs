@@ -13,7 +13,8 @@ use std::sync::{Arc, RwLock};
 /// and the facts the metrics report beside them.
 #[derive(Debug)]
 pub struct DriftIndex {
-    entries: BTreeMap<ObjectKey, DriftEntry>,
+    /// Keys shared with the engine's own maps (one copy per object).
+    entries: BTreeMap<Arc<ObjectKey>, DriftEntry>,
     ready: bool,
     /// Every source in the store, with the commit time of its newest revision.
     sources: BTreeMap<String, Timestamp>,
@@ -51,7 +52,7 @@ pub struct WatchHealth {
 #[derive(Debug)]
 struct SeriesSlots {
     cap: usize,
-    holders: BTreeSet<ObjectKey>,
+    holders: BTreeSet<Arc<ObjectKey>>,
     /// Drifting objects (slot or not).
     drifting: usize,
     /// Drifts that started while every slot was taken.
@@ -88,7 +89,12 @@ impl DriftIndex {
     }
 
     /// Sets the entry of `key`, returning the previous one.
-    pub fn upsert(&mut self, key: ObjectKey, entry: DriftEntry) -> Option<DriftEntry> {
+    pub fn upsert(
+        &mut self,
+        key: impl Into<Arc<ObjectKey>>,
+        entry: DriftEntry,
+    ) -> Option<DriftEntry> {
+        let key = key.into();
         let now = drifting(&entry);
         let old = self.entries.insert(key.clone(), entry);
         let was = old.as_ref().is_some_and(drifting);
@@ -108,7 +114,7 @@ impl DriftIndex {
         Some(old)
     }
 
-    fn drift_started(&mut self, key: ObjectKey) {
+    fn drift_started(&mut self, key: Arc<ObjectKey>) {
         let series = &mut self.series;
         series.drifting += 1;
         if series.holders.len() < series.cap {
@@ -128,7 +134,7 @@ impl DriftIndex {
         let next = self
             .entries
             .iter()
-            .filter(|(k, e)| drifting(e) && !series.holders.contains(*k))
+            .filter(|(k, e)| drifting(e) && !series.holders.contains(&***k))
             .min_by_key(|(k, e)| (e.since, *k))
             .map(|(k, _)| k.clone());
         series.holders.extend(next);

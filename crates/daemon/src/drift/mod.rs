@@ -11,6 +11,9 @@
 //! - `intents`: open intents, what `uncommitted` objects equal;
 //! - `holders`: the pods holding deploy locks; `locks`: which locks are stale;
 //! - `stale_config`: running pods older than the Secrets/ConfigMaps they read;
+//! - `tracked`: the judged objects with their live copies; `packed`: objects kept as
+//!   compressed JSON rather than trees (memory per object);
+//! - `memory`: freed heap pages given back after bursts;
 //! - `index`: the published state; `outputs`: counters and Events; `clock`: time.
 
 mod clock;
@@ -25,9 +28,12 @@ mod index;
 mod intents;
 mod lists;
 mod locks;
+mod memory;
 mod outputs;
+mod packed;
 mod settle;
 mod stale_config;
+mod tracked;
 
 #[cfg(test)]
 pub(crate) use clock::ManualClock;

@@ -710,7 +710,7 @@ mod tests {
             manager: Some("kubectl".into()),
             changed_at: None,
         }];
-        entry.intent = Some(IntentRef {
+        entry.intent = Some(Box::new(IntentRef {
             id: 7,
             state: "interrupted".into(),
             holder: "pod:ci/deploy-x".into(),
@@ -719,7 +719,7 @@ mod tests {
             keep: "driftd intent commit 7".into(),
             revert: "apply this entry's `patch` to the live object, then `driftd intent release 7`"
                 .into(),
-        });
+        }));
         let request = EventRequest::detected(&entry, None);
         assert_eq!(request.reason, "UncommittedApply");
         assert_eq!(

@@ -39,8 +39,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             tracing::warn!(object = %key, error = %why, "server-side dry run failed; the object keeps its last judgement");
         }
         let now = self.clock.now();
-        if self.dry_runs.answered(answer, now, self.clock.wall()) && self.tracked.contains_key(&key)
-        {
+        if self.dry_runs.answered(answer, now, self.clock.wall()) && self.tracked.contains(&key) {
             self.evaluate(&key);
             self.settle_due();
         }
@@ -51,7 +50,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let now = self.clock.now();
         for key in self.dry_runs.due(now) {
             match self.desired.get(&key) {
-                Some(desired) => self.dry_runs.ask(desired, now),
+                Some(desired) => self.dry_runs.ask(&key, desired, now),
                 None => self.dry_runs.retain(|k| *k != key),
             }
         }
@@ -61,18 +60,25 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// nothing until an answer for its current revision came, and nothing from an answer
     /// made against an older live version that would report drift (a fresh one is asked
     /// for at once): drift is reported only by an answer for the live version it judges.
-    pub(super) fn evaluate_dry_run(&mut self, key: &ObjectKey) {
+    pub(super) fn evaluate_dry_run(&mut self, key: &ObjectKey, live: Live) {
         let Some(desired) = self.desired.get(key) else {
             return;
         };
         let now = self.clock.now();
-        let live = self.live.get(key);
+        let kept;
+        let live = match live {
+            Live::Fresh(live) => live,
+            Live::Kept => {
+                kept = self.live_copy(key);
+                kept.as_ref()
+            }
+        };
         let error = self.dry_runs.error(key).map(|(message, at)| DryRunNote {
             state: "error".into(),
             message: Some(message.to_string()),
             at,
         });
-        let (class, comparison, note) = match self.dry_runs.lookup(desired, now) {
+        let (class, comparison, note) = match self.dry_runs.lookup(key, desired, now) {
             None => return,
             Some(Answer::Rejected { message, at }) => (
                 DriftClass::Rejected,
@@ -99,7 +105,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 if comparison.class != DriftClass::InSync
                     && made_against_other_version(answer, live)
                 {
-                    self.dry_runs.ask(desired, now);
+                    self.dry_runs.ask(key, desired, now);
                     return;
                 }
                 let note = DryRunNote {
@@ -120,7 +126,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             patch,
             ignored,
             schema,
-            dry_run: Some(error.unwrap_or(note)),
+            dry_run: Some(Box::new(error.unwrap_or(note))),
             ..entry_of(desired, key, class)
         };
         self.publish_entry(key, entry);

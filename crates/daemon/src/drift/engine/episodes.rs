@@ -11,7 +11,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             let Some(entry) = self.index.read().unwrap().get(&key).cloned() else {
                 continue;
             };
-            let live = self.live.get(&key);
+            let live = self.live_copy(&key);
+            let live = live.as_ref();
             match drift {
                 Some(drift) => {
                     let since = entry.since.unwrap_or_else(|| self.clock.wall());

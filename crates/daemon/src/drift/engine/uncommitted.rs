@@ -45,14 +45,22 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// An object only open intents want: `uncommitted` while it exists live as one of them
     /// wanted it; otherwise not reported (nothing committed wants it, and no intent explains
     /// it as it is).
-    pub(super) fn evaluate_intent_only(&mut self, key: &ObjectKey) {
-        let Some(kind) = self.tracked.get(key).cloned() else {
+    pub(super) fn evaluate_intent_only(&mut self, key: &ObjectKey, live: Live) {
+        let Some(kind) = self.tracked.kind(key).cloned() else {
             return;
         };
         if !self.lists.judges(&kind, key) {
             return;
         }
-        let matched = self.live.get(key).and_then(|live| {
+        let kept;
+        let live = match live {
+            Live::Fresh(live) => live,
+            Live::Kept => {
+                kept = self.live_copy(key);
+                kept.as_ref()
+            }
+        };
+        let matched = live.and_then(|live| {
             self.intents
                 .matching(None, key, live, &self.differ, &self.facts)
         });
@@ -72,7 +80,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             changes: Vec::new(),
             patch: Default::default(),
             ignored: Vec::new(),
-            intent: Some(intent_ref(info, key, true)),
+            intent: Some(Box::new(intent_ref(info, key, true))),
             schema: None,
             dry_run: None,
             stale_config: None,
@@ -114,7 +122,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
         if !changed.is_empty() {
             for key in self.intents.keys_of(&changed) {
-                if self.tracked.contains_key(&key) {
+                if self.tracked.contains(&key) {
                     self.evaluate(&key);
                 }
             }

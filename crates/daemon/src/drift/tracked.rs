@@ -1,0 +1,148 @@
+//! The objects the engine judges (desired ones, and those only an open intent wants), each
+//! with the kind whose watcher lists it and its live copy.
+//!
+//! One entry per object holds all of it, so an object's key is stored once here (shared
+//! with the desired state and the drift index through an `Arc`), and its live copy is
+//! [`Packed`]: a watch event is compared with the object it brings, and only re-evaluations
+//! (a commit, an intent, a CRD or autoscaler change, an expired rule) unpack the copy.
+
+use super::packed::Packed;
+use driftd_k8s::{ObjectKey, TypeKey};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// One judged object.
+#[derive(Debug)]
+struct Tracked {
+    kind: Arc<TypeKey>,
+    /// `None`: not seen live (yet, or deleted).
+    live: Option<Packed>,
+}
+
+/// Every judged object, in key order.
+#[derive(Debug, Default)]
+pub struct TrackedSet {
+    objects: BTreeMap<Arc<ObjectKey>, Tracked>,
+}
+
+impl TrackedSet {
+    /// Judges exactly `wanted` from now on; live copies of objects still wanted are kept.
+    /// Returns the objects no longer tracked, and those newly tracked with their kind.
+    pub fn replace(
+        &mut self,
+        wanted: impl IntoIterator<Item = (Arc<ObjectKey>, Arc<TypeKey>)>,
+    ) -> (Vec<ObjectKey>, Vec<(TypeKey, ObjectKey)>) {
+        let mut before = std::mem::take(&mut self.objects);
+        let mut added = Vec::new();
+        for (key, kind) in wanted {
+            let live = match before.remove(&*key) {
+                Some(old) => old.live,
+                None => {
+                    added.push(((*kind).clone(), (*key).clone()));
+                    None
+                }
+            };
+            self.objects.insert(key, Tracked { kind, live });
+        }
+        let removed = before.into_keys().map(|k| (*k).clone()).collect();
+        (removed, added)
+    }
+
+    pub fn contains(&self, key: &ObjectKey) -> bool {
+        self.objects.contains_key(key)
+    }
+
+    /// The kind whose watcher lists `key`, if tracked.
+    pub fn kind(&self, key: &ObjectKey) -> Option<&Arc<TypeKey>> {
+        self.objects.get(key).map(|t| &t.kind)
+    }
+
+    /// The shared key of `key`, if tracked (what the index keeps).
+    pub fn shared_key(&self, key: &ObjectKey) -> Option<Arc<ObjectKey>> {
+        self.objects.get_key_value(key).map(|(k, _)| k.clone())
+    }
+
+    /// Keeps `live` as the live copy of `key` (`None`: it is gone), if `key` is tracked.
+    pub fn set_live(&mut self, key: &ObjectKey, live: Option<&Value>) {
+        if let Some(tracked) = self.objects.get_mut(key) {
+            tracked.live = live.map(Packed::new);
+        }
+    }
+
+    /// The live copy of `key`, unpacked (`None`: not seen live, or not tracked).
+    pub fn live(&self, key: &ObjectKey) -> Option<Value> {
+        self.objects.get(key)?.live.as_ref().map(Packed::unpack)
+    }
+
+    /// Every tracked key, in order.
+    pub fn keys(&self) -> Vec<Arc<ObjectKey>> {
+        self.objects.keys().cloned().collect()
+    }
+
+    /// The tracked keys whose kind passes `filter`, in order.
+    pub fn keys_of(&self, filter: impl Fn(&TypeKey) -> bool) -> Vec<Arc<ObjectKey>> {
+        self.objects
+            .iter()
+            .filter(|(_, t)| filter(&t.kind))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// The kinds of tracked objects (with repeats).
+    pub fn kinds(&self) -> impl Iterator<Item = &TypeKey> {
+        self.objects.values().map(|t| &*t.kind)
+    }
+
+    /// Keys of the tracked objects that exist live.
+    pub fn live_keys(&self) -> impl Iterator<Item = &ObjectKey> {
+        self.objects
+            .iter()
+            .filter(|(_, t)| t.live.is_some())
+            .map(|(k, _)| &**k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cm(name: &str) -> (Arc<ObjectKey>, Arc<TypeKey>) {
+        let key = crate::test_support::configmap("shop", name);
+        let kind = TypeKey {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+        };
+        (Arc::new(key), Arc::new(kind))
+    }
+
+    #[test]
+    fn replacing_keeps_the_live_copies_of_objects_still_wanted() {
+        let mut set = TrackedSet::default();
+        let (removed, added) = set.replace([cm("a"), cm("b")]);
+        assert!(removed.is_empty());
+        assert_eq!(added.len(), 2);
+        let a = cm("a").0;
+        assert_eq!(set.live(&a), None);
+        set.set_live(&a, Some(&json!({"data": {"k": "1"}})));
+        set.set_live(&cm("z").0, Some(&json!({})));
+        assert!(!set.contains(&cm("z").0), "untracked objects get no copy");
+        assert_eq!(set.live(&a), Some(json!({"data": {"k": "1"}})));
+        assert_eq!(set.live_keys().count(), 1);
+
+        let (removed, added) = set.replace([cm("a"), cm("c")]);
+        assert_eq!(removed, [(*cm("b").0).clone()]);
+        assert_eq!(
+            added
+                .iter()
+                .map(|(_, k)| k.name.as_str())
+                .collect::<Vec<_>>(),
+            ["c"]
+        );
+        assert_eq!(set.live(&a), Some(json!({"data": {"k": "1"}})));
+        set.set_live(&a, None);
+        assert_eq!(set.live(&a), None);
+        assert_eq!(set.keys().len(), 2);
+    }
+}
