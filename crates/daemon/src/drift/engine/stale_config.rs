@@ -47,7 +47,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 ),
                 None => tracing::info!(workload = %key, "no pods on stale config any more"),
             }
-            if self.tracked.contains_key(&key) {
+            if self.tracked.contains(&key) {
                 self.evaluate(&key);
             } else {
                 self.stale_config_untracked(&key, note);
