@@ -106,6 +106,10 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
         "127.0.0.1:0".parse()?,
         SimOptions {
             controllers: false,
+            // The modifications reach driftd faster than it takes them in: a history that
+            // holds them all keeps a lagging watch resuming instead of re-listing (410), so
+            // the figure is event processing, not re-lists.
+            history_limit: (args.changes + n).max(SimOptions::default().history_limit),
             ..SimOptions::default()
         },
     )
