@@ -654,14 +654,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         if self.dry_runs.applies(key, desired) {
             return self.evaluate_dry_run(key, live);
         }
-        let kept;
-        let live = match live {
-            Live::Fresh(live) => live,
-            Live::Kept => {
-                kept = self.live_copy(key);
-                kept.as_ref()
-            }
-        };
+        let mut kept = None;
+        let live = live.resolve(&mut kept, || self.live_copy(key));
         let started = Instant::now();
         let manifest = desired.manifest();
         let previous = desired.previous();
@@ -762,6 +756,24 @@ enum Live<'a> {
     Kept,
     /// The object a watch event just brought (`None`: deleted), already kept.
     Fresh(Option<&'a Value>),
+}
+
+impl<'a> Live<'a> {
+    /// The object to compare with: the one the event brought, or the kept copy, unpacked
+    /// into `kept` (which the answer borrows).
+    fn resolve(
+        self,
+        kept: &'a mut Option<Value>,
+        copy: impl FnOnce() -> Option<Value>,
+    ) -> Option<&'a Value> {
+        match self {
+            Live::Fresh(live) => live,
+            Live::Kept => {
+                *kept = copy();
+                kept.as_ref()
+            }
+        }
+    }
 }
 
 /// The index entry of desired object `key` judged `class`, with nothing else said yet.

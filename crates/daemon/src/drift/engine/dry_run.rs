@@ -65,14 +65,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             return;
         };
         let now = self.clock.now();
-        let kept;
-        let live = match live {
-            Live::Fresh(live) => live,
-            Live::Kept => {
-                kept = self.live_copy(key);
-                kept.as_ref()
-            }
-        };
+        let mut kept = None;
+        let live = live.resolve(&mut kept, || self.live_copy(key));
         let error = self.dry_runs.error(key).map(|(message, at)| DryRunNote {
             state: "error".into(),
             message: Some(message.to_string()),

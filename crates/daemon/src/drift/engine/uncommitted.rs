@@ -52,14 +52,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         if !self.lists.judges(&kind, key) {
             return;
         }
-        let kept;
-        let live = match live {
-            Live::Fresh(live) => live,
-            Live::Kept => {
-                kept = self.live_copy(key);
-                kept.as_ref()
-            }
-        };
+        let mut kept = None;
+        let live = live.resolve(&mut kept, || self.live_copy(key));
         let matched = live.and_then(|live| {
             self.intents
                 .matching(None, key, live, &self.differ, &self.facts)
