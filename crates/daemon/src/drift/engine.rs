@@ -63,9 +63,12 @@ const RECOUNT_PERIOD: Duration = Duration::from_secs(60);
 mod dry_run;
 mod episodes;
 mod health;
+mod live;
 mod stale;
 mod stale_config;
 mod uncommitted;
+
+use live::Live;
 
 /// Why the engine cannot start or go on.
 #[derive(Debug, thiserror::Error)]
@@ -748,33 +751,6 @@ async fn next_answer(
 
 #[cfg(test)]
 mod tests;
-
-/// Which live object a judgement compares with.
-#[derive(Clone, Copy)]
-enum Live<'a> {
-    /// The copy the engine keeps (a re-evaluation: a commit, an intent, a CRD...).
-    Kept,
-    /// The object a watch event just brought (`None`: deleted), already kept.
-    Fresh(Option<&'a Value>),
-}
-
-impl<'a> Live<'a> {
-    /// The object to compare with: the one the event brought, or the kept copy, unpacked
-    /// into `kept` (which the answer borrows).
-    fn resolve(
-        self,
-        kept: &'a mut Option<Value>,
-        copy: impl FnOnce() -> Option<Value>,
-    ) -> Option<&'a Value> {
-        match self {
-            Live::Fresh(live) => live,
-            Live::Kept => {
-                *kept = copy();
-                kept.as_ref()
-            }
-        }
-    }
-}
 
 /// The index entry of desired object `key` judged `class`, with nothing else said yet.
 fn entry_of(desired: &Desired, key: &ObjectKey, class: DriftClass) -> DriftEntry {
