@@ -630,9 +630,15 @@ impl Store {
     /// Returns the newest revision of every source.
     pub fn each_desired_object(
         &self,
-        each: impl FnMut(DesiredObject),
+        mut each: impl FnMut(DesiredObject),
     ) -> Result<Vec<RevisionInfo>, StoreError> {
-        revisions::each_desired_object(&self.conn, each)
+        let mut revisions = revisions::each_desired_object(&self.conn, |object| {
+            if self.scope.contains(&object.source) {
+                each(object)
+            }
+        })?;
+        revisions.retain(|r| self.scope.contains(&r.source));
+        Ok(revisions)
     }
 
     /// Changes whenever another connection commits (`PRAGMA data_version`): cheap to poll.

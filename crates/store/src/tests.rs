@@ -482,6 +482,17 @@ fn a_scoped_handle_loads_only_its_sources() {
     assert_eq!(names, ["one"]);
     let revisions: Vec<&str> = state.revisions.iter().map(|r| r.source.as_str()).collect();
     assert_eq!(revisions, ["team-a/app"]);
+    // Object by object (the engine's compact load) sees the same.
+    let mut streamed = Vec::new();
+    let streamed_revisions = scoped
+        .each_desired_object(|o| streamed.push(o.key.name))
+        .unwrap();
+    assert_eq!(streamed, ["one"]);
+    let streamed_revisions: Vec<&str> = streamed_revisions
+        .iter()
+        .map(|r| r.source.as_str())
+        .collect();
+    assert_eq!(streamed_revisions, ["team-a/app"]);
     let sources: Vec<String> = scoped
         .sources()
         .unwrap()
