@@ -166,6 +166,21 @@ impl DesiredSet {
         Ok(Some(change))
     }
 
+    /// Repacks manifests packed before the newest dictionary; how many were.
+    pub fn repack(&mut self) -> usize {
+        let mut count = 0;
+        for desired in self.objects.values_mut() {
+            if let Some(newer) = desired.manifest.repacked() {
+                desired.manifest = newer;
+                count += 1;
+            }
+            if let Some(newer) = desired.previous.as_ref().and_then(Packed::repacked) {
+                desired.previous = Some(newer);
+            }
+        }
+        count
+    }
+
     /// The committed CustomResourceDefinitions.
     pub fn crds(&self) -> Vec<Value> {
         self.objects

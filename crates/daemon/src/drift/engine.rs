@@ -26,6 +26,7 @@ use super::intents::{IntentChange, IntentSet};
 use super::lists::{ListEvent, Lists, Position};
 use super::memory::release_free_memory;
 use super::outputs::{Announcement, Outputs};
+use super::packed;
 use super::settle::{Drift, Report, Settling};
 use super::stale_config::StaleConfigs;
 use super::tracked::TrackedSet;
@@ -419,7 +420,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         self.report_expired_rules();
         self.publish_intents();
         self.refresh_locks();
-        release_free_memory();
+        self.compact_memory();
     }
 
     /// Drops everything known about `key` and closes its episode.
@@ -623,7 +624,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let health = self.lists.health();
         if ready && !self.index.read().unwrap().ready() {
             // The first lists' trees are freed: their pages go back before ready is said.
-            release_free_memory();
+            self.compact_memory();
         }
         let mut index = self.index.write().unwrap();
         index.set_owned_covered(owned);
@@ -633,6 +634,23 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             index.set_ready(true);
         }
         // Once ready, stay ready: a re-list after a commit is not an outage.
+    }
+
+    /// After a burst (the first lists, a reload): trains the packing dictionary from the
+    /// objects seen so far if there is none yet and repacks what is held with it, then gives
+    /// freed pages back.
+    fn compact_memory(&mut self) {
+        let ready = self.lists.all_listed();
+        if ready && packed::train() {
+            let started = Instant::now();
+            let repacked = self.desired.repack() + self.tracked.repack();
+            tracing::info!(
+                objects = repacked,
+                took_ms = started.elapsed().as_millis() as u64,
+                "packed copies repacked with a dictionary trained on this cluster's objects"
+            );
+        }
+        release_free_memory();
     }
 
     /// Compares one tracked object with its live copy and updates the index.

@@ -70,6 +70,18 @@ impl TrackedSet {
         }
     }
 
+    /// Repacks live copies packed before the newest dictionary; how many were.
+    pub fn repack(&mut self) -> usize {
+        let mut count = 0;
+        for tracked in self.objects.values_mut() {
+            if let Some(newer) = tracked.live.as_ref().and_then(Packed::repacked) {
+                tracked.live = Some(newer);
+                count += 1;
+            }
+        }
+        count
+    }
+
     /// The live copy of `key`, unpacked (`None`: not seen live, or not tracked).
     pub fn live(&self, key: &ObjectKey) -> Option<Value> {
         self.objects.get(key)?.live.as_ref().map(Packed::unpack)
