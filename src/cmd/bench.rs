@@ -20,6 +20,7 @@
 //! 8. `kube_events_dropped`: `driftd_kube_events_dropped_total` at the end.
 
 use anyhow::{bail, Context};
+use driftd_daemon::watch::LiveObject;
 use driftd_sim::store::bulk::BulkEdit;
 use driftd_sim::{SimOptions, Simulator};
 use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams};
@@ -208,9 +209,11 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
     let mut times = Vec::new();
     let mut drifting = 0;
     for _ in 0..20 {
+        // Request to the last byte of the answer: what driftd takes, not this client's parse.
         let started = Instant::now();
-        let body: Value = serve.get_json("/drift").await?;
+        let body = serve.get_bytes("/drift").await?;
         times.push(started.elapsed().as_secs_f64() * 1000.0);
+        let body: Value = serde_json::from_slice(&body)?;
         drifting = body["objects"].as_array().map_or(0, Vec::len);
     }
     times.sort_by(f64::total_cmp);
@@ -304,13 +307,14 @@ async fn list_everything(client: &kube::Client) -> anyhow::Result<usize> {
             kind: kind.into(),
             plural: plural.into(),
         };
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        // Parsed as `driftd serve` parses them, into the JSON tree it compares.
+        let api: Api<LiveObject> = Api::all_with(client.clone(), &resource);
         let mut params = ListParams::default().limit(500);
         loop {
             let page = api.list(&params).await?;
             count += page.items.len();
             for item in page.items {
-                std::hint::black_box(serde_json::to_value(item)?);
+                std::hint::black_box(item.into_json(&resource));
             }
             match page.metadata.continue_ {
                 Some(token) if !token.is_empty() => params = params.continue_token(&token),
@@ -429,7 +433,11 @@ impl Serve {
             .env("KUBECONFIG", kubeconfig)
             .env("DRIFTD_LEADER_ELECTION_ENABLED", "false")
             .env("DRIFTD_NAMESPACE", "default")
-            .env("RUST_LOG", "warn")
+            // Warnings only, unless the caller asks for more (its serve logs are kept).
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdout(Stdio::piped())
             .stderr(log)
             .spawn()?;
@@ -480,15 +488,16 @@ impl Serve {
             * 1024
     }
 
-    async fn get_json(&self, path: &str) -> anyhow::Result<Value> {
+    async fn get_bytes(&self, path: &str) -> anyhow::Result<Vec<u8>> {
         Ok(self
             .http
             .get(format!("{}{path}", self.url))
             .send()
             .await?
             .error_for_status()?
-            .json()
-            .await?)
+            .bytes()
+            .await?
+            .to_vec())
     }
 
     /// The sum of every series of `name` on `/metrics`.

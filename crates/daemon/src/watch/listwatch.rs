@@ -15,13 +15,13 @@
 //! ([`Backoff`]) after each failure.
 
 use super::backoff::Backoff;
+use super::live_object::LiveObject;
 use super::supervisor::Outbox;
 use super::{WatchError, WatchEvent};
 use futures::stream::BoxStream;
 use futures::StreamExt;
-use kube::api::{ApiResource, DynamicObject, ListParams, WatchEvent as ApiEvent, WatchParams};
-use kube::Api;
-use serde_json::Value;
+use kube::api::{ApiResource, ListParams, WatchEvent as ApiEvent, WatchParams};
+use kube::{Api, Resource};
 use std::time::Duration;
 
 /// Objects per list page (client-go's pager default).
@@ -35,7 +35,7 @@ const WATCH_TIMEOUT: u32 = 290;
 /// close), and resumed.
 const IDLE: Duration = Duration::from_secs(WATCH_TIMEOUT as u64 + 10);
 
-type Events = BoxStream<'static, kube::Result<ApiEvent<DynamicObject>>>;
+type Events = BoxStream<'static, kube::Result<ApiEvent<LiveObject>>>;
 
 /// Where one list+watch stands.
 pub enum State {
@@ -59,7 +59,7 @@ pub enum End {
 /// Lists and watches `resource` (cluster-wide; `fields` is a field selector) to `outbox`
 /// until the engine is gone or the resource is not found.
 pub async fn run(
-    api: Api<DynamicObject>,
+    api: Api<LiveObject>,
     resource: &ApiResource,
     fields: Option<String>,
     outbox: &Outbox,
@@ -92,7 +92,7 @@ pub enum Outcome {
 /// Advances one list+watch by one state. Every message goes to `outbox`.
 pub async fn step(
     state: State,
-    api: &Api<DynamicObject>,
+    api: &Api<LiveObject>,
     resource: &ApiResource,
     fields: Option<&str>,
     outbox: &Outbox,
@@ -131,7 +131,7 @@ pub async fn step(
                     first = false;
                 }
                 for object in page.items {
-                    send!(WatchEvent::Apply(to_json(object, resource)));
+                    send!(WatchEvent::Apply(object.into_json(resource)));
                 }
                 continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
                 if continue_token.is_some() {
@@ -197,13 +197,13 @@ pub async fn step(
             };
             match item {
                 Some(Ok(ApiEvent::Added(o) | ApiEvent::Modified(o))) => {
-                    let rv = o.metadata.resource_version.clone().unwrap_or(rv);
-                    send!(WatchEvent::Apply(to_json(o, resource)));
+                    let rv = o.meta().resource_version.clone().unwrap_or(rv);
+                    send!(WatchEvent::Apply(o.into_json(resource)));
                     (State::Watching { rv, events }, Outcome::Sent)
                 }
                 Some(Ok(ApiEvent::Deleted(o))) => {
-                    let rv = o.metadata.resource_version.clone().unwrap_or(rv);
-                    send!(WatchEvent::Delete(to_json(o, resource)));
+                    let rv = o.meta().resource_version.clone().unwrap_or(rv);
+                    send!(WatchEvent::Delete(o.into_json(resource)));
                     (State::Watching { rv, events }, Outcome::Sent)
                 }
                 Some(Ok(ApiEvent::Bookmark(bookmark))) => {
@@ -252,17 +252,4 @@ pub fn is_not_found(err: &kube::Error) -> bool {
         kube::Error::Api(status) => status.code == 404,
         _ => false,
     }
-}
-
-/// List items come without apiVersion/kind (as kube-apiserver sends them); put them back so
-/// every live object carries its type like a `kubectl get -o json` object does.
-fn to_json(object: DynamicObject, resource: &ApiResource) -> Value {
-    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
-    if let Some(map) = value.as_object_mut() {
-        map.entry("apiVersion")
-            .or_insert_with(|| Value::String(resource.api_version.clone()));
-        map.entry("kind")
-            .or_insert_with(|| Value::String(resource.kind.clone()));
-    }
-    value
 }

@@ -6,10 +6,12 @@
 
 mod backoff;
 mod listwatch;
+mod live_object;
 pub mod secrets;
 mod supervisor;
 
 pub use backoff::Backoff;
+pub use live_object::LiveObject;
 pub use supervisor::{watch_client, Supervisor};
 
 use driftd_k8s::TypeKey;

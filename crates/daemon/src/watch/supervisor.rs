@@ -13,9 +13,10 @@
 //! and recovery waited for the longest of those sleeps.
 
 use super::listwatch::{self, is_not_found, End};
+use super::live_object::LiveObject;
 use super::{pod_type, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
 use driftd_k8s::TypeKey;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{ApiResource, GroupVersionKind};
 use kube::{Api, Client};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -206,7 +207,7 @@ async fn step(state: WatcherState, client: &Client, outbox: &Outbox) -> WatcherS
             WatcherState::Resolving
         }
         WatcherState::Watching(resource) => {
-            let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+            let api: Api<LiveObject> = Api::all_with(client.clone(), &resource);
             match listwatch::run(api, &resource, None, outbox).await {
                 End::NotFound => WatcherState::Resolving,
                 End::EngineGone => WatcherState::Done,
@@ -221,7 +222,7 @@ async fn run_pod_watcher(client: Client, name: String, outbox: Outbox) {
     let resource = ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&());
     let fields = Some(format!("metadata.name={name}"));
     loop {
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let api: Api<LiveObject> = Api::all_with(client.clone(), &resource);
         match listwatch::run(api, &resource, fields.clone(), &outbox).await {
             End::EngineGone => return,
             End::NotFound => tokio::time::sleep(DISCOVERY_RETRY).await,
