@@ -21,8 +21,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-/// Capacity of the watchers' queue to the engine; a full queue makes watchers wait.
-const INBOX: usize = 1024;
+/// Capacity of the watchers' queue to the engine; a full queue makes watchers wait. Each
+/// message holds a whole object tree (about 10 KB for a 3 KB object), so this bounds what
+/// a backlog costs: 256 is about 3 MB, and still far more than one batch of the engine.
+const INBOX: usize = 256;
 
 /// How long shutdown waits for queued Events before giving up on them.
 const EVENT_DRAIN: Duration = Duration::from_secs(5);
@@ -270,11 +272,14 @@ pub async fn run(
     let (drained_tx, drained) = tokio::sync::oneshot::channel::<()>();
     let engine = async move {
         // The engine (and with it the last Event sink) is dropped when `run` returns.
-        let result = engine
-            .run(inbox, async move {
-                let _ = engine_stop.wait_for(|s| *s).await;
-            })
-            .await;
+        let result = on_own_thread("driftd-engine", async move {
+            engine
+                .run(inbox, async move {
+                    let _ = engine_stop.wait_for(|s| *s).await;
+                })
+                .await
+        })
+        .await;
         if let Some(mut task) = event_task {
             if tokio::time::timeout(EVENT_DRAIN, &mut task).await.is_err() {
                 tracing::warn!("queued Events not published within {EVENT_DRAIN:?}; dropped");
@@ -347,5 +352,33 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+    }
+}
+
+/// Runs `work` on its own OS thread (with a single-threaded runtime for its timers) and
+/// waits for its result. The engine compares synchronously, and one call can take seconds
+/// (a re-list of 100,000 objects): on a runtime worker that held up the HTTP server, the
+/// watchers and the Lease renewal that shared it (`/drift` polls were reset after a 410
+/// re-list at 100,000 objects). On its own thread the OS shares the cores fairly instead.
+async fn on_own_thread<T, W>(name: &str, work: W) -> T
+where
+    T: Send + 'static,
+    W: std::future::Future<Output = T> + Send + 'static,
+{
+    let (done, result) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a single-threaded runtime builds");
+            let _ = done.send(runtime.block_on(work));
+        })
+        .expect("the engine's thread starts");
+    match result.await {
+        Ok(value) => value,
+        // The thread panicked: carry the panic on, as the task that ran it did before.
+        Err(_) => panic!("the {name} thread panicked"),
     }
 }

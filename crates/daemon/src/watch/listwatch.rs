@@ -115,6 +115,7 @@ pub async fn step(
                     continue_token: continue_token.take(),
                     ..ListParams::default()
                 };
+                let turn = outbox.list_page_turn().await;
                 let page = match api.list(&params).await {
                     Ok(page) => page,
                     Err(err) => {
@@ -133,6 +134,7 @@ pub async fn step(
                 for object in page.items {
                     send!(WatchEvent::Apply(object.into_json(resource)));
                 }
+                drop(turn);
                 continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
                 if continue_token.is_some() {
                     continue;

@@ -19,8 +19,9 @@ use driftd_k8s::TypeKey;
 use kube::api::{ApiResource, GroupVersionKind};
 use kube::{Api, Client};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
 
 /// How long to wait before asking discovery again for a kind the cluster does not serve.
@@ -28,6 +29,12 @@ const NOT_SERVED_RETRY: Duration = Duration::from_secs(10);
 
 /// How long to wait before retrying a failed discovery.
 const DISCOVERY_RETRY: Duration = Duration::from_secs(2);
+
+/// List pages fetched and handed over at once, over every watcher. A page is parsed whole
+/// (500 object trees, several MB) before it is sent, and a cold start lists every kind at
+/// once: unbounded, those pages made most of `driftd serve`'s peak RSS (issue #11). The
+/// engine takes objects one at a time anyway, so two pages in flight keep it busy.
+const LIST_PAGES_AT_ONCE: usize = 2;
 
 /// States of one watcher task.
 enum WatcherState {
@@ -49,10 +56,16 @@ pub struct Supervisor {
     /// Holder pod watchers, by pod name.
     pod_tasks: BTreeMap<String, JoinHandle<()>>,
     last_id: u64,
+    /// Shared by every watcher: see [`LIST_PAGES_AT_ONCE`].
+    list_pages: Arc<Semaphore>,
+    /// The runtime watchers run on: the one that made the supervisor, not the engine's own
+    /// thread, which is busy comparing.
+    runtime: tokio::runtime::Handle,
 }
 
 impl Supervisor {
-    /// Watchers send their messages to `sender`, the engine's inbox.
+    /// Watchers send their messages to `sender`, the engine's inbox. Call it inside the
+    /// runtime the watchers are to run on.
     pub fn new(client: Client, sender: mpsc::Sender<WatchMessage>) -> Supervisor {
         Supervisor {
             client,
@@ -60,6 +73,8 @@ impl Supervisor {
             tasks: BTreeMap::new(),
             pod_tasks: BTreeMap::new(),
             last_id: 0,
+            list_pages: Arc::new(Semaphore::new(LIST_PAGES_AT_ONCE)),
+            runtime: tokio::runtime::Handle::current(),
         }
     }
 }
@@ -74,12 +89,13 @@ impl WatchControl for Supervisor {
         }
         self.last_id += 1;
         let id = WatcherId(self.last_id);
-        let task = tokio::spawn(run_watcher(
-            self.client.clone(),
-            kind.clone(),
+        let outbox = Outbox {
+            key: kind.clone(),
             id,
-            self.sender.clone(),
-        ));
+            sender: self.sender.clone(),
+            list_pages: self.list_pages.clone(),
+        };
+        let task = self.runtime.spawn(run_watcher(self.client.clone(), outbox));
         self.tasks.insert(kind.clone(), task);
         id
     }
@@ -102,8 +118,9 @@ impl WatchControl for Supervisor {
             key: pod_type(),
             id,
             sender: self.sender.clone(),
+            list_pages: self.list_pages.clone(),
         };
-        let task = tokio::spawn(run_pod_watcher(
+        let task = self.runtime.spawn(run_pod_watcher(
             self.client.clone(),
             name.to_string(),
             outbox,
@@ -144,9 +161,19 @@ pub(super) struct Outbox {
     pub(super) key: TypeKey,
     id: WatcherId,
     sender: mpsc::Sender<WatchMessage>,
+    list_pages: Arc<Semaphore>,
 }
 
 impl Outbox {
+    /// Waits for a turn to fetch and hand over one list page; the turn ends when the
+    /// returned permit is dropped.
+    pub(super) async fn list_page_turn(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.list_pages
+            .acquire()
+            .await
+            .expect("the semaphore is never closed")
+    }
+
     /// False once the engine is gone.
     pub(super) async fn send(&self, event: WatchEvent) -> bool {
         let message = WatchMessage {
@@ -158,13 +185,7 @@ impl Outbox {
     }
 }
 
-async fn run_watcher(
-    client: Client,
-    key: TypeKey,
-    id: WatcherId,
-    sender: mpsc::Sender<WatchMessage>,
-) {
-    let outbox = Outbox { key, id, sender };
+async fn run_watcher(client: Client, outbox: Outbox) {
     let mut state = WatcherState::Resolving;
     loop {
         state = step(state, &client, &outbox).await;
