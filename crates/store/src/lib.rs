@@ -29,6 +29,7 @@ pub mod secrets;
 use driftd_core::manifest::ManifestObject;
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
+use rusqlite::config::DbConfig;
 use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::Value;
@@ -268,6 +269,11 @@ impl Store {
                 .map_err(open_err)?;
         }
         conn.pragma_update(None, "foreign_keys", true)
+            .map_err(open_err)?;
+        // Plans that never depend on bound values: otherwise SQLite (built with STAT4)
+        // re-prepares a cached statement whenever some parameters change, which was most of
+        // a commit's time (`perf`: `sqlite3Reprepare` under the per-object ownership check).
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
             .map_err(open_err)?;
         // What is deleted or rewritten (a value replaced by its hash, a rotated ciphertext)
         // is overwritten with zeros, not left in free pages of the file.
