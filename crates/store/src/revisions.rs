@@ -61,15 +61,24 @@ fn write_canonical(value: &Value, out: &mut String) {
 pub(crate) fn content_hash<'a>(
     objects: impl IntoIterator<Item = (&'a ObjectKey, &'a Value)>,
 ) -> String {
-    let mut sorted: Vec<(&ObjectKey, &Value)> = objects.into_iter().collect();
-    sorted.sort_by(|a, b| a.0.cmp(b.0));
+    canonical_hash(
+        objects
+            .into_iter()
+            .map(|(key, object)| (key, canonical_json(object)))
+            .collect(),
+    )
+}
+
+/// [`content_hash`] of objects already in canonical JSON.
+fn canonical_hash(mut objects: Vec<(&ObjectKey, String)>) -> String {
+    objects.sort_by(|a, b| a.0.cmp(b.0));
     let mut hasher = Sha256::new();
     hasher.update(b"[");
-    for (i, (_, object)) in sorted.iter().enumerate() {
+    for (i, (_, text)) in objects.iter().enumerate() {
         if i > 0 {
             hasher.update(b",");
         }
-        hasher.update(canonical_json(object).as_bytes());
+        hasher.update(text.as_bytes());
     }
     hasher.update(b"]");
     hex::encode(hasher.finalize())
@@ -210,29 +219,23 @@ pub(super) fn validate_objects(
             )));
         }
     }
-    let forms: Vec<(Value, Option<Vec<u8>>)> = objects
-        .iter()
-        .map(|o| stored_form(&sealing.hash, sealing.encryption, &o.key, &o.object))
-        .collect();
-    let hash = content_hash(
-        objects
-            .iter()
-            .zip(&forms)
-            .map(|(o, (body, _))| (&o.key, body)),
-    );
-    let stored = objects
-        .iter()
-        .zip(forms)
-        .map(|(obj, (body, sealed))| StoredObject {
+    // Object by object: each stored form is a tree only while its texts are made (holding
+    // every form at once cost a copy of the whole source).
+    let mut canonical = Vec::with_capacity(objects.len());
+    let mut stored = Vec::with_capacity(objects.len());
+    for obj in objects {
+        let (body, sealed) = stored_form(&sealing.hash, sealing.encryption, &obj.key, &obj.object);
+        canonical.push((&obj.key, canonical_json(&body)));
+        stored.push(StoredObject {
             key: obj.key.clone(),
             api_version: obj.api_version.clone(),
             body: body.to_string(),
             sealed,
             origin_file: obj.origin.file.clone(),
             origin_document: obj.origin.document as i64,
-        })
-        .collect();
-    Ok((hash, stored))
+        });
+    }
+    Ok((canonical_hash(canonical), stored))
 }
 
 /// Refuses objects owned by another source's newest revision. Call inside the write

@@ -143,8 +143,8 @@ pub(crate) fn hash_stored_values(conn: &Connection, keys: &SecretKeys) -> Result
     let mut rewrote = false;
     for mut row in rows {
         let (body, sealed) = stored_form(&hash, keys.encryption.as_ref(), &row.key, &row.body);
-        if body != row.body {
-            row.body = body;
+        if *body != row.body {
+            row.body = body.into_owned();
             row.sealed = sealed;
             update(conn, &row)?;
             rewrote = true;
@@ -266,7 +266,7 @@ fn rehash_row(
             row.key, row.place
         )));
     }
-    row.body = stored_form(hash, None, &row.key, &body).0;
+    row.body = stored_form(hash, None, &row.key, &body).0.into_owned();
     Ok(())
 }
 

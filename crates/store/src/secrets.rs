@@ -21,6 +21,7 @@ use driftd_k8s::ObjectKey;
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use zeroize::Zeroizing;
@@ -258,20 +259,24 @@ pub(crate) fn record_hash_key(conn: &Connection, key: &HashKey) -> rusqlite::Res
 }
 
 /// What an object is stored as: its body with Secret values hashed, and the values sealed
-/// when an encryption key is given.
-pub(crate) fn stored_form(
+/// when an encryption key is given. Only Secrets hold values: any other object is stored as
+/// it is, without a copy.
+pub(crate) fn stored_form<'a>(
     hash: &HashKey,
     encryption: Option<&Key>,
     key: &ObjectKey,
-    object: &Value,
-) -> (Value, Option<Vec<u8>>) {
+    object: &'a Value,
+) -> (Cow<'a, Value>, Option<Vec<u8>>) {
+    if object.get("kind").and_then(Value::as_str) != Some("Secret") {
+        return (Cow::Borrowed(object), None);
+    }
     let mut body = object.clone();
     let values = hash_values(&hash.bytes, &mut body);
     let sealed = match encryption {
         Some(enc) if !values.is_empty() => Some(seal(enc, key, &values)),
         _ => None,
     };
-    (body, sealed)
+    (Cow::Owned(body), sealed)
 }
 
 fn aad(key: &ObjectKey) -> Vec<u8> {

@@ -39,6 +39,16 @@ pub fn pruned_fields<'a>(
     objects
         .into_iter()
         .filter_map(|o| {
+            // Only a custom resource whose CRD is known can have fields pruned: the others
+            // are not prepared (a commit of 100,000 built-in objects spent a tenth of its
+            // time preparing them for nothing).
+            let text = |field: &str| o.get(field).and_then(Value::as_str).unwrap_or("");
+            let (api_version, kind) = (text("apiVersion"), text("kind"));
+            if driftd_k8s::api_types::is_builtin(api_version, kind)
+                || facts.crd_of(api_version, kind).is_none()
+            {
+                return None;
+            }
             let prepared = Differ::prepare_with(o, None, facts);
             if prepared.pruned().is_empty() {
                 return None;
