@@ -150,6 +150,14 @@ pub(crate) fn run(args: &[&str], kubeconfig: Option<&Path>, config: &Path) -> Ou
     cmd.output().unwrap()
 }
 
+/// `driftd ARGS --format json`, which must succeed, as JSON.
+pub(crate) fn run_json(args: &[&str], kubeconfig: Option<&Path>, config: &Path) -> Value {
+    let args: Vec<&str> = args.iter().copied().chain(["--format", "json"]).collect();
+    let out = run(&args, kubeconfig, config);
+    assert!(out.status.success(), "{args:?}: {:?}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 pub(crate) fn text(out: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -292,21 +300,12 @@ fn plan_orders_a_chart_refuses_cycles_and_missing_dependencies_and_waits_for_ext
         "{stdout}"
     );
 
-    let out = run(
-        &[
-            "plan",
-            "--db",
-            db.to_str().unwrap(),
-            "--source",
-            "chart",
-            "--format",
-            "json",
-        ],
+    let db_path = db.to_str().unwrap();
+    let plan = run_json(
+        &["plan", "--db", db_path, "--source", "chart"],
         None,
         &config,
     );
-    assert!(out.status.success(), "{:?}", text(&out));
-    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(plan["source"], "chart");
     let steps = plan["steps"].as_array().unwrap();
     let got: Vec<(String, String)> = steps

@@ -6,7 +6,7 @@
 //! replicas only the leader remediates.
 
 use crate::plan::{
-    chart_in_sync, commit_chart, drift_chart, keyed_config, run, text, want, CHART, ORDER, T,
+    chart_in_sync, commit_chart, drift_chart, keyed_config, run_json, text, want, CHART, ORDER, T,
 };
 use crate::scaffold::*;
 use serde_json::Value;
@@ -52,21 +52,12 @@ fn a_remediation_auto_source_is_put_back_by_the_leader_with_history_and_events()
     wait_for("the chart in sync again", T, all_in_sync);
 
     // Each remediation is in the source's history, by the replica...
-    let out = run(
-        &[
-            "history",
-            "--db",
-            db.to_str().unwrap(),
-            "--source",
-            "chart",
-            "--format",
-            "json",
-        ],
+    let db_path = db.to_str().unwrap();
+    let history = run_json(
+        &["history", "--db", db_path, "--source", "chart"],
         None,
         &config,
     );
-    assert!(out.status.success(), "{:?}", text(&out));
-    let history: Value = serde_json::from_slice(&out.stdout).unwrap();
     let remediated: Vec<&Value> = history
         .as_array()
         .unwrap()
@@ -165,28 +156,18 @@ fn only_the_leader_remediates() {
     });
     let remediations = |dir: &std::path::Path, config: &std::path::Path| {
         let db = dir.join("driftd.db");
-        let out = run(
-            &[
-                "history",
-                "--db",
-                db.to_str().unwrap(),
-                "--source",
-                "chart",
-                "--format",
-                "json",
-            ],
+        let db_path = db.to_str().unwrap();
+        run_json(
+            &["history", "--db", db_path, "--source", "chart"],
             None,
             config,
-        );
-        assert!(out.status.success(), "{:?}", text(&out));
-        let history: Value = serde_json::from_slice(&out.stdout).unwrap();
-        history
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["kind"] == "remediation")
-            .map(|e| e["actor"].as_str().unwrap().to_string())
-            .collect::<Vec<_>>()
+        )
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "remediation")
+        .map(|e| e["actor"].as_str().unwrap().to_string())
+        .collect::<Vec<_>>()
     };
     let by_a = remediations(&a_dir, &a_config);
     assert!(by_a.len() >= ORDER.len(), "{by_a:?}");

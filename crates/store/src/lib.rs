@@ -379,9 +379,7 @@ impl Store {
     pub fn commit(&mut self, req: &CommitRequest) -> Result<CommitOutcome, StoreError> {
         let now = self.now();
         let sealing = sealing(&self.conn, &self.keys, &self.display())?;
-        with_large_cache(&mut self.conn, req.objects.len(), |conn| {
-            revisions::commit(conn, req, &sealing, now)
-        })
+        revisions::commit(&mut self.conn, req, &sealing, now)
     }
 
     /// Records a pending intent (the objects a deploy is about to apply) and takes the
@@ -777,34 +775,4 @@ fn retry_busy<T>(mut op: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Resul
             other => return other,
         }
     }
-}
-
-/// Runs `write` of `objects` objects with a page cache sized for it, then restores SQLite's
-/// default.
-///
-/// A revision's rows go into indexes in key order, not file order: with the default cache
-/// (2 MB) a commit of 100,000 objects spilled dirty pages to the WAL mid-transaction and read
-/// evicted index pages back, half of its time in `pread`/`pwrite` (`perf`: `pagerStress`,
-/// `readDbPage`). The cache grows only as pages are touched, and a reading `driftd serve`
-/// keeps the default.
-fn with_large_cache<T>(
-    conn: &mut Connection,
-    objects: usize,
-    write: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
-    /// Objects below this write fine with the default cache.
-    const FROM_OBJECTS: usize = 2_000;
-    /// At most this many KiB (SQLite's negative `cache_size`): about 4 KB per object.
-    const MAX_KIB: usize = 512 * 1024;
-    /// SQLite's default `cache_size`.
-    const DEFAULT: i64 = -2000;
-    if objects < FROM_OBJECTS {
-        return write(conn);
-    }
-    let kib = (objects * 4).min(MAX_KIB) as i64;
-    conn.pragma_update(None, "cache_size", -kib)?;
-    let result = write(conn);
-    // Shrinking frees the pages at once.
-    conn.pragma_update(None, "cache_size", DEFAULT)?;
-    result
 }

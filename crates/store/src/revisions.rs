@@ -399,7 +399,19 @@ pub(super) fn commit(
     now: Timestamp,
 ) -> Result<CommitOutcome, StoreError> {
     let (hash, objects) = validate_objects(req.source, req.objects, sealing)?;
+    with_large_cache(conn, objects.len(), |conn| {
+        write_commit(conn, req, sealing, (&hash, &objects), now)
+    })
+}
 
+/// Writes a validated commit (`hash` and `objects` from [`validate_objects`]).
+fn write_commit(
+    conn: &mut Connection,
+    req: &CommitRequest,
+    sealing: &Sealing,
+    (hash, objects): (&str, &[StoredObject]),
+    now: Timestamp,
+) -> Result<CommitOutcome, StoreError> {
     // Checks and writes happen under the write lock, so no other commit can take an
     // object between our ownership check and our insert. Dropping `tx` without commit
     // rolls back; nothing has been written to the file at that point.
@@ -407,14 +419,14 @@ pub(super) fn commit(
     if let Some(newest) = newest_revision(&tx, req.source)? {
         if newest.content_hash == hash {
             if objects.iter().any(|o| o.sealed.is_some()) {
-                fill_sealed(&tx, newest.id, &objects)?;
+                fill_sealed(&tx, newest.id, objects)?;
                 tx.commit()?;
             }
             return Ok(CommitOutcome::Unchanged(newest));
         }
     }
     record_hash_key(&tx, &sealing.hash)?;
-    check_owners(&tx, req.source, &objects)?;
+    check_owners(&tx, req.source, objects)?;
     let revision = insert_revision(
         &tx,
         &NewRevision {
@@ -423,10 +435,10 @@ pub(super) fn commit(
             author: req.author,
             message: req.message,
             committed_at: req.committed_at.unwrap_or(now),
-            content_hash: &hash,
+            content_hash: hash,
             skipped: req.skipped,
         },
-        &objects,
+        objects,
         now,
     )?;
     // A newer committed desired state is the team's decision: the source's failed and
@@ -617,6 +629,38 @@ pub(super) fn each_desired_object(
     }
     tx.finish()?;
     Ok(revisions)
+}
+
+/// Runs `write` of `objects` objects with a page cache sized for it, then restores SQLite's
+/// default.
+///
+/// A revision's rows go into indexes in key order, not file order: with the default cache
+/// (2 MB) a commit of 100,000 objects spilled dirty pages to the WAL mid-transaction and read
+/// evicted index pages back, half of its time in `pread`/`pwrite` (`perf`: `pagerStress`,
+/// `readDbPage`). The cache grows only as pages are touched, and a reading `driftd serve`
+/// keeps the default.
+fn with_large_cache<T>(
+    conn: &mut Connection,
+    objects: usize,
+    write: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    /// Objects below this write fine with the default cache.
+    const FROM_OBJECTS: usize = 2_000;
+    /// At most this many KiB (SQLite's negative `cache_size`): about 4 KB per object.
+    const MAX_KIB: usize = 512 * 1024;
+    /// SQLite's default `cache_size`.
+    const DEFAULT: i64 = -2000;
+    if objects < FROM_OBJECTS {
+        return write(conn);
+    }
+    let kib = (objects * 4).min(MAX_KIB) as i64;
+    conn.pragma_update(None, "cache_size", -kib)?;
+    let result = write(conn);
+    // Shrinking frees the pages at once; a failed write's error comes first.
+    let restored = conn.pragma_update(None, "cache_size", DEFAULT);
+    let value = result?;
+    restored?;
+    Ok(value)
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ mod stale;
 mod stale_config;
 mod uncommitted;
 
-use live::Live;
+use live::{as_compared, Live};
 
 /// Why the engine cannot start or go on.
 #[derive(Debug, thiserror::Error)]
@@ -790,24 +790,4 @@ fn entry_of(desired: &Desired, key: &ObjectKey, class: DriftClass) -> DriftEntry
         stale_config: None,
         stale: false,
     }
-}
-
-/// The annotation `kubectl apply` keeps the whole applied object in.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// What of a live object the engine keeps: everything the comparison reads. `status` (the
-/// controllers') and kubectl's last-applied copy of the object are never compared, and are
-/// often half of what the API server sends; keeping them would hold each object twice over.
-fn as_compared(mut object: Value) -> Value {
-    if let Some(map) = object.as_object_mut() {
-        map.remove("status");
-        if let Some(annotations) = map
-            .get_mut("metadata")
-            .and_then(|m| m.get_mut("annotations"))
-            .and_then(Value::as_object_mut)
-        {
-            annotations.remove(LAST_APPLIED);
-        }
-    }
-    object
 }
