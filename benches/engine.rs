@@ -88,7 +88,7 @@ impl Outputs for Nowhere {
         &mut self,
         _a: Announcement,
         _e: &driftd_core::report::DriftEntry,
-        _l: Option<&Value>,
+        _l: Option<&driftd_daemon::drift::LiveIdentity>,
     ) {
     }
     fn store_error(&mut self, _what: &str, _error: &driftd_store::StoreError) {}

@@ -37,6 +37,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use config_content::{ConfigContent, ContentChange};
+pub use episodes::EpisodeWrite;
 pub use files::{insecure_files, insecure_warning, InsecureFile};
 pub use helm::{HelmOutcome, HelmSync, HelmVersion, HELM_ID_BASE};
 pub use history::{HistoryEntry, IntentEvent};
@@ -698,6 +699,11 @@ impl Store {
     /// Closes the open episode of `key`, if any.
     pub fn resolve_drift(&self, key: &ObjectKey, at: Timestamp) -> Result<(), StoreError> {
         episodes::resolve_drift(&self.conn, key, at)
+    }
+
+    /// Writes several episode changes in one transaction: all or none.
+    pub fn write_episodes(&self, writes: &[EpisodeWrite]) -> Result<(), StoreError> {
+        episodes::write_episodes(&self.conn, writes)
     }
 }
 

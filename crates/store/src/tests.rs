@@ -163,6 +163,71 @@ fn episodes_keep_first_seen_until_resolved() {
 }
 
 #[test]
+fn one_batch_of_episode_writes_opens_updates_and_closes_as_single_writes_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("d.db")).unwrap();
+    let key = |name: &str| ObjectKey {
+        group: String::new(),
+        kind: "ConfigMap".into(),
+        namespace: Some("default".into()),
+        name: name.into(),
+    };
+    let t = |s: i64| Timestamp::from_second(1_700_000_000 + s).unwrap();
+    let (a, b, c) = (key("a"), key("b"), key("c"));
+    store
+        .record_drift(&a, "web", "modified", t(0), &["data.x".into()])
+        .unwrap();
+    store
+        .record_drift(&c, "web", "modified", t(0), &[])
+        .unwrap();
+    let paths = ["data.y".to_string()];
+    store
+        .write_episodes(&[
+            EpisodeWrite::Drifting {
+                key: &a,
+                source: "web",
+                class: "deleted",
+                at: t(10),
+                paths: &paths,
+            },
+            EpisodeWrite::Drifting {
+                key: &b,
+                source: "web",
+                class: "modified",
+                at: t(10),
+                paths: &paths,
+            },
+            EpisodeWrite::Resolved { key: &c, at: t(10) },
+        ])
+        .unwrap();
+    let open: Vec<(String, String, Timestamp, Timestamp, Vec<String>)> = store
+        .open_episodes()
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.key.name, e.class, e.first_seen, e.last_seen, e.paths))
+        .collect();
+    assert_eq!(
+        open,
+        [
+            (
+                "a".into(),
+                "deleted".into(),
+                t(0),
+                t(10),
+                vec!["data.y".to_string()]
+            ),
+            (
+                "b".into(),
+                "modified".into(),
+                t(10),
+                t(10),
+                vec!["data.y".to_string()]
+            ),
+        ]
+    );
+}
+
+#[test]
 fn data_version_changes_when_another_connection_commits() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("d.db");

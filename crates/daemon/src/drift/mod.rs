@@ -42,4 +42,4 @@ pub use dry_run::{DryRunAnswer, DryRunOutcome, DryRunRequest};
 pub use engine::{Engine, EngineError};
 pub use index::{DriftIndex, SharedIndex, WatchHealth};
 pub use locks::PodRef;
-pub use outputs::{Announcement, LockAnnouncement, Outputs};
+pub use outputs::{Announcement, LiveIdentity, LockAnnouncement, Outputs};

@@ -7,7 +7,7 @@ use crate::watch::WatchError;
 use driftd_core::report::{DriftEntry, StaleLock};
 use driftd_k8s::TypeKey;
 use driftd_store::StoreError;
-use serde_json::Value;
+use serde::Deserialize;
 use std::time::Duration;
 
 /// A drift transition that held for the settle time.
@@ -17,6 +17,22 @@ pub enum Announcement {
     Detected,
     /// The live object matches its desired state again.
     Resolved,
+}
+
+/// What an Event's `involvedObject` says of the live object beyond its key. Read from the
+/// packed live copy without building its tree: a settle step can announce thousands.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct LiveIdentity {
+    pub uid: Option<String>,
+    #[serde(rename = "resourceVersion")]
+    pub resource_version: Option<String>,
+}
+
+/// A live object read for its [`LiveIdentity`] only: serde skips every other field.
+#[derive(Deserialize)]
+pub(super) struct Identified {
+    #[serde(default)]
+    pub metadata: LiveIdentity,
 }
 
 /// What happened to a deploy lock.
@@ -36,8 +52,14 @@ pub trait Outputs {
     fn watch_error(&mut self, kind: &TypeKey, error: &WatchError);
     /// One comparison took `took`.
     fn compared(&mut self, took: Duration);
-    /// Announces a settled transition of `entry`; `live` is the live object, if it exists.
-    fn announce(&mut self, announcement: Announcement, entry: &DriftEntry, live: Option<&Value>);
+    /// Announces a settled transition of `entry`; `live` identifies the live object, if it
+    /// exists.
+    fn announce(
+        &mut self,
+        announcement: Announcement,
+        entry: &DriftEntry,
+        live: Option<&LiveIdentity>,
+    );
     /// A database read or write failed while doing `what`; the engine goes on without it.
     fn store_error(&mut self, what: &str, error: &StoreError);
     /// Announces a lock transition; `pod` is its holder pod, when it is one.

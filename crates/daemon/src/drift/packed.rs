@@ -223,6 +223,12 @@ impl Packed {
 
     /// The value as packed.
     pub fn unpack(&self) -> Value {
+        self.unpack_as()
+    }
+
+    /// The packed value read as a `T`: a struct of a few fields skips the rest of the text
+    /// without building it.
+    pub fn unpack_as<T: serde::de::DeserializeOwned>(&self) -> T {
         PACKER.with_borrow_mut(|packer| {
             packer.unpack_text(&self.0);
             let value =

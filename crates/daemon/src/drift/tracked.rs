@@ -6,6 +6,7 @@
 //! [`Packed`]: a watch event is compared with the object it brings, and only re-evaluations
 //! (a commit, an intent, a CRD or autoscaler change, an expired rule) unpack the copy.
 
+use super::outputs::{Identified, LiveIdentity};
 use super::packed::Packed;
 use driftd_k8s::{ObjectKey, TypeKey};
 use serde_json::Value;
@@ -87,6 +88,13 @@ impl TrackedSet {
         self.objects.get(key)?.live.as_ref().map(Packed::unpack)
     }
 
+    /// What identifies the live copy of `key` in an Event (`None`: not seen live, or not
+    /// tracked), read without unpacking the copy into a tree.
+    pub fn live_identity(&self, key: &ObjectKey) -> Option<LiveIdentity> {
+        let live = self.objects.get(key)?.live.as_ref()?;
+        Some(live.unpack_as::<Identified>().metadata)
+    }
+
     /// Every tracked key, in order.
     pub fn keys(&self) -> Vec<Arc<ObjectKey>> {
         self.objects.keys().cloned().collect()
@@ -156,5 +164,31 @@ mod tests {
         set.set_live(&a, None);
         assert_eq!(set.live(&a), None);
         assert_eq!(set.keys().len(), 2);
+    }
+
+    #[test]
+    fn the_live_identity_is_the_copys_uid_and_resource_version() {
+        let mut set = TrackedSet::default();
+        set.replace([cm("a"), cm("b")]);
+        let (a, b) = (cm("a").0, cm("b").0);
+        set.set_live(
+            &a,
+            Some(&json!({
+                "metadata": {"name": "a", "uid": "u-1", "resourceVersion": "42", "labels": {"x": "y"}},
+                "data": {"uid": "not this one"},
+            })),
+        );
+        set.set_live(&b, Some(&json!({"data": {}})));
+        let identity = |uid: Option<&str>, rv: Option<&str>| LiveIdentity {
+            uid: uid.map(str::to_string),
+            resource_version: rv.map(str::to_string),
+        };
+        assert_eq!(
+            set.live_identity(&a),
+            Some(identity(Some("u-1"), Some("42")))
+        );
+        assert_eq!(set.live_identity(&b), Some(identity(None, None)));
+        set.set_live(&a, None);
+        assert_eq!(set.live_identity(&a), None, "gone live: no identity");
     }
 }

@@ -26,12 +26,11 @@
 
 use super::metrics::Metrics;
 use crate::config::EventsConfig;
-use crate::drift::{LockAnnouncement, PodRef, SharedIndex};
+use crate::drift::{LiveIdentity, LockAnnouncement, PodRef, SharedIndex};
 use crate::leader::Leadership;
 use driftd_core::report::{DriftClass, DriftEntry, StaleConfigNote, StaleLock};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,7 +53,7 @@ pub struct EventRequest {
 impl EventRequest {
     /// `DriftDetected`: names the changed fields (never values: Secrets stay secret).
     /// `UncommittedApply` for an object that equals an open intent.
-    pub fn detected(entry: &DriftEntry, live: Option<&Value>) -> EventRequest {
+    pub fn detected(entry: &DriftEntry, live: Option<&LiveIdentity>) -> EventRequest {
         if let (DriftClass::StaleConfig | DriftClass::Unmanaged, Some(note)) =
             (entry.class, &entry.stale_config)
         {
@@ -122,7 +121,7 @@ impl EventRequest {
     pub fn stale_config(
         entry: &DriftEntry,
         note: &StaleConfigNote,
-        live: Option<&Value>,
+        live: Option<&LiveIdentity>,
     ) -> EventRequest {
         EventRequest {
             reference: reference(entry, live),
@@ -137,7 +136,7 @@ impl EventRequest {
     }
 
     /// `DriftResolved`: the live object matches its desired state again.
-    pub fn resolved(entry: &DriftEntry, live: Option<&Value>) -> EventRequest {
+    pub fn resolved(entry: &DriftEntry, live: Option<&LiveIdentity>) -> EventRequest {
         EventRequest {
             reference: reference(entry, live),
             type_: EventType::Normal,
@@ -267,20 +266,14 @@ impl EventRequest {
     }
 }
 
-fn reference(entry: &DriftEntry, live: Option<&Value>) -> ObjectReference {
-    let meta = live.and_then(|l| l.get("metadata"));
-    let text = |field: &str| {
-        meta.and_then(|m| m.get(field))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
+fn reference(entry: &DriftEntry, live: Option<&LiveIdentity>) -> ObjectReference {
     ObjectReference {
         api_version: Some(entry.api_version.clone()),
         kind: Some(entry.kind.clone()),
         name: Some(entry.name.clone()),
         namespace: entry.namespace.clone(),
-        uid: text("uid"),
-        resource_version: text("resourceVersion"),
+        uid: live.and_then(|l| l.uid.clone()),
+        resource_version: live.and_then(|l| l.resource_version.clone()),
         ..Default::default()
     }
 }
@@ -704,8 +697,8 @@ mod tests {
         entry.changes = vec![Change {
             path: "/data/password".into(),
             op: ChangeOp::Replace,
-            desired: Some(Value::from("hmac:aaaa")),
-            live: Some(Value::from("hmac:bbbb")),
+            desired: Some(serde_json::Value::from("hmac:aaaa")),
+            live: Some(serde_json::Value::from("hmac:bbbb")),
             field: "data.password".into(),
             manager: Some("kubectl".into()),
             changed_at: None,

@@ -4,14 +4,13 @@
 
 use super::events::{EventRequest, EventSink};
 use super::metrics::Metrics;
-use crate::drift::{Announcement, LockAnnouncement, Outputs, PodRef};
+use crate::drift::{Announcement, LiveIdentity, LockAnnouncement, Outputs, PodRef};
 use crate::leader::Leadership;
 use crate::watch::WatchError;
 use driftd_core::report::{DriftEntry, StaleLock};
 use driftd_k8s::TypeKey;
 use driftd_store::StoreError;
 use k8s_openapi::api::core::v1::ObjectReference;
-use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -69,7 +68,12 @@ impl Outputs for Publisher {
         self.metrics.diff_duration.observe(took.as_secs_f64());
     }
 
-    fn announce(&mut self, announcement: Announcement, entry: &DriftEntry, live: Option<&Value>) {
+    fn announce(
+        &mut self,
+        announcement: Announcement,
+        entry: &DriftEntry,
+        live: Option<&LiveIdentity>,
+    ) {
         let Some(sink) = self.leading_sink(&entry.name) else {
             return;
         };

@@ -2,41 +2,64 @@
 //! recorded in the store and announced as an Event, and open episodes are kept current.
 
 use super::*;
+use driftd_store::EpisodeWrite;
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Records (episodes) and announces (Events) every drift state that held for the
-    /// settle time.
+    /// settle time. The episodes of one step are written in one transaction.
     pub fn settle_due(&mut self) {
-        for Report { key, drift } in self.settling.due(self.clock.now()) {
-            let Some(entry) = self.index.read().unwrap().get(&key).cloned() else {
-                continue;
+        let reports = self.settling.due(self.clock.now());
+        if reports.is_empty() {
+            return;
+        }
+        let now = self.clock.wall();
+        let settled: Vec<(Report, DriftEntry)> = {
+            let index = self.index.read().unwrap();
+            reports
+                .into_iter()
+                .filter_map(|report| {
+                    let entry = index.get(&report.key)?.clone();
+                    Some((report, entry))
+                })
+                .collect()
+        };
+        let writes: Vec<EpisodeWrite> = settled
+            .iter()
+            .map(|(Report { key, drift }, entry)| match drift {
+                Some(drift) => EpisodeWrite::Drifting {
+                    key,
+                    source: &entry.source,
+                    class: drift.class.as_str(),
+                    at: entry.since.unwrap_or(now),
+                    paths: &drift.paths,
+                },
+                None => EpisodeWrite::Resolved { key, at: now },
+            })
+            .collect();
+        if let Err(err) = self.store.write_episodes(&writes) {
+            let what = if writes
+                .iter()
+                .any(|w| matches!(w, EpisodeWrite::Drifting { .. }))
+            {
+                "cannot record drift episode"
+            } else {
+                "cannot close drift episode"
             };
-            let live = self.live_copy(&key);
+            tracing::error!(episodes = writes.len(), error = %err, "{what}");
+            self.outputs.store_error(what, &err);
+        }
+        drop(writes);
+        for (Report { key, drift }, entry) in &settled {
+            let live = self.tracked.live_identity(key);
             let live = live.as_ref();
             match drift {
                 Some(drift) => {
-                    let since = entry.since.unwrap_or_else(|| self.clock.wall());
-                    if let Err(err) = self.store.record_drift(
-                        &key,
-                        &entry.source,
-                        drift.class.as_str(),
-                        since,
-                        &drift.paths,
-                    ) {
-                        tracing::error!(object = %key, error = %err, "cannot record drift episode");
-                        self.outputs
-                            .store_error("cannot record drift episode", &err);
-                    }
                     tracing::info!(object = %key, class = drift.class.as_str(), paths = ?drift.paths, "drift detected");
-                    self.outputs.announce(Announcement::Detected, &entry, live);
+                    self.outputs.announce(Announcement::Detected, entry, live);
                 }
                 None => {
-                    if let Err(err) = self.store.resolve_drift(&key, self.clock.wall()) {
-                        tracing::error!(object = %key, error = %err, "cannot close drift episode");
-                        self.outputs.store_error("cannot close drift episode", &err);
-                    }
                     tracing::info!(object = %key, "drift resolved");
-                    self.outputs.announce(Announcement::Resolved, &entry, live);
+                    self.outputs.announce(Announcement::Resolved, entry, live);
                 }
             }
         }
@@ -47,18 +70,23 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     pub fn touch_open_episodes(&mut self) {
         let now = self.clock.wall();
         let index = self.index.read().unwrap();
-        for (key, drift) in self.settling.steady() {
-            let Some(entry) = index.get(key) else {
-                continue;
-            };
-            if let Err(err) =
-                self.store
-                    .record_drift(key, &entry.source, drift.class.as_str(), now, &drift.paths)
-            {
-                tracing::error!(object = %key, error = %err, "cannot update drift episode");
-                self.outputs
-                    .store_error("cannot update drift episode", &err);
-            }
+        let writes: Vec<EpisodeWrite> = self
+            .settling
+            .steady()
+            .filter_map(|(key, drift)| {
+                Some(EpisodeWrite::Drifting {
+                    key,
+                    source: &index.get(key)?.source,
+                    class: drift.class.as_str(),
+                    at: now,
+                    paths: &drift.paths,
+                })
+            })
+            .collect();
+        if let Err(err) = self.store.write_episodes(&writes) {
+            tracing::error!(episodes = writes.len(), error = %err, "cannot update drift episode");
+            self.outputs
+                .store_error("cannot update drift episode", &err);
         }
     }
 }

@@ -79,7 +79,12 @@ impl Outputs for Recorded {
         self.comparisons += 1;
     }
 
-    fn announce(&mut self, announcement: Announcement, entry: &DriftEntry, _live: Option<&Value>) {
+    fn announce(
+        &mut self,
+        announcement: Announcement,
+        entry: &DriftEntry,
+        _live: Option<&crate::drift::LiveIdentity>,
+    ) {
         self.announcements.push(match entry.class {
             DriftClass::Uncommitted => format!("Uncommitted {}/{}", entry.kind, entry.name),
             _ => format!("{announcement:?} {}/{}", entry.kind, entry.name),
