@@ -9,13 +9,14 @@
 //! - `cold_s`: the first list of every kind (N live objects) compared and indexed;
 //! - `heap_B/obj`: heap bytes the engine holds per tracked object once every object is
 //!   compared (a counting allocator: exact, unlike RSS), of which `desired_B` the desired
-//!   state alone; next to them RSS growth per object (what `ps` shows) and the live JSON's
-//!   size per object;
+//!   state alone; next to them the live JSON's size per object;
 //! - `events/s` and `µs/event` for M modifications (a ConfigMap or Secret value, an image, an
 //!   annotation) streamed in batches as the run loop takes them, next to the differ alone on
 //!   the same pairs (`compare µs`), the floor of any engine, and their ratio;
 //!   `drift` is how many objects the engine reports drifting afterwards, checked against
-//!   the modifications made (the bench fails otherwise: figures of wrong answers mean nothing).
+//!   the modifications made (the bench fails otherwise: figures of wrong answers mean nothing),
+//!   and `drift_B` the heap the engine holds per drifting object beyond an in-sync one (its
+//!   changes, patch, settle state and episode), measured after the modifications.
 //!
 //! Growth in N is linear when `heap_B/obj` and `µs/event` stay flat across the rows.
 
@@ -169,18 +170,6 @@ fn modified(live: &Value, round: usize) -> Value {
     edited
 }
 
-fn rss_bytes() -> usize {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok())
-        })
-        .unwrap_or(0)
-        * 1024
-}
-
 fn heap() -> usize {
     ALLOCATED.load(Ordering::Relaxed)
 }
@@ -192,7 +181,6 @@ struct Row {
     cold_s: f64,
     heap_per_object: f64,
     desired_heap_per_object: f64,
-    rss_per_object: f64,
     json_per_object: f64,
     events: usize,
     events_per_s: f64,
@@ -200,6 +188,7 @@ struct Row {
     compare_us: f64,
     drifting: usize,
     expected_drifting: usize,
+    drift_heap_per_object: f64,
 }
 
 fn run(n: usize, dir: &std::path::Path) -> Row {
@@ -230,7 +219,7 @@ fn run(n: usize, dir: &std::path::Path) -> Row {
 
     let mut config = Config::default();
     config.events.enabled = false;
-    let (heap0, rss0) = (heap(), rss_bytes());
+    let heap0 = heap();
     let index = Arc::new(RwLock::new(DriftIndex::new(10_000)));
     let watchers = Watchers::default();
     let mut engine = Engine::new(
@@ -288,7 +277,7 @@ fn run(n: usize, dir: &std::path::Path) -> Row {
     }
     assert!(index.read().unwrap().ready(), "every watched kind listed");
     let heap_per_object = heap().saturating_sub(heap0) as f64 / n as f64;
-    let rss_per_object = rss_bytes().saturating_sub(rss0) as f64 / n as f64;
+    let heap_in_sync = heap();
     {
         let index = index.read().unwrap();
         assert_eq!(index.len(), n, "every object is judged");
@@ -356,7 +345,7 @@ fn run(n: usize, dir: &std::path::Path) -> Row {
         cold_s: cold.as_secs_f64(),
         heap_per_object,
         desired_heap_per_object,
-        rss_per_object,
+        drift_heap_per_object: heap().saturating_sub(heap_in_sync) as f64 / drifting.max(1) as f64,
         json_per_object: json_bytes as f64 / n as f64,
         events,
         events_per_s: events as f64 / handled.as_secs_f64(),
@@ -376,6 +365,8 @@ fn message(kind: &TypeKey, watcher: WatcherId, event: WatchEvent) -> WatchMessag
 }
 
 fn main() {
+    // As `driftd` runs.
+    driftd_daemon::drift::small_pages_only();
     // With `harness = false` cargo passes `--bench`; numbers are object counts.
     let mut counts: Vec<usize> = std::env::args()
         .skip(1)
@@ -386,41 +377,41 @@ fn main() {
     }
     let dir = tempfile::tempdir().expect("temp dir");
     println!(
-        "{:>8} {:>9} {:>7} {:>7} {:>11} {:>10} {:>10} {:>10} {:>8} {:>10} {:>9} {:>11} {:>8} {:>7}",
+        "{:>8} {:>9} {:>7} {:>7} {:>11} {:>10} {:>10} {:>8} {:>10} {:>9} {:>11} {:>8} {:>7} {:>8}",
         "objects",
         "commit_s",
         "load_s",
         "cold_s",
         "heap_B/obj",
         "desired_B",
-        "rss_B/obj",
         "json_B/obj",
         "events",
         "events/s",
         "µs/event",
         "compare_µs",
         "x diff",
-        "drift"
+        "drift",
+        "drift_B"
     );
     let mut wrong = false;
     for n in counts {
         let row = run(n, dir.path());
         println!(
-            "{:>8} {:>9.2} {:>7.2} {:>7.2} {:>11.0} {:>10.0} {:>10.0} {:>10.0} {:>8} {:>10.0} {:>9.1} {:>11.1} {:>8.2} {:>7}",
+            "{:>8} {:>9.2} {:>7.2} {:>7.2} {:>11.0} {:>10.0} {:>10.0} {:>8} {:>10.0} {:>9.1} {:>11.1} {:>8.2} {:>7} {:>8.0}",
             row.n,
             row.commit_s,
             row.load_s,
             row.cold_s,
             row.heap_per_object,
             row.desired_heap_per_object,
-            row.rss_per_object,
             row.json_per_object,
             row.events,
             row.events_per_s,
             row.us_per_event,
             row.compare_us,
             row.us_per_event / row.compare_us,
-            row.drifting
+            row.drifting,
+            row.drift_heap_per_object
         );
         if row.drifting != row.expected_drifting {
             eprintln!(

@@ -179,6 +179,19 @@ pub struct DesiredObject {
     pub previous: Option<Value>,
 }
 
+/// A [`DesiredObject`] as its stored JSON text (compact, keys in their order), checked to
+/// parse: what [`Store::each_desired_object`] streams.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesiredText {
+    pub source: String,
+    pub revision: i64,
+    pub key: ObjectKey,
+    pub api_version: String,
+    pub body: String,
+    /// The same object as the source's previous revision had it, if it was there.
+    pub previous: Option<String>,
+}
+
 /// The newest committed revision of every source, with their objects.
 #[derive(Debug, Clone, Default)]
 pub struct DesiredState {
@@ -637,7 +650,7 @@ impl Store {
     /// Returns the newest revision of every source.
     pub fn each_desired_object(
         &self,
-        mut each: impl FnMut(DesiredObject),
+        mut each: impl FnMut(DesiredText),
     ) -> Result<Vec<RevisionInfo>, StoreError> {
         let mut revisions = revisions::each_desired_object(&self.conn, |object| {
             if self.scope.contains(&object.source) {

@@ -3,7 +3,7 @@
 use super::secrets::{record_hash_key, stored_form, HashKey, Key};
 use super::{
     intents, key_from_db, ns_to_db, ts_from_db, ts_to_db, CommitOutcome, CommitRequest,
-    DesiredObject, DesiredState, RevisionInfo, SourceSummary, StoreError,
+    DesiredObject, DesiredState, DesiredText, RevisionInfo, SourceSummary, StoreError,
 };
 use driftd_core::manifest::ManifestObject;
 use driftd_k8s::ObjectKey;
@@ -573,16 +573,44 @@ const NEWEST_OF_KIND: &str = "SELECT o.body FROM revision_objects o
 
 pub(super) fn desired_state(conn: &Connection) -> Result<DesiredState, StoreError> {
     let mut objects = Vec::new();
-    let revisions = each_desired_object(conn, |object| objects.push(object))?;
+    let mut failed = None;
+    let revisions = each_desired_object(conn, |object| {
+        let parse = |text: &str| serde_json::from_str::<Value>(text);
+        match (
+            parse(&object.body),
+            object.previous.as_deref().map(parse).transpose(),
+        ) {
+            (Ok(body), Ok(previous)) => objects.push(DesiredObject {
+                source: object.source,
+                revision: object.revision,
+                key: object.key,
+                api_version: object.api_version,
+                object: body,
+                previous,
+            }),
+            (Err(e), _) | (_, Err(e)) => {
+                failed.get_or_insert(e);
+            }
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(rusqlite::Error::FromSqlConversionFailure(
+            5,
+            rusqlite::types::Type::Text,
+            Box::new(e),
+        )
+        .into());
+    }
     Ok(DesiredState { revisions, objects })
 }
 
 /// The desired state object by object: `each` gets every object of the newest revision of
-/// every source (with its previous revision's copy) as it is read, so a reader that keeps
-/// objects in another form never holds the whole state as JSON trees at once.
+/// every source (with its previous revision's copy) as it is read, as checked JSON text, so
+/// a reader that keeps objects in another form never holds the whole state as JSON trees at
+/// once, nor builds a tree it does not need.
 pub(super) fn each_desired_object(
     conn: &Connection,
-    mut each: impl FnMut(DesiredObject),
+    mut each: impl FnMut(DesiredText),
 ) -> Result<Vec<RevisionInfo>, StoreError> {
     // One read transaction: a commit landing halfway must not mix two revisions.
     let tx = conn.unchecked_transaction()?;
@@ -604,25 +632,26 @@ pub(super) fn each_desired_object(
         )?;
         let mut rows = stmt.query(params![rev.id, previous_id])?;
         while let Some(row) = rows.next()? {
-            let body = |i: usize| -> rusqlite::Result<Option<Value>> {
-                row.get::<_, Option<String>>(i)?
-                    .map(|text| {
-                        serde_json::from_str(&text).map_err(|e| {
-                            rusqlite::Error::FromSqlConversionFailure(
-                                i,
-                                rusqlite::types::Type::Text,
-                                Box::new(e),
-                            )
-                        })
-                    })
-                    .transpose()
+            // Checked as JSON without building it (a tree is what readers avoid).
+            let body = |i: usize| -> rusqlite::Result<Option<String>> {
+                let text = row.get::<_, Option<String>>(i)?;
+                if let Some(text) = &text {
+                    serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| {
+                        rusqlite::Error::FromSqlConversionFailure(
+                            i,
+                            rusqlite::types::Type::Text,
+                            Box::new(e),
+                        )
+                    })?;
+                }
+                Ok(text)
             };
-            each(DesiredObject {
+            each(DesiredText {
                 source: rev.source.clone(),
                 revision: rev.id,
                 key: key_from_db(row, 0)?,
                 api_version: row.get(4)?,
-                object: body(5)?.unwrap_or_default(),
+                body: body(5)?.unwrap_or_else(|| "null".into()),
                 previous: body(6)?,
             });
         }

@@ -106,7 +106,8 @@ impl DesiredSet {
         let mut kinds: HashMap<TypeKey, Arc<TypeKey>> = HashMap::new();
         let mut objects = HashMap::with_capacity(self.objects.len());
         let mut by_kind: BTreeMap<TypeKey, usize> = BTreeMap::new();
-        // Object by object: packed as read, so the state is never held as trees at once.
+        // Object by object, packed from the stored text as read: the state is never held
+        // whole, nor parsed (the comparison parses the one it needs).
         let revisions = store.each_desired_object(|object| {
             let kind = TypeKey {
                 api_version: object.api_version,
@@ -125,8 +126,8 @@ impl DesiredSet {
                 source,
                 revision: object.revision,
                 kind,
-                manifest: Packed::new(&object.object),
-                previous: object.previous.as_ref().map(Packed::new),
+                manifest: Packed::from_text(&object.body),
+                previous: object.previous.as_deref().map(Packed::from_text),
             };
             // The key already shared stays shared (the index keeps the first one it got).
             let key = match self.objects.get_key_value(&object.key) {

@@ -55,6 +55,10 @@ const EXPIRY_PERIOD: Duration = Duration::from_secs(30);
 /// publishes, so a flood cannot hold back Events.
 const MAX_BATCH: usize = 4096;
 
+/// At most this many settled drift states are recorded and announced in one step
+/// (`settle_some`).
+const SETTLE_BATCH: usize = 1024;
+
 /// How often intents are checked for expiry and locks judged again (TTLs pass by time).
 const LOCK_PERIOD: Duration = Duration::from_secs(1);
 
@@ -117,6 +121,8 @@ pub struct Engine<W, O> {
     dry_run_answers: Option<mpsc::UnboundedReceiver<DryRunAnswer>>,
     /// Pods running on stale config (`stale_config`).
     stale_configs: StaleConfigs,
+    /// More settled states are due than the last step took (`settle_some`).
+    settle_backlog: bool,
 }
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
@@ -175,6 +181,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             dry_runs: DryRuns::new(config.dry_run_sources(), config.dry_run.refresh()),
             dry_run_answers: None,
             stale_configs,
+            settle_backlog: false,
         })
     }
 
@@ -227,13 +234,17 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                     }
                     self.handle(batch);
                 }
+                // Settled states left over by a step, in turns with the inbox.
+                _ = std::future::ready(()), if self.settle_backlog => {
+                    self.settle_backlog = self.settle_some();
+                }
                 _ = poll.tick() => {
                     if let Err(err) = self.poll_desired() {
                         tracing::error!(error = %err, "cannot read the desired state; keeping the last one");
                         self.outputs.store_error("cannot read the desired state", &err);
                     }
                 }
-                _ = settle_tick.tick() => self.settle_due(),
+                _ = settle_tick.tick() => self.settle_backlog = self.settle_some(),
                 _ = expiry_tick.tick() => self.report_expired_rules(),
                 _ = last_seen_tick.tick() => {
                     self.touch_open_episodes();
@@ -461,7 +472,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         if holders_changed {
             self.refresh_locks();
         }
-        self.settle_due();
+        self.settle_backlog = self.settle_some();
     }
 
     /// Handles one message; true if it changed what is known of a lock holder pod.
@@ -519,8 +530,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     }
 
     fn step_list(&mut self, kind: &TypeKey, event: ListEvent) {
+        // A first list judged what it listed as it came (`Lists::judges`).
+        let judged_as_listed = !self.lists.listed_once(kind);
         if let Some(listed) = self.lists.step(kind, event) {
-            self.list_done(kind, &listed);
+            self.list_done(kind, &listed, judged_as_listed);
         }
     }
 
@@ -564,11 +577,14 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     }
 
     /// A list of `kind` ended with `listed` existing: every other object of the kind is gone.
-    fn list_done(&mut self, kind: &TypeKey, listed: &HashSet<ObjectKey>) {
+    /// The listed ones are judged again unless they were `judged_as_listed`.
+    fn list_done(&mut self, kind: &TypeKey, listed: &HashSet<ObjectKey>, judged_as_listed: bool) {
         let keys = self.tracked.keys_of(|t| t == kind);
         for key in &keys {
             if !listed.contains(&**key) {
                 self.tracked.set_live(key, None);
+            } else if judged_as_listed {
+                continue;
             }
             self.evaluate(key);
         }

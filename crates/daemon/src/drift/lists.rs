@@ -116,14 +116,17 @@ impl ListState {
         }
     }
 
-    /// Whether a comparison of `key` counts.
+    /// Whether a comparison of `key` counts. A first list judges each object as it comes
+    /// (only what it has not seen by its end waits, to be found missing): the object is a
+    /// tree at hand then, where judging at the end would unpack every copy just packed.
     fn judges(&self, key: &ObjectKey) -> bool {
         match self {
             ListState::Listed | ListState::NotServed => true,
+            ListState::Listing { seen } => seen.contains(key),
             ListState::Restarting { waiting } | ListState::Relisting { waiting, .. } => {
                 !waiting.contains(key)
             }
-            ListState::Resolving | ListState::Listing { .. } => false,
+            ListState::Resolving => false,
         }
     }
 
@@ -391,13 +394,15 @@ mod tests {
     }
 
     #[test]
-    fn a_first_list_judges_nothing_until_it_ends() {
+    fn a_first_list_judges_what_it_saw_and_nothing_else_until_it_ends() {
         let (a, b) = (key("a"), key("b"));
+        assert!(!ListState::Resolving.judges(&a));
         let (state, done) = run(
             ListState::Resolving,
             &[ListEvent::Init, ListEvent::Seen(&a)],
         );
-        assert!(!state.judges(&a) && !state.listed_once());
+        assert!(state.judges(&a) && !state.listed_once());
+        assert!(!state.judges(&b), "not seen yet: not missing yet");
         let (state, done2) = run(state, &[ListEvent::Seen(&b), ListEvent::Done]);
         assert!(done.is_empty());
         assert_eq!(done2, vec![keys(&["a", "b"])]);

@@ -1,4 +1,4 @@
-//! Gives memory freed after a burst back to the system.
+//! Gives memory freed after a burst back to the system, and keeps pages small.
 //!
 //! What the engine keeps per object is small (packed bytes), but a cold start or a reload
 //! allocates and frees a JSON tree per object, and glibc's malloc keeps the freed pages
@@ -7,6 +7,18 @@
 //! desired-state reload, and once a minute. `driftd` allocates with mimalloc, which returns
 //! freed pages by itself after a short delay; it is asked to collect at once too, and
 //! glibc's heap (SQLite's) is trimmed.
+
+/// Asks the kernel for small pages only, for the whole process. mimalloc advises
+/// transparent huge pages on its arenas, and the first touch of each zeroes 2 MiB: `perf` on
+/// the engine bench at 100,000 objects put the kernel's `clear_page_erms` at 31% of all CPU,
+/// and an empty `driftd serve` peaked at 72 MiB of RSS instead of 35 MiB. Call it first.
+pub fn small_pages_only() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_THP_DISABLE takes integers only; it sets a flag of this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
 
 /// Returns free heap pages to the system now (mimalloc's and glibc's).
 pub fn release_free_memory() {

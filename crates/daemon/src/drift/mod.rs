@@ -42,4 +42,5 @@ pub use dry_run::{DryRunAnswer, DryRunOutcome, DryRunRequest};
 pub use engine::{Engine, EngineError};
 pub use index::{DriftIndex, SharedIndex, WatchHealth};
 pub use locks::PodRef;
+pub use memory::small_pages_only;
 pub use outputs::{Announcement, LiveIdentity, LockAnnouncement, Outputs};

@@ -221,6 +221,21 @@ impl Packed {
         })
     }
 
+    /// Packs JSON `text` that parses (the store checks what it streams) as it is: no tree is
+    /// built. The same bytes as [`Packed::new`] of its value when `text` is compact with keys
+    /// in their order, as the store writes it.
+    pub fn from_text(text: &str) -> Packed {
+        PACKER.with_borrow_mut(|packer| {
+            if DICTIONARY.get().is_none() {
+                RESERVOIR
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .offer(text.as_bytes());
+            }
+            Packed(packer.pack(text.as_bytes()))
+        })
+    }
+
     /// The value as packed.
     pub fn unpack(&self) -> Value {
         self.unpack_as()
@@ -327,6 +342,16 @@ mod tests {
             .collect();
         let big = json!({"data": {"noise": noise}});
         assert_eq!(Packed::new(&big).unpack(), big);
+    }
+
+    #[test]
+    fn stored_text_packs_as_its_value_does() {
+        let value = deployment(2);
+        let text = value.to_string();
+        let packed = Packed::from_text(&text);
+        assert_eq!(packed.unpack(), value);
+        assert_eq!(packed, Packed::new(&value), "equal to the value packed");
+        assert_eq!(Packed::from_text("null").unpack(), Value::Null);
     }
 
     #[test]

@@ -160,10 +160,14 @@ impl Settling {
         self.trackers.insert(key, tracker);
     }
 
-    /// The states that held for the settle time by `now`; each is reported from now on.
-    pub fn due(&mut self, now: Instant) -> Vec<Report> {
+    /// The states that held for the settle time by `now`, the longest-held first and at
+    /// most `limit` of them; each is reported from now on.
+    pub fn due(&mut self, now: Instant, limit: usize) -> Vec<Report> {
         let mut reports = Vec::new();
         while let Some((since, _)) = self.pending.first() {
+            if reports.len() >= limit {
+                break;
+            }
             if now.saturating_duration_since(*since) < self.settle {
                 break;
             }
@@ -233,24 +237,27 @@ mod tests {
         let t0 = Instant::now();
         let mut s = Settling::new(SETTLE);
         s.observe(&key("a"), modified(&["/data/x"]), t0);
-        assert!(s.due(t0 + secs(4.9)).is_empty());
+        assert!(s.due(t0 + secs(4.9), usize::MAX).is_empty());
         // Seen again (a re-list, another field's value): the clock does not restart.
         s.observe(&key("a"), modified(&["/data/x"]), t0 + secs(3.0));
         assert_eq!(
-            s.due(t0 + SETTLE),
+            s.due(t0 + SETTLE, usize::MAX),
             vec![Report {
                 key: key("a"),
                 drift: modified(&["/data/x"])
             }]
         );
-        assert!(s.due(t0 + secs(60.0)).is_empty(), "reported once");
+        assert!(
+            s.due(t0 + secs(60.0), usize::MAX).is_empty(),
+            "reported once"
+        );
         assert_eq!(s.steady().count(), 1);
 
         s.observe(&key("a"), None, t0 + secs(10.0));
         assert_eq!(s.steady().count(), 0, "a pending resolution is not steady");
-        assert!(s.due(t0 + secs(14.0)).is_empty());
+        assert!(s.due(t0 + secs(14.0), usize::MAX).is_empty());
         assert_eq!(
-            s.due(t0 + secs(15.0)),
+            s.due(t0 + secs(15.0), usize::MAX),
             vec![Report {
                 key: key("a"),
                 drift: None
@@ -265,14 +272,14 @@ mod tests {
         let mut s = Settling::new(SETTLE);
         s.observe(&key("a"), modified(&["/data/x"]), t0);
         s.observe(&key("a"), None, t0 + secs(1.0));
-        assert!(s.due(t0 + secs(100.0)).is_empty());
+        assert!(s.due(t0 + secs(100.0), usize::MAX).is_empty());
 
         // The same while drifting: the paths change and change back.
         s.observe(&key("b"), modified(&["/data/x"]), t0);
-        s.due(t0 + SETTLE);
+        s.due(t0 + SETTLE, usize::MAX);
         s.observe(&key("b"), modified(&["/data/x", "/data/y"]), t0 + secs(6.0));
         s.observe(&key("b"), modified(&["/data/x"]), t0 + secs(7.0));
-        assert!(s.due(t0 + secs(100.0)).is_empty());
+        assert!(s.due(t0 + secs(100.0), usize::MAX).is_empty());
     }
 
     #[test]
@@ -281,8 +288,11 @@ mod tests {
         let mut s = Settling::new(SETTLE);
         s.observe(&key("a"), modified(&["/data/x"]), t0);
         s.observe(&key("a"), modified(&["/data/y"]), t0 + secs(4.0));
-        assert!(s.due(t0 + secs(8.9)).is_empty());
-        assert_eq!(s.due(t0 + secs(9.0))[0].drift, modified(&["/data/y"]));
+        assert!(s.due(t0 + secs(8.9), usize::MAX).is_empty());
+        assert_eq!(
+            s.due(t0 + secs(9.0), usize::MAX)[0].drift,
+            modified(&["/data/y"])
+        );
     }
 
     /// `due` visits only what is due: many objects settling at different times come out in
@@ -300,7 +310,7 @@ mod tests {
         }
         // o050 restarts its clock with another state at 7 s.
         s.observe(&key("o050"), modified(&["/data/y"]), t0 + secs(7.0));
-        let first = s.due(t0 + secs(5.45));
+        let first = s.due(t0 + secs(5.45), usize::MAX);
         let names: Vec<_> = first.iter().map(|r| r.key.name.clone()).collect();
         assert_eq!(
             names,
@@ -316,8 +326,8 @@ mod tests {
                 .collect()
         };
         // Started by 6 s: o005..=o060, but o050, which started again at 7 s.
-        assert_eq!(names(s.due(t0 + secs(11.0))), expected(5..=60));
-        let at_12 = s.due(t0 + secs(12.0));
+        assert_eq!(names(s.due(t0 + secs(11.0), usize::MAX)), expected(5..=60));
+        let at_12 = s.due(t0 + secs(12.0), usize::MAX);
         let o050 = at_12
             .iter()
             .find(|r| r.key.name == "o050")
@@ -327,9 +337,34 @@ mod tests {
         with_o050.push("o050".into());
         with_o050.sort();
         assert_eq!(names(at_12), with_o050);
-        assert_eq!(names(s.due(t0 + secs(100.0))), expected(71..=99));
-        assert!(s.due(t0 + secs(200.0)).is_empty());
+        assert_eq!(
+            names(s.due(t0 + secs(100.0), usize::MAX)),
+            expected(71..=99)
+        );
+        assert!(s.due(t0 + secs(200.0), usize::MAX).is_empty());
         assert_eq!(s.steady().count(), 100);
+    }
+
+    #[test]
+    fn a_limited_step_takes_the_longest_held_and_leaves_the_rest_due() {
+        let t0 = Instant::now();
+        let mut s = Settling::new(SETTLE);
+        for i in 0..10 {
+            s.observe(
+                &key(&format!("o{i}")),
+                modified(&["/data/x"]),
+                t0 + Duration::from_millis(10 * (10 - i)),
+            );
+        }
+        let names = |reports: Vec<Report>| -> Vec<String> {
+            reports.into_iter().map(|r| r.key.name).collect()
+        };
+        let at = t0 + secs(60.0);
+        assert_eq!(names(s.due(at, 3)), ["o7", "o8", "o9"]);
+        assert_eq!(names(s.due(at, 3)), ["o4", "o5", "o6"]);
+        assert_eq!(names(s.due(at, 100)), ["o0", "o1", "o2", "o3"]);
+        assert!(s.due(at, 100).is_empty());
+        assert_eq!(s.steady().count(), 10);
     }
 
     #[test]
@@ -342,7 +377,7 @@ mod tests {
         assert_eq!(s.steady().count(), 0, "not compared yet");
         s.observe(&key("kept"), modified(&["/data/x"]), t0);
         s.observe(&key("ended"), None, t0);
-        let reports = s.due(t0 + SETTLE);
+        let reports = s.due(t0 + SETTLE, usize::MAX);
         assert_eq!(
             reports,
             vec![Report {

@@ -6,12 +6,21 @@ use driftd_store::EpisodeWrite;
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Records (episodes) and announces (Events) every drift state that held for the
-    /// settle time. The episodes of one step are written in one transaction.
+    /// settle time.
     pub fn settle_due(&mut self) {
-        let reports = self.settling.due(self.clock.now());
+        while self.settle_some() {}
+    }
+
+    /// Records and announces at most [`SETTLE_BATCH`] settled states, the longest-held
+    /// first, their episodes in one transaction; true if more may be due. The run loop takes
+    /// the rest in turns with watch events, so a wave of drift settling at once (a big edit,
+    /// a reload) cannot hold `/drift` back for seconds.
+    pub(super) fn settle_some(&mut self) -> bool {
+        let reports = self.settling.due(self.clock.now(), SETTLE_BATCH);
         if reports.is_empty() {
-            return;
+            return false;
         }
+        let more = reports.len() == SETTLE_BATCH;
         let now = self.clock.wall();
         let settled: Vec<(Report, DriftEntry)> = {
             let index = self.index.read().unwrap();
@@ -63,6 +72,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 }
             }
         }
+        more
     }
 
     /// Moves `last_seen` of every reported, still-drifting episode to now, so the episode
