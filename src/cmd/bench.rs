@@ -77,6 +77,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => std::env::temp_dir().join(format!("driftd-bench-{}", std::process::id())),
     };
     std::fs::create_dir_all(&workdir)?;
+    // A reused --workdir starts from fresh databases: else the commit would find its
+    // revision there already (an unchanged commit, timed as one) and serve would take over
+    // the last run's drift episodes.
+    for name in ["bench.db", "empty.db"] {
+        for suffix in ["", "-wal", "-shm"] {
+            let path = workdir.join(format!("{name}{suffix}"));
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("cannot remove {}", path.display()))
+                }
+                _ => {}
+            }
+        }
+    }
     let result = super::runtime()?.block_on(bench(&args, &workdir));
     if args.workdir.is_none() {
         let _ = std::fs::remove_dir_all(&workdir);

@@ -175,3 +175,10 @@ pub(super) fn resolve_drift(
 ) -> Result<(), StoreError> {
     write_episodes(conn, &[EpisodeWrite::Resolved { key, at }])
 }
+
+pub(super) fn touch_open_episodes(conn: &Connection, at: Timestamp) -> Result<usize, StoreError> {
+    Ok(conn.execute(
+        "UPDATE episodes SET last_seen = ?1 WHERE resolved_at IS NULL",
+        params![ts_to_db(at)],
+    )?)
+}

@@ -714,6 +714,11 @@ impl Store {
         episodes::resolve_drift(&self.conn, key, at)
     }
 
+    /// Moves `last_seen` of every open episode to `at`, in one statement; how many.
+    pub fn touch_open_episodes(&self, at: Timestamp) -> Result<usize, StoreError> {
+        episodes::touch_open_episodes(&self.conn, at)
+    }
+
     /// Writes several episode changes in one transaction: all or none.
     pub fn write_episodes(&self, writes: &[EpisodeWrite]) -> Result<(), StoreError> {
         episodes::write_episodes(&self.conn, writes)

@@ -75,26 +75,14 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         more
     }
 
-    /// Moves `last_seen` of every reported, still-drifting episode to now, so the episode
-    /// record says how long drift really lasted (the run loop calls it every minute).
+    /// Moves `last_seen` of every open episode to now, so the episode record says how long
+    /// drift really lasted (the run loop calls it every minute). An episode is open until
+    /// its end held for the settle time, so its object drifts still or did within that time.
+    /// One statement: a write per episode held the engine for a second at 50,000 drifting
+    /// objects (`driftd bench`'s latency p99 went from 40 ms to 1.1 s when it fell there).
     pub fn touch_open_episodes(&mut self) {
-        let now = self.clock.wall();
-        let index = self.index.read().unwrap();
-        let writes: Vec<EpisodeWrite> = self
-            .settling
-            .steady()
-            .filter_map(|(key, drift)| {
-                Some(EpisodeWrite::Drifting {
-                    key,
-                    source: &index.get(key)?.source,
-                    class: drift.class.as_str(),
-                    at: now,
-                    paths: &drift.paths,
-                })
-            })
-            .collect();
-        if let Err(err) = self.store.write_episodes(&writes) {
-            tracing::error!(episodes = writes.len(), error = %err, "cannot update drift episode");
+        if let Err(err) = self.store.touch_open_episodes(self.clock.wall()) {
+            tracing::error!(error = %err, "cannot update drift episodes");
             self.outputs
                 .store_error("cannot update drift episode", &err);
         }
