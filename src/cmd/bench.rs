@@ -111,6 +111,17 @@ struct Notes {
     rss_empty_mib: f64,
     rss_full_mib: f64,
     rss_ready_mib: f64,
+    latency: Latency,
+}
+
+/// Write-to-`/drift` latencies of the latency phase: p99 is the figure; the rest tells an
+/// outlier (one stall) from a slow system.
+struct Latency {
+    p50_ms: f64,
+    p99_ms: f64,
+    max_ms: f64,
+    /// When the slowest write was sent, in seconds from the phase's start.
+    slowest_sent_s: f64,
 }
 
 async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> {
@@ -235,7 +246,7 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
     let events_per_s = outcome.edit.made as f64 / streaming;
 
     // 7. Latency at a steady write rate.
-    let latency_p99_ms = latency_p99(&client, &serve).await?;
+    let latency = latency(&client, &serve).await?;
 
     // The peak over the whole run (cold start, events, latency, /drift), as the issue
     // defines the figure; the RSS right after ready is printed beside it.
@@ -250,7 +261,7 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
             transfer_floor_s,
             cold_start_over_floor: cold_start_s / transfer_floor_s,
             events_per_s,
-            latency_p99_ms,
+            latency_p99_ms: latency.p99_ms,
             commit_s,
             drift_query_ms,
             kube_events_dropped,
@@ -261,6 +272,7 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
             rss_empty_mib: rss_empty as f64 / 1048576.0,
             rss_full_mib: rss_full as f64 / 1048576.0,
             rss_ready_mib: rss_ready as f64 / 1048576.0,
+            latency,
         },
     ))
 }
@@ -348,8 +360,8 @@ async fn list_everything(client: &kube::Client) -> anyhow::Result<usize> {
 }
 
 /// A steady [`WRITES_PER_SECOND`] of ConfigMap writes over HTTP; one in 20 goes to a latency
-/// ConfigMap, and is timed until `/drift` shows the written value. Returns the p99 in ms.
-async fn latency_p99(client: &kube::Client, serve: &Serve) -> anyhow::Result<f64> {
+/// ConfigMap, and is timed until `/drift` shows the written value.
+async fn latency(client: &kube::Client, serve: &Serve) -> anyhow::Result<Latency> {
     let load: Api<DynamicObject> = Api::all_with(client.clone(), &configmaps());
     let targets: Vec<(String, String)> = load
         .list(&ListParams::default().limit(2000))
@@ -394,7 +406,8 @@ async fn latency_p99(client: &kube::Client, serve: &Serve) -> anyhow::Result<f64
                 loop {
                     let body = http.get(&url).send().await?.text().await?;
                     if body.contains(&format!("\"{value}\"")) {
-                        return anyhow::Ok(sent.elapsed().as_secs_f64() * 1000.0);
+                        let sent_s = sent.duration_since(started).as_secs_f64();
+                        return anyhow::Ok((sent.elapsed().as_secs_f64() * 1000.0, sent_s));
                     }
                     if sent.elapsed() > Duration::from_secs(30) {
                         bail!("{name}={value} not in /drift after 30 s");
@@ -429,9 +442,15 @@ async fn latency_p99(client: &kube::Client, serve: &Serve) -> anyhow::Result<f64
     while let Some(done) = samples.join_next().await {
         latencies.push(done??);
     }
-    latencies.sort_by(f64::total_cmp);
-    let p99 = latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)];
-    Ok(p99)
+    latencies.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let at = |q: usize| latencies[(latencies.len() * q / 100).min(latencies.len() - 1)].0;
+    let (max_ms, slowest_sent_s) = *latencies.last().context("no latency samples")?;
+    Ok(Latency {
+        p50_ms: at(50),
+        p99_ms: at(99),
+        max_ms,
+        slowest_sent_s,
+    })
 }
 
 /// `driftd serve` as a child process.
@@ -603,5 +622,10 @@ fn print_table(f: &Figures, notes: &Notes) {
     println!(
         "driftd peak RSS {:.1} MiB with an empty desired state, {:.1} MiB with {} objects ({:.1} MiB right after ready); /drift held {} entries",
         notes.rss_empty_mib, notes.rss_full_mib, f.objects, notes.rss_ready_mib, notes.drifting
+    );
+    let latency = &notes.latency;
+    println!(
+        "write to /drift: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms (sent {:.1} s into the phase)",
+        latency.p50_ms, latency.p99_ms, latency.max_ms, latency.slowest_sent_s
     );
 }
