@@ -86,7 +86,7 @@ pub(super) fn write_episodes(conn: &Connection, writes: &[EpisodeWrite]) -> Resu
         )?;
         let mut insert = tx.prepare_cached(
             "INSERT INTO episodes (grp, kind, namespace, name, source, class, first_seen, last_seen, resolved_at, paths)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, NULL, ?8)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?8, NULL, ?7)",
         )?;
         let mut resolve = tx.prepare_cached(
             "UPDATE episodes SET resolved_at = ?5
@@ -108,28 +108,22 @@ pub(super) fn write_episodes(conn: &Connection, writes: &[EpisodeWrite]) -> Resu
                             ts_from_db(row, 0)
                         })
                         .optional()?;
-                    match open {
-                        Some(open) => update.execute(params![
-                            key.group,
-                            key.kind,
-                            namespace,
-                            key.name,
-                            source,
-                            class,
-                            paths,
-                            ts_to_db(open.max(at))
-                        ])?,
-                        None => insert.execute(params![
-                            key.group,
-                            key.kind,
-                            namespace,
-                            key.name,
-                            source,
-                            class,
-                            ts_to_db(at),
-                            paths
-                        ])?,
+                    // Both take the key, source, class, paths and a time (`last_seen`, and
+                    // `first_seen` too for a new episode).
+                    let (write, time) = match open {
+                        Some(open) => (&mut update, open.max(at)),
+                        None => (&mut insert, at),
                     };
+                    write.execute(params![
+                        key.group,
+                        key.kind,
+                        namespace,
+                        key.name,
+                        source,
+                        class,
+                        paths,
+                        ts_to_db(time)
+                    ])?;
                 }
                 EpisodeWrite::Resolved { key, at } => {
                     resolve.execute(params![
