@@ -78,8 +78,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Moves `last_seen` of every open episode to now, so the episode record says how long
     /// drift really lasted (the run loop calls it every minute). An episode is open until
     /// its end held for the settle time, so its object drifts still or did within that time.
-    /// One statement: a write per episode held the engine for a second at 50,000 drifting
-    /// objects (`driftd bench`'s latency p99 went from 40 ms to 1.1 s when it fell there).
+    /// One statement: a write per episode would hold the engine's thread for each of 50,000
+    /// drifting objects at once.
     pub fn touch_open_episodes(&mut self) {
         if let Err(err) = self.store.touch_open_episodes(self.clock.wall()) {
             tracing::error!(error = %err, "cannot update drift episodes");
