@@ -1,7 +1,7 @@
 //! Drift episodes: when an object started drifting, what about it, and when it stopped.
 //! Kept in the database so "drifting since" survives daemon restarts.
 
-use super::{key_from_db, ns_to_db, ts_from_db, ts_to_db, Episode, StoreError};
+use super::{key_from_db, ns_to_db, ts_from_db, ts_to_db, Episode, Store, StoreError};
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
@@ -27,14 +27,6 @@ fn episode_from_row(row: &rusqlite::Row) -> rusqlite::Result<Episode> {
         resolved_at,
         paths,
     })
-}
-
-pub(super) fn open_episodes(conn: &Connection) -> Result<Vec<Episode>, StoreError> {
-    let mut stmt = conn.prepare(&format!(
-        "SELECT {COLUMNS} FROM episodes WHERE resolved_at IS NULL ORDER BY id"
-    ))?;
-    let rows = stmt.query_map([], episode_from_row)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 fn open_episode(conn: &Connection, key: &ObjectKey) -> rusqlite::Result<Option<Episode>> {
@@ -68,7 +60,7 @@ pub enum EpisodeWrite<'a> {
     Resolved { key: &'a ObjectKey, at: Timestamp },
 }
 
-pub(super) fn write_episodes(conn: &Connection, writes: &[EpisodeWrite]) -> Result<(), StoreError> {
+fn write_episodes(conn: &Connection, writes: &[EpisodeWrite]) -> Result<(), StoreError> {
     if writes.is_empty() {
         return Ok(());
     }
@@ -141,38 +133,53 @@ pub(super) fn write_episodes(conn: &Connection, writes: &[EpisodeWrite]) -> Resu
     Ok(())
 }
 
-pub(super) fn record_drift(
-    conn: &Connection,
-    key: &ObjectKey,
-    source: &str,
-    class: &str,
-    at: Timestamp,
-    paths: &[String],
-) -> Result<Episode, StoreError> {
-    write_episodes(
-        conn,
-        &[EpisodeWrite::Drifting {
+impl Store {
+    /// Episodes not yet resolved, oldest first.
+    pub fn open_episodes(&self) -> Result<Vec<Episode>, StoreError> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM episodes WHERE resolved_at IS NULL ORDER BY id"
+        ))?;
+        let rows = stmt.query_map([], episode_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Opens an episode, or updates class/paths/last_seen of the open one for `key`.
+    ///
+    /// `first_seen` of an open episode never changes, so a restarted daemon keeps
+    /// reporting "drifting since" the moment drift was first seen.
+    pub fn record_drift(
+        &self,
+        key: &ObjectKey,
+        source: &str,
+        class: &str,
+        at: Timestamp,
+        paths: &[String],
+    ) -> Result<Episode, StoreError> {
+        self.write_episodes(&[EpisodeWrite::Drifting {
             key,
             source,
             class,
             at,
             paths,
-        }],
-    )?;
-    Ok(open_episode(conn, key)?.expect("the open episode was just written"))
-}
+        }])?;
+        Ok(open_episode(&self.conn, key)?.expect("the open episode was just written"))
+    }
 
-pub(super) fn resolve_drift(
-    conn: &Connection,
-    key: &ObjectKey,
-    at: Timestamp,
-) -> Result<(), StoreError> {
-    write_episodes(conn, &[EpisodeWrite::Resolved { key, at }])
-}
+    /// Closes the open episode of `key`, if any.
+    pub fn resolve_drift(&self, key: &ObjectKey, at: Timestamp) -> Result<(), StoreError> {
+        self.write_episodes(&[EpisodeWrite::Resolved { key, at }])
+    }
 
-pub(super) fn touch_open_episodes(conn: &Connection, at: Timestamp) -> Result<usize, StoreError> {
-    Ok(conn.execute(
-        "UPDATE episodes SET last_seen = ?1 WHERE resolved_at IS NULL",
-        params![ts_to_db(at)],
-    )?)
+    /// Moves `last_seen` of every open episode to `at`, in one statement; how many.
+    pub fn touch_open_episodes(&self, at: Timestamp) -> Result<usize, StoreError> {
+        Ok(self.conn.execute(
+            "UPDATE episodes SET last_seen = ?1 WHERE resolved_at IS NULL",
+            params![ts_to_db(at)],
+        )?)
+    }
+
+    /// Writes several episode changes in one transaction: all or none.
+    pub fn write_episodes(&self, writes: &[EpisodeWrite]) -> Result<(), StoreError> {
+        write_episodes(&self.conn, writes)
+    }
 }

@@ -688,41 +688,6 @@ impl Store {
     pub fn record_config_contents(&self, changes: &[ContentChange]) -> Result<(), StoreError> {
         config_content::record(&self.conn, changes)
     }
-
-    /// Episodes not yet resolved, oldest first.
-    pub fn open_episodes(&self) -> Result<Vec<Episode>, StoreError> {
-        episodes::open_episodes(&self.conn)
-    }
-
-    /// Opens an episode, or updates class/paths/last_seen of the open one for `key`.
-    ///
-    /// `first_seen` of an open episode never changes, so a restarted daemon keeps
-    /// reporting "drifting since" the moment drift was first seen.
-    pub fn record_drift(
-        &self,
-        key: &ObjectKey,
-        source: &str,
-        class: &str,
-        at: Timestamp,
-        paths: &[String],
-    ) -> Result<Episode, StoreError> {
-        episodes::record_drift(&self.conn, key, source, class, at, paths)
-    }
-
-    /// Closes the open episode of `key`, if any.
-    pub fn resolve_drift(&self, key: &ObjectKey, at: Timestamp) -> Result<(), StoreError> {
-        episodes::resolve_drift(&self.conn, key, at)
-    }
-
-    /// Moves `last_seen` of every open episode to `at`, in one statement; how many.
-    pub fn touch_open_episodes(&self, at: Timestamp) -> Result<usize, StoreError> {
-        episodes::touch_open_episodes(&self.conn, at)
-    }
-
-    /// Writes several episode changes in one transaction: all or none.
-    pub fn write_episodes(&self, writes: &[EpisodeWrite]) -> Result<(), StoreError> {
-        episodes::write_episodes(&self.conn, writes)
-    }
 }
 
 /// The keys a write stores Secret values with, the hash key checked against the database's.

@@ -573,34 +573,18 @@ const NEWEST_OF_KIND: &str = "SELECT o.body FROM revision_objects o
 
 pub(super) fn desired_state(conn: &Connection) -> Result<DesiredState, StoreError> {
     let mut objects = Vec::new();
-    let mut failed = None;
+    // Texts `each_desired_object` streams were checked to parse.
+    let parse = |text: &str| serde_json::from_str::<Value>(text).expect("checked JSON parses");
     let revisions = each_desired_object(conn, |object| {
-        let parse = |text: &str| serde_json::from_str::<Value>(text);
-        match (
-            parse(&object.body),
-            object.previous.as_deref().map(parse).transpose(),
-        ) {
-            (Ok(body), Ok(previous)) => objects.push(DesiredObject {
-                source: object.source,
-                revision: object.revision,
-                key: object.key,
-                api_version: object.api_version,
-                object: body,
-                previous,
-            }),
-            (Err(e), _) | (_, Err(e)) => {
-                failed.get_or_insert(e);
-            }
-        }
+        objects.push(DesiredObject {
+            object: parse(&object.body),
+            previous: object.previous.as_deref().map(parse),
+            source: object.source,
+            revision: object.revision,
+            key: object.key,
+            api_version: object.api_version,
+        })
     })?;
-    if let Some(e) = failed {
-        return Err(rusqlite::Error::FromSqlConversionFailure(
-            5,
-            rusqlite::types::Type::Text,
-            Box::new(e),
-        )
-        .into());
-    }
     Ok(DesiredState { revisions, objects })
 }
 

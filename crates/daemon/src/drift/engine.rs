@@ -257,7 +257,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 _ = recount_tick.tick() => self.recount_intents(),
                 _ = scan_tick.tick() => self.scan_pulumi_locks(),
                 _ = relist_tick.tick(), if self.relist.is_some() => self.relist_periodically(),
-                Some(answer) = next_answer(&mut answers) => self.dry_run_answered(answer),
+                Some(answer) = dry_run::next_answer(&mut answers) => self.dry_run_answered(answer),
                 _ = dry_run_tick.tick(), if answers.is_some() => self.refresh_dry_runs(),
             }
         }
@@ -770,16 +770,6 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             }
         }
         self.index.write().unwrap().set_rules_expired(expired.len());
-    }
-}
-
-/// The next dry-run answer; never, without a dry-run task.
-async fn next_answer(
-    answers: &mut Option<mpsc::UnboundedReceiver<DryRunAnswer>>,
-) -> Option<DryRunAnswer> {
-    match answers {
-        Some(answers) => answers.recv().await,
-        None => std::future::pending().await,
     }
 }
 

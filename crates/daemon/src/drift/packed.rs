@@ -77,6 +77,17 @@ impl Reservoir {
     }
 }
 
+/// Offers the text of a value being packed to the training sample, while there is no
+/// dictionary yet.
+fn sample_until_trained(text: &[u8]) {
+    if DICTIONARY.get().is_none() {
+        RESERVOIR
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .offer(text);
+    }
+}
+
 fn splitmix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -208,12 +219,7 @@ impl Packed {
             let mut text = std::mem::take(&mut packer.text);
             text.clear();
             serde_json::to_writer(&mut text, value).expect("a Value always serializes");
-            if DICTIONARY.get().is_none() {
-                RESERVOIR
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .offer(&text);
-            }
+            sample_until_trained(&text);
             let packed = Packed(packer.pack(&text));
             packer.text = text;
             packer.release_large_buffer();
@@ -225,15 +231,8 @@ impl Packed {
     /// built. The same bytes as [`Packed::new`] of its value when `text` is compact with keys
     /// in their order, as the store writes it.
     pub fn from_text(text: &str) -> Packed {
-        PACKER.with_borrow_mut(|packer| {
-            if DICTIONARY.get().is_none() {
-                RESERVOIR
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .offer(text.as_bytes());
-            }
-            Packed(packer.pack(text.as_bytes()))
-        })
+        sample_until_trained(text.as_bytes());
+        PACKER.with_borrow_mut(|packer| Packed(packer.pack(text.as_bytes())))
     }
 
     /// The value as packed.

@@ -160,8 +160,8 @@ impl Settling {
         self.trackers.insert(key, tracker);
     }
 
-    /// The states that held for the settle time by `now`, the longest-held first and at
-    /// most `limit` of them; each is reported from now on.
+    /// The states that held for the settle time by `now`: at most `limit`, the longest-held
+    /// ones, in key order; each is reported from now on.
     pub fn due(&mut self, now: Instant, limit: usize) -> Vec<Report> {
         let mut reports = Vec::new();
         while let Some((since, _)) = self.pending.first() {

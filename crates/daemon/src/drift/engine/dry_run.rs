@@ -126,3 +126,13 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         self.publish_entry(key, entry);
     }
 }
+
+/// The next dry-run answer; never, without a dry-run task.
+pub(super) async fn next_answer(
+    answers: &mut Option<mpsc::UnboundedReceiver<DryRunAnswer>>,
+) -> Option<DryRunAnswer> {
+    match answers {
+        Some(answers) => answers.recv().await,
+        None => std::future::pending().await,
+    }
+}
