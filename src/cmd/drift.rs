@@ -120,7 +120,7 @@ pub fn render_table(body: &DriftResponse) -> String {
             row.extend(["".into(), "".into(), "".into(), "".into()]);
             rows.push(row);
         }
-        for c in &o.changes {
+        for c in &o.changes.to_vec() {
             let mut row = base.clone();
             row.push(c.field.clone());
             row.push(short(c.desired.as_ref()));

@@ -3,9 +3,12 @@
 //! The daemon serializes these and `driftd drift` deserializes the same types, so the wire
 //! format has one definition.
 
-use crate::diff::{Change, IgnoredCount, SchemaUse};
+use crate::diff::{IgnoredCount, SchemaUse};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
+
+mod details;
+pub use details::{Changes, DriftPatch};
 
 /// What kind of drift an object is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -92,11 +95,11 @@ pub struct DriftEntry {
     /// When the object started drifting; absent while in sync.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<Timestamp>,
-    pub changes: Vec<Change>,
+    pub changes: Changes,
     /// RFC 6902 patch that, applied to the live object, restores the desired fields (Secret
     /// values as hash placeholders: not directly applicable to Secrets).
-    #[serde(default, skip_serializing_if = "patch_is_empty")]
-    pub patch: json_patch::Patch,
+    #[serde(default, skip_serializing_if = "DriftPatch::is_empty")]
+    pub patch: DriftPatch,
     /// Differences hidden by ignore rules, per rule, so an over-broad rule can be noticed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignored: Vec<IgnoredCount>,
@@ -209,15 +212,11 @@ pub struct IntentRef {
     pub revert: String,
 }
 
-fn patch_is_empty(patch: &json_patch::Patch) -> bool {
-    patch.0.is_empty()
-}
-
 impl DriftEntry {
     /// Paths of the changes: what Events and episodes compare to tell a new drift from the
     /// same drift seen again.
     pub fn paths(&self) -> Vec<String> {
-        self.changes.iter().map(|c| c.path.clone()).collect()
+        self.changes.paths()
     }
 }
 

@@ -304,6 +304,11 @@ fn fields(entry: &DriftEntry) -> String {
     if entry.changes.is_empty() {
         return String::new();
     }
-    let names: Vec<&str> = entry.changes.iter().map(|c| c.field.as_str()).collect();
+    let names: Vec<String> = entry
+        .changes
+        .to_vec()
+        .into_iter()
+        .map(|c| c.field)
+        .collect();
     format!(": {}", names.join(", "))
 }

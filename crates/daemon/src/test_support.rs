@@ -28,7 +28,7 @@ pub fn entry(source: &str, key: &ObjectKey, class: DriftClass, since: Timestamp)
         name: key.name.clone(),
         class,
         since: (class != DriftClass::InSync).then_some(since),
-        changes: vec![],
+        changes: Default::default(),
         patch: Default::default(),
         ignored: vec![],
         intent: None,

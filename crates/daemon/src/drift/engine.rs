@@ -34,7 +34,7 @@ use crate::config::{Config, ConfigError};
 use crate::leader::Leadership;
 use crate::watch::{WatchControl, WatchEvent, WatchMessage};
 use driftd_core::diff::{ClusterFacts, CompareInput, Differ};
-use driftd_core::report::{DriftClass, DriftEntry};
+use driftd_core::report::{Changes, DriftClass, DriftEntry, DriftPatch};
 use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::{Store, StoreError};
 use jiff::Timestamp;
@@ -718,8 +718,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             None => comparison.class,
         };
         let entry = DriftEntry {
-            changes: comparison.changes,
-            patch: comparison.patch,
+            changes: Changes::new(&comparison.changes),
+            patch: DriftPatch::new(&comparison.patch),
             ignored: comparison.ignored,
             intent: intent.map(|i| Box::new(uncommitted::intent_ref(i, key, false))),
             schema: comparison.schema,
@@ -749,12 +749,13 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             class: entry.class,
             paths: entry.paths(),
         });
-        match self.tracked.shared_key(key) {
-            Some(shared) => index.upsert(shared, entry),
-            None => index.upsert(key.clone(), entry),
-        };
+        let shared = self
+            .tracked
+            .shared_key(key)
+            .unwrap_or_else(|| Arc::new(key.clone()));
+        index.upsert(shared.clone(), entry);
         drop(index);
-        self.settling.observe(key, observed, self.clock.now());
+        self.settling.observe(&shared, observed, self.clock.now());
     }
 
     /// Logs ignore rules that expired since the last check and publishes how many are.
@@ -787,7 +788,7 @@ fn entry_of(desired: &Desired, key: &ObjectKey, class: DriftClass) -> DriftEntry
         name: key.name.clone(),
         class,
         since: None,
-        changes: Vec::new(),
+        changes: Default::default(),
         patch: Default::default(),
         ignored: Vec::new(),
         intent: None,

@@ -13,8 +13,10 @@ use std::sync::{Arc, RwLock};
 /// and the facts the metrics report beside them.
 #[derive(Debug)]
 pub struct DriftIndex {
-    /// Keys shared with the engine's own maps (one copy per object).
-    entries: BTreeMap<Arc<ObjectKey>, DriftEntry>,
+    /// Keys shared with the engine's own maps (one copy per object). Entries are boxed: a
+    /// B-tree node reserves room for eleven values, which at 300 bytes each cost more than
+    /// the entries it held (issue #11); the box is reused when an entry is replaced.
+    entries: BTreeMap<Arc<ObjectKey>, Box<DriftEntry>>,
     /// Keys of the entries that are not `in_sync`: what `/drift` lists by default, found
     /// without walking every in-sync object.
     not_in_sync: BTreeSet<Arc<ObjectKey>>,
@@ -109,7 +111,13 @@ impl DriftIndex {
             DriftClass::InSync => self.not_in_sync.remove(&key),
             _ => self.not_in_sync.insert(key.clone()),
         };
-        let old = self.entries.insert(key.clone(), entry);
+        let old = match self.entries.get_mut(&key) {
+            Some(held) => Some(std::mem::replace(&mut **held, entry)),
+            None => {
+                self.entries.insert(key.clone(), Box::new(entry));
+                None
+            }
+        };
         if old.is_none() {
             self.by_namespace
                 .entry(key.namespace.clone().unwrap_or_default())
@@ -126,7 +134,7 @@ impl DriftIndex {
     }
 
     pub fn remove(&mut self, key: &ObjectKey) -> Option<DriftEntry> {
-        let old = self.entries.remove(key)?;
+        let old = *self.entries.remove(key)?;
         self.not_in_sync.remove(key);
         let namespace = key.namespace.as_deref().unwrap_or_default();
         if let Some(keys) = self.by_namespace.get_mut(namespace) {
@@ -168,7 +176,7 @@ impl DriftIndex {
     }
 
     pub fn get(&self, key: &ObjectKey) -> Option<&DriftEntry> {
-        self.entries.get(key)
+        self.entries.get(key).map(|entry| &**entry)
     }
 
     /// Entries matching `filter`, ordered by source, kind, namespace, name; those of a kind
@@ -190,7 +198,7 @@ impl DriftIndex {
                 (None, _) => Box::new(self.not_in_sync.iter()),
             };
         let mut out: Vec<DriftEntry> = keys
-            .filter_map(|key| self.entries.get(key))
+            .filter_map(|key| self.get(key))
             .filter(|e| filter.matches(e))
             .map(|e| {
                 let mut e = e.clone();
@@ -211,15 +219,12 @@ impl DriftIndex {
 
     /// Every entry, in key order.
     pub fn entries(&self) -> impl Iterator<Item = &DriftEntry> {
-        self.entries.values()
+        self.entries.values().map(|entry| &**entry)
     }
 
     /// The drifting entries that have per-object series (see `metrics.max_object_series`).
     pub fn series_holders(&self) -> impl Iterator<Item = &DriftEntry> {
-        self.series
-            .holders
-            .iter()
-            .filter_map(|key| self.entries.get(key))
+        self.series.holders.iter().filter_map(|key| self.get(key))
     }
 
     /// Drifts that started while every per-object series slot was taken.

@@ -9,6 +9,7 @@
 use driftd_core::report::DriftClass;
 use driftd_k8s::ObjectKey;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A drift state as Events and episodes tell it apart: a new class or another set of changed
@@ -101,13 +102,15 @@ impl Tracker {
     }
 }
 
-/// The trackers of every object whose drift is or was recently not in sync.
+/// The trackers of every object whose drift is or was recently not in sync. Keys are the
+/// engine's shared ones: at 50,000 drifting objects, a key copy per tracker and per pending
+/// deadline was a fifth of the memory drift added (issue #11).
 #[derive(Debug)]
 pub struct Settling {
     settle: Duration,
-    trackers: HashMap<ObjectKey, Tracker>,
+    trackers: HashMap<Arc<ObjectKey>, Tracker>,
     /// The pending (`Changing`) trackers by when their state started: the next due first.
-    pending: BTreeSet<(Instant, ObjectKey)>,
+    pending: BTreeSet<(Instant, Arc<ObjectKey>)>,
 }
 
 impl Settling {
@@ -127,11 +130,12 @@ impl Settling {
     /// Takes over an episode an earlier run left open: reported, not yet compared.
     pub fn restore(&mut self, key: ObjectKey, reported: Drift) {
         self.take(&key);
-        self.trackers.insert(key, Tracker::Restored { reported });
+        self.trackers
+            .insert(Arc::new(key), Tracker::Restored { reported });
     }
 
     /// Records what a comparison of `key` said at `now` (`None`: in sync).
-    pub fn observe(&mut self, key: &ObjectKey, observed: Option<Drift>, now: Instant) {
+    pub fn observe(&mut self, key: &Arc<ObjectKey>, observed: Option<Drift>, now: Instant) {
         let tracker = match self.take(key) {
             Some(tracker) => tracker,
             None if observed.is_none() => return,
@@ -142,15 +146,15 @@ impl Settling {
 
     /// Removes `key`'s tracker (and its pending deadline).
     fn take(&mut self, key: &ObjectKey) -> Option<Tracker> {
-        let tracker = self.trackers.remove(key)?;
+        let (key, tracker) = self.trackers.remove_entry(key)?;
         if let Some(since) = tracker.pending_since() {
-            self.pending.remove(&(since, key.clone()));
+            self.pending.remove(&(since, key));
         }
         Some(tracker)
     }
 
     /// Keeps `tracker` for `key` unless it says "in sync, reported so".
-    fn put(&mut self, key: ObjectKey, tracker: Tracker) {
+    fn put(&mut self, key: Arc<ObjectKey>, tracker: Tracker) {
         if tracker == (Tracker::Settled { reported: None }) {
             return;
         }
@@ -178,7 +182,7 @@ impl Settling {
             let (next, due) = tracker.due(now, self.settle);
             if let Some(drift) = due {
                 reports.push(Report {
-                    key: key.clone(),
+                    key: (*key).clone(),
                     drift,
                 });
             }
@@ -201,14 +205,14 @@ impl Settling {
             .filter_map(|(key, tracker)| match tracker {
                 Tracker::Settled {
                     reported: Some(drift),
-                } => Some((key, drift)),
+                } => Some((&**key, drift)),
                 _ => None,
             })
     }
 
     /// Every tracked object (drifting, reported as drifting, or settling).
     pub fn keys(&self) -> impl Iterator<Item = &ObjectKey> {
-        self.trackers.keys()
+        self.trackers.keys().map(|key| &**key)
     }
 }
 
@@ -220,6 +224,10 @@ mod tests {
 
     fn key(name: &str) -> ObjectKey {
         crate::test_support::configmap("shop", name)
+    }
+
+    fn shared(name: &str) -> Arc<ObjectKey> {
+        Arc::new(key(name))
     }
 
     fn modified(paths: &[&str]) -> Option<Drift> {
@@ -237,10 +245,10 @@ mod tests {
     fn a_state_is_reported_once_it_held_for_the_settle_time() {
         let t0 = Instant::now();
         let mut s = Settling::new(SETTLE);
-        s.observe(&key("a"), modified(&["/data/x"]), t0);
+        s.observe(&shared("a"), modified(&["/data/x"]), t0);
         assert!(s.due(t0 + secs(4.9), usize::MAX).is_empty());
         // Seen again (a re-list, another field's value): the clock does not restart.
-        s.observe(&key("a"), modified(&["/data/x"]), t0 + secs(3.0));
+        s.observe(&shared("a"), modified(&["/data/x"]), t0 + secs(3.0));
         assert_eq!(
             s.due(t0 + SETTLE, usize::MAX),
             vec![Report {
@@ -254,7 +262,7 @@ mod tests {
         );
         assert_eq!(s.steady().count(), 1);
 
-        s.observe(&key("a"), None, t0 + secs(10.0));
+        s.observe(&shared("a"), None, t0 + secs(10.0));
         assert_eq!(s.steady().count(), 0, "a pending resolution is not steady");
         assert!(s.due(t0 + secs(14.0), usize::MAX).is_empty());
         assert_eq!(
@@ -271,15 +279,19 @@ mod tests {
     fn a_flip_put_back_within_the_settle_time_reports_nothing() {
         let t0 = Instant::now();
         let mut s = Settling::new(SETTLE);
-        s.observe(&key("a"), modified(&["/data/x"]), t0);
-        s.observe(&key("a"), None, t0 + secs(1.0));
+        s.observe(&shared("a"), modified(&["/data/x"]), t0);
+        s.observe(&shared("a"), None, t0 + secs(1.0));
         assert!(s.due(t0 + secs(100.0), usize::MAX).is_empty());
 
         // The same while drifting: the paths change and change back.
-        s.observe(&key("b"), modified(&["/data/x"]), t0);
+        s.observe(&shared("b"), modified(&["/data/x"]), t0);
         s.due(t0 + SETTLE, usize::MAX);
-        s.observe(&key("b"), modified(&["/data/x", "/data/y"]), t0 + secs(6.0));
-        s.observe(&key("b"), modified(&["/data/x"]), t0 + secs(7.0));
+        s.observe(
+            &shared("b"),
+            modified(&["/data/x", "/data/y"]),
+            t0 + secs(6.0),
+        );
+        s.observe(&shared("b"), modified(&["/data/x"]), t0 + secs(7.0));
         assert!(s.due(t0 + secs(100.0), usize::MAX).is_empty());
     }
 
@@ -287,8 +299,8 @@ mod tests {
     fn another_state_before_the_settle_time_restarts_it() {
         let t0 = Instant::now();
         let mut s = Settling::new(SETTLE);
-        s.observe(&key("a"), modified(&["/data/x"]), t0);
-        s.observe(&key("a"), modified(&["/data/y"]), t0 + secs(4.0));
+        s.observe(&shared("a"), modified(&["/data/x"]), t0);
+        s.observe(&shared("a"), modified(&["/data/y"]), t0 + secs(4.0));
         assert!(s.due(t0 + secs(8.9), usize::MAX).is_empty());
         assert_eq!(
             s.due(t0 + secs(9.0), usize::MAX)[0].drift,
@@ -304,13 +316,13 @@ mod tests {
         let mut s = Settling::new(SETTLE);
         for i in 0..100 {
             s.observe(
-                &key(&format!("o{i:03}")),
+                &shared(&format!("o{i:03}")),
                 modified(&["/data/x"]),
                 t0 + Duration::from_millis(100 * i),
             );
         }
         // o050 restarts its clock with another state at 7 s.
-        s.observe(&key("o050"), modified(&["/data/y"]), t0 + secs(7.0));
+        s.observe(&shared("o050"), modified(&["/data/y"]), t0 + secs(7.0));
         let first = s.due(t0 + secs(5.45), usize::MAX);
         let names: Vec<_> = first.iter().map(|r| r.key.name.clone()).collect();
         assert_eq!(
@@ -352,7 +364,7 @@ mod tests {
         let mut s = Settling::new(SETTLE);
         for i in 0..10 {
             s.observe(
-                &key(&format!("o{i}")),
+                &shared(&format!("o{i}")),
                 modified(&["/data/x"]),
                 t0 + Duration::from_millis(10 * (10 - i)),
             );
@@ -376,8 +388,8 @@ mod tests {
         s.restore(key("ended"), modified(&["/data/x"]).unwrap());
         s.restore(key("unseen"), modified(&["/data/x"]).unwrap());
         assert_eq!(s.steady().count(), 0, "not compared yet");
-        s.observe(&key("kept"), modified(&["/data/x"]), t0);
-        s.observe(&key("ended"), None, t0);
+        s.observe(&shared("kept"), modified(&["/data/x"]), t0);
+        s.observe(&shared("ended"), None, t0);
         let reports = s.due(t0 + SETTLE, usize::MAX);
         assert_eq!(
             reports,

@@ -209,10 +209,11 @@ fn upper_first(text: &str) -> String {
 fn field_list(entry: &DriftEntry) -> String {
     let fields: Vec<String> = entry
         .changes
-        .iter()
-        .map(|c| match &c.manager {
+        .to_vec()
+        .into_iter()
+        .map(|c| match c.manager {
             Some(m) => format!("{} (by {m})", c.field),
-            None => c.field.clone(),
+            None => c.field,
         })
         .collect();
     fields.join(", ")
@@ -702,7 +703,8 @@ mod tests {
             field: "data.password".into(),
             manager: Some("kubectl".into()),
             changed_at: None,
-        }];
+        }]
+        .into();
         entry.intent = Some(Box::new(IntentRef {
             id: 7,
             state: "interrupted".into(),

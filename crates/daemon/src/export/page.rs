@@ -452,7 +452,7 @@ fn object(out: &mut String, o: &DriftEntry, now: Timestamp) {
             "<table class=\"changes\"><tr><th>field</th><th>desired</th><th>live</th>\
              <th>changed by</th><th>when</th></tr>\n",
         );
-        for c in &o.changes {
+        for c in &o.changes.to_vec() {
             change(out, c);
         }
         out.push_str("</table>\n");
@@ -495,8 +495,8 @@ fn object(out: &mut String, o: &DriftEntry, now: Timestamp) {
             _ => {}
         }
     }
-    if !o.patch.0.is_empty() {
-        let patch = serde_json::to_string_pretty(&o.patch).unwrap_or_default();
+    if !o.patch.is_empty() {
+        let patch = serde_json::to_string_pretty(&o.patch.to_patch()).unwrap_or_default();
         let secret = if o.kind == "Secret" && o.api_version == "v1" {
             " (Secret values are hashes: not for applying)"
         } else {

@@ -10,7 +10,7 @@ fn entry(source: &str, class: DriftClass, drifting_for: i64) -> DriftEntry {
         name: "web".into(),
         class,
         since: Some(jiff::Timestamp::from_second(1_000_000 - drifting_for).unwrap()),
-        changes: Vec::new(),
+        changes: Default::default(),
         patch: Default::default(),
         ignored: Vec::new(),
         intent: None,

@@ -116,8 +116,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             None => Default::default(),
         };
         let entry = DriftEntry {
-            changes,
-            patch,
+            changes: changes.into(),
+            patch: patch.into(),
             ignored,
             schema,
             dry_run: Some(Box::new(error.unwrap_or(note))),

@@ -71,7 +71,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             name: key.name.clone(),
             class: DriftClass::Uncommitted,
             since: None,
-            changes: Vec::new(),
+            changes: Default::default(),
             patch: Default::default(),
             ignored: Vec::new(),
             intent: Some(Box::new(intent_ref(info, key, true))),

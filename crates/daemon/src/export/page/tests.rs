@@ -381,7 +381,7 @@ fn stale_kinds_are_said_in_plain_words_and_escaped() {
 fn a_stale_config_workload_shows_its_pods_configs_and_fix_escaped() {
     let mut entry = web();
     entry.class = DriftClass::StaleConfig;
-    entry.changes.clear();
+    entry.changes = Default::default();
     entry.patch = Default::default();
     entry.stale_config = serde_json::from_value(json!({
         "fix": "kubectl rollout restart deployment/web -n shop",

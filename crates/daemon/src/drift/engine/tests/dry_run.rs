@@ -110,7 +110,7 @@ fn a_webhook_mutated_object_is_in_sync_against_the_dry_run_and_hand_edits_still_
     let entry = d.h.entry("ConfigMap", "a").unwrap();
     assert_eq!(entry.class, DriftClass::Modified);
     assert_eq!(paths(&entry), ["/data/k"]);
-    assert_eq!(entry.changes[0].desired, Some(json!("1-mutated")));
+    assert_eq!(entry.changes.to_vec()[0].desired, Some(json!("1-mutated")));
 
     // Refreshed every period even when nothing changed.
     d.h.clock.advance(REFRESH);
