@@ -292,6 +292,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// are prepared again where their CRD or their previous revision changed (desired
     /// objects are prepared on each comparison).
     fn desired_loaded(&mut self) {
+        // The packing dictionary is for live objects (`packed::sample_from_now`).
+        packed::sample_from_now();
         let kinds = self.crds.set_committed(&self.desired.crds());
         self.crds.publish(&mut self.facts);
         self.intents.reprepare(&self.desired, &self.facts, &kinds);
@@ -638,7 +640,13 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let owned = self.coverage.owned(self.tracked.live_keys());
         let ready = self.lists.all_listed();
         let health = self.lists.health();
-        if ready && !self.index.read().unwrap().ready() {
+        let was_ready = self.index.read().unwrap().ready();
+        if !ready && !was_ready && self.lists.each_kind_begun() && packed::train_when_sampled() {
+            // Every kind is in the sample: what was packed without a dictionary shrinks now,
+            // and the rest of the first lists is packed with it.
+            self.repack();
+        }
+        if ready && !was_ready {
             // The first lists' trees are freed: their pages go back before ready is said.
             self.compact_memory();
         }
@@ -653,20 +661,30 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     }
 
     /// After a burst (the first lists, a reload): trains the packing dictionary from the
-    /// objects seen so far if there is none yet and repacks what is held with it, then gives
-    /// freed pages back.
+    /// objects seen so far if there is none yet, repacks what was packed before it, then
+    /// gives freed pages back.
     fn compact_memory(&mut self) {
-        let ready = self.lists.all_listed();
-        if ready && packed::train() {
-            let started = Instant::now();
-            let repacked = self.desired.repack() + self.tracked.repack();
+        if self.lists.all_listed() {
+            packed::train();
+            self.repack();
+        }
+        release_free_memory();
+    }
+
+    /// Repacks with the dictionary the copies packed before it was trained.
+    fn repack(&mut self) {
+        if !packed::trained() {
+            return;
+        }
+        let started = Instant::now();
+        let repacked = self.desired.repack() + self.tracked.repack();
+        if repacked > 0 {
             tracing::info!(
                 objects = repacked,
                 took_ms = started.elapsed().as_millis() as u64,
                 "packed copies repacked with a dictionary trained on this cluster's objects"
             );
         }
-        release_free_memory();
     }
 
     /// Compares one tracked object with its live copy and updates the index.

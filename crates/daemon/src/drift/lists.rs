@@ -361,6 +361,15 @@ impl Lists {
         self.kinds.get(kind).is_some_and(|w| w.state.listed_once())
     }
 
+    /// Whether every watched kind has sent objects or was listed: a sample of what was
+    /// listed so far then has every kind in it.
+    pub fn each_kind_begun(&self) -> bool {
+        self.kinds.values().all(|w| match &w.state {
+            ListState::Listing { seen } => !seen.is_empty(),
+            state => state.listed_once(),
+        })
+    }
+
     /// Whether every watched kind was listed at least once.
     pub fn all_listed(&self) -> bool {
         self.kinds.values().all(|w| w.state.listed_once())
@@ -529,5 +538,29 @@ mod tests {
         assert!(lists.all_listed(), "a re-list is not an outage");
         assert!(!lists.judges(&cm, &key("new")) && lists.judges(&cm, &key("old")));
         assert!(!lists.judges(&svc, &key("old")), "not watched");
+    }
+
+    #[test]
+    fn each_kind_has_begun_once_every_kind_sent_objects_or_was_listed() {
+        let kind = |name: &str| TypeKey {
+            api_version: "v1".into(),
+            kind: name.into(),
+        };
+        let (cm, svc, empty) = (kind("ConfigMap"), kind("Service"), kind("Secret"));
+        let mut lists = Lists::default();
+        lists.sync(
+            &[cm.clone(), svc.clone(), empty.clone()].into(),
+            &mut Control::default(),
+        );
+        assert!(!lists.each_kind_begun(), "nothing listed yet");
+        lists.step(&cm, ListEvent::Init);
+        lists.step(&cm, ListEvent::Seen(&key("a")));
+        lists.step(&svc, ListEvent::Init);
+        lists.step(&empty, ListEvent::Init);
+        lists.step(&empty, ListEvent::Done);
+        assert!(!lists.each_kind_begun(), "Services listing, none sent yet");
+        lists.step(&svc, ListEvent::Seen(&key("b")));
+        assert!(lists.each_kind_begun());
+        assert!(!lists.all_listed(), "begun is not listed");
     }
 }

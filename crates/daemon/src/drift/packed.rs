@@ -11,9 +11,13 @@
 //! over and over), which is where a zstd *dictionary* pays: trained from the objects this
 //! cluster actually has, it packs a typical object to about a third of what a dictionary-less
 //! compressor does, and five times faster than deflate (measured in `benches/RESULTS.md`).
-//! Until a dictionary is trained (the engine asks once its first lists are in, see
-//! [`train`]) values are packed without one, and a uniform sample of them is kept to train
-//! from; the engine then repacks what it holds ([`Packed::repacked`]).
+//! Until a dictionary is trained values are packed without one, and a uniform sample of them
+//! is kept to train from; the engine then repacks what it holds ([`Packed::repacked`]). It
+//! asks early: once the desired state is loaded it samples live objects only
+//! ([`sample_from_now`]), and trains as soon as every watched kind has sent some
+//! ([`train_when_sampled`]), not when every list is in: copies packed without a dictionary
+//! cost about three times as much, and at 100,000 objects they made the first lists the
+//! peak of driftd's memory (issue #11).
 
 use serde_json::Value;
 use std::cell::RefCell;
@@ -93,6 +97,33 @@ fn splitmix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
+}
+
+/// Forgets the sample taken so far, so the dictionary is trained on values packed from now
+/// on: the engine calls it once its desired state is loaded, because a dictionary of desired
+/// manifests packs live objects (defaults, managedFields, status) a third larger than one of
+/// live objects.
+pub fn sample_from_now() {
+    if DICTIONARY.get().is_none() {
+        *RESERVOIR.lock().unwrap_or_else(|e| e.into_inner()) = Reservoir::default();
+    }
+}
+
+/// Trains the dictionary once the sample is full ([`SAMPLES`] values); see [`train`].
+pub fn train_when_sampled() -> bool {
+    let full = DICTIONARY.get().is_none()
+        && RESERVOIR
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .samples
+            .len()
+            >= SAMPLES;
+    full && train()
+}
+
+/// Whether a dictionary was trained: copies packed before it are worth repacking.
+pub fn trained() -> bool {
+    DICTIONARY.get().is_some()
 }
 
 /// Trains the dictionary from the values packed so far, once per process. True when this
