@@ -14,7 +14,7 @@
 
 use crate::drift::{DriftIndex, SharedIndex};
 use crate::leader::Leadership;
-use driftd_core::report::DriftClass;
+use driftd_core::report::{DriftClass, DriftEntry};
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{
@@ -22,6 +22,7 @@ use prometheus::{
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
 
 /// Classes a desired object can be in (`unmanaged` objects belong to no source).
 const SOURCE_CLASSES: [DriftClass; 5] = [
@@ -31,8 +32,6 @@ const SOURCE_CLASSES: [DriftClass; 5] = [
     DriftClass::Uncommitted,
     DriftClass::StaleConfig,
 ];
-
-const OBJECT_LABELS: &[&str] = &["source", "namespace", "kind", "name", "class"];
 
 /// Every intent state, each a `driftd_intents` series per source.
 const INTENT_STATES: [&str; 8] = [
@@ -49,6 +48,8 @@ const INTENT_STATES: [&str; 8] = [
 /// All metrics driftd exports, registered in one registry.
 pub struct Metrics {
     registry: Registry,
+    /// For the per-object families, written straight from it ([`object_series`]).
+    index: SharedIndex,
     pub watch_events: IntCounterVec,
     pub watch_errors: IntCounterVec,
     pub diff_duration: Histogram,
@@ -124,7 +125,7 @@ impl Metrics {
             Box::new(store_errors.counter()),
             Box::new(build_info),
             Box::new(leader),
-            Box::new(IndexFamilies::new(index)),
+            Box::new(IndexFamilies::new(index.clone())),
         ] {
             registry
                 .register(collector)
@@ -132,6 +133,7 @@ impl Metrics {
         }
         Metrics {
             registry,
+            index,
             watch_events,
             watch_errors,
             diff_duration,
@@ -171,7 +173,9 @@ impl Metrics {
         TextEncoder::new()
             .encode(&self.registry.gather(), &mut buf)
             .expect("encoding to a Vec cannot fail");
-        String::from_utf8(buf).expect("exposition format is UTF-8")
+        let mut text = String::from_utf8(buf).expect("exposition format is UTF-8");
+        object_series(&self.index.read().unwrap(), &mut text);
+        text
     }
 }
 
@@ -230,22 +234,6 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
             "Desired objects by source and drift class (in_sync included).",
         ),
         &["source", "class"],
-    )
-    .unwrap();
-    let object_drift = IntGaugeVec::new(
-        Opts::new(
-            "driftd_object_drift",
-            "1 for each drifting object (capped by metrics.max_object_series).",
-        ),
-        OBJECT_LABELS,
-    )
-    .unwrap();
-    let object_drift_since = GaugeVec::new(
-        Opts::new(
-            "driftd_object_drift_since_timestamp_seconds",
-            "Unix time at which the object started drifting.",
-        ),
-        OBJECT_LABELS,
     )
     .unwrap();
     let series_omitted = IntCounter::new(
@@ -379,21 +367,6 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
             .with_label_values(&[source, class.as_str()])
             .add(count);
     }
-    for entry in index.series_holders() {
-        let labels = [
-            entry.source.as_str(),
-            entry.namespace.as_deref().unwrap_or(""),
-            entry.kind.as_str(),
-            entry.name.as_str(),
-            entry.class.as_str(),
-        ];
-        object_drift.with_label_values(&labels).set(1);
-        if let Some(since) = entry.since {
-            object_drift_since
-                .with_label_values(&labels)
-                .set(since.as_millisecond() as f64 / 1000.0);
-        }
-    }
     series_omitted.inc_by(index.series_omitted());
     ready.set(i64::from(index.ready()));
     if let Some(owned) = index.owned_covered() {
@@ -442,8 +415,6 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
     }
     vec![
         Box::new(objects),
-        Box::new(object_drift),
-        Box::new(object_drift_since),
         Box::new(series_omitted),
         Box::new(revision_timestamp),
         Box::new(ready),
@@ -456,6 +427,73 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
         Box::new(watch_healthy),
         Box::new(watch_last_event),
     ]
+}
+
+/// `driftd_object_drift` and `driftd_object_drift_since_timestamp_seconds`, one series per
+/// drifting object that holds a slot, written as exposition text straight from the index
+/// (labels in name order, as the client library writes them). Built through the library's
+/// vectors and protobufs, their 10,000 series (the default cap) cost about 30 MB per scrape:
+/// the peak of driftd's memory at 100,000 objects while something polled `/metrics` during a
+/// wave of drift (issue #11).
+fn object_series(index: &DriftIndex, out: &mut String) {
+    object_family(
+        out,
+        "driftd_object_drift",
+        "1 for each drifting object (capped by metrics.max_object_series).",
+        index.series_holders().map(|entry| (entry, 1.0)),
+    );
+    object_family(
+        out,
+        "driftd_object_drift_since_timestamp_seconds",
+        "Unix time at which the object started drifting.",
+        index.series_holders().filter_map(|entry| {
+            let since = entry.since?;
+            Some((entry, since.as_millisecond() as f64 / 1000.0))
+        }),
+    );
+}
+
+/// One gauge family of per-object series; nothing when it has none (as the library leaves
+/// out a family without series).
+fn object_family<'a>(
+    out: &mut String,
+    family: &str,
+    help: &str,
+    series: impl Iterator<Item = (&'a DriftEntry, f64)>,
+) {
+    let mut series = series.peekable();
+    if series.peek().is_none() {
+        return;
+    }
+    let _ = writeln!(out, "# HELP {family} {help}\n# TYPE {family} gauge");
+    for (entry, value) in series {
+        let _ = writeln!(
+            out,
+            "{family}{{class=\"{}\",kind=\"{}\",name=\"{}\",namespace=\"{}\",source=\"{}\"}} {value}",
+            entry.class.as_str(),
+            LabelValue(&entry.kind),
+            LabelValue(&entry.name),
+            LabelValue(entry.namespace.as_deref().unwrap_or("")),
+            LabelValue(&entry.source),
+        );
+    }
+}
+
+/// A label value escaped as the exposition format wants (backslash, quote, newline).
+struct LabelValue<'a>(&'a str);
+
+impl std::fmt::Display for LabelValue<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for c in self.0.chars() {
+            match c {
+                '\\' => f.write_str("\\\\")?,
+                '"' => f.write_str("\\\"")?,
+                '\n' => f.write_str("\\n")?,
+                c => f.write_char(c)?,
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@ use crate::leader::Leadership;
 use driftd_core::report::DriftEntry;
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 
 fn entry(source: &str, namespace: &str, name: &str, class: DriftClass) -> (ObjectKey, DriftEntry) {
@@ -290,4 +290,71 @@ fn stale_config_pods_count_per_workload_and_config_and_vanish_when_resolved() {
     web.class = DriftClass::InSync;
     upsert(&index, (key, web));
     assert!(!m.render().contains("driftd_stale_config_pods{"));
+}
+
+#[test]
+fn per_object_series_are_written_as_the_client_library_writes_them() {
+    let (index, m) = setup(10);
+    index.write().unwrap().set_sources(sources(&["shop"]));
+    for (name, class) in [("a", DriftClass::Modified), ("b", DriftClass::Missing)] {
+        upsert(&index, entry("shop", "shop", name, class));
+    }
+    let ours: BTreeSet<String> = m
+        .render()
+        .lines()
+        .filter(|l| l.contains("driftd_object_drift") && !l.contains("omitted"))
+        .map(str::to_string)
+        .collect();
+
+    let labels = ["source", "namespace", "kind", "name", "class"];
+    let drift = IntGaugeVec::new(
+        Opts::new(
+            "driftd_object_drift",
+            "1 for each drifting object (capped by metrics.max_object_series).",
+        ),
+        &labels,
+    )
+    .unwrap();
+    let since = GaugeVec::new(
+        Opts::new(
+            "driftd_object_drift_since_timestamp_seconds",
+            "Unix time at which the object started drifting.",
+        ),
+        &labels,
+    )
+    .unwrap();
+    for e in index.read().unwrap().series_holders() {
+        let values = [
+            e.source.as_str(),
+            e.namespace.as_deref().unwrap_or(""),
+            e.kind.as_str(),
+            e.name.as_str(),
+            e.class.as_str(),
+        ];
+        drift.with_label_values(&values).set(1);
+        since
+            .with_label_values(&values)
+            .set(e.since.unwrap().as_millisecond() as f64 / 1000.0);
+    }
+    let mut families = drift.collect();
+    families.extend(since.collect());
+    let mut buf = Vec::new();
+    TextEncoder::new().encode(&families, &mut buf).unwrap();
+    let library: BTreeSet<String> = String::from_utf8(buf)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(ours.len(), 2 + 2 + 2 * 2, "{ours:?}");
+    assert_eq!(ours, library);
+}
+
+#[test]
+fn label_values_are_escaped() {
+    assert_eq!(
+        LabelValue("a\"b\\c\nd").to_string(),
+        r#"a\"b\\c\nd"#,
+        "quote, backslash and newline escaped"
+    );
+    assert_eq!(LabelValue("helm:shop/web").to_string(), "helm:shop/web");
 }
