@@ -167,6 +167,16 @@ impl DesiredSet {
         Ok(Some(change))
     }
 
+    /// The texts of up to `limit` manifests, spread evenly: what the packing dictionary is
+    /// trained from when too few objects exist live to train it from their copies.
+    pub fn sample(&self, limit: usize) -> Vec<Vec<u8>> {
+        let all: Vec<&Desired> = self.objects.values().collect();
+        let wanted = limit.min(all.len());
+        (0..wanted)
+            .map(|i| all[i * all.len() / wanted].manifest.text())
+            .collect()
+    }
+
     /// Repacks manifests packed before the newest dictionary; how many were.
     pub fn repack(&mut self) -> usize {
         let mut count = 0;

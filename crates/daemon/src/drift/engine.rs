@@ -292,8 +292,6 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// are prepared again where their CRD or their previous revision changed (desired
     /// objects are prepared on each comparison).
     fn desired_loaded(&mut self) {
-        // The packing dictionary is for live objects (`packed::sample_from_now`).
-        packed::sample_from_now();
         let kinds = self.crds.set_committed(&self.desired.crds());
         self.crds.publish(&mut self.facts);
         self.intents.reprepare(&self.desired, &self.facts, &kinds);
@@ -641,9 +639,15 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let ready = self.lists.all_listed();
         let health = self.lists.health();
         let was_ready = self.index.read().unwrap().ready();
-        if !ready && !was_ready && self.lists.each_kind_begun() && packed::train_when_sampled() {
-            // Every kind is in the sample: what was packed without a dictionary shrinks now,
-            // and the rest of the first lists is packed with it.
+        if !ready
+            && !was_ready
+            && !packed::trained()
+            && self.lists.each_kind_begun()
+            && self.tracked.live_keys().nth(packed::SAMPLES).is_some()
+            && self.train_packing()
+        {
+            // Every kind can be sampled: what was packed without a dictionary shrinks now, and
+            // the rest of the first lists is packed with it.
             self.repack();
         }
         if ready && !was_ready {
@@ -665,10 +669,23 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// gives freed pages back.
     fn compact_memory(&mut self) {
         if self.lists.all_listed() {
-            packed::train();
+            self.train_packing();
             self.repack();
         }
         release_free_memory();
+    }
+
+    /// Trains the packing dictionary (once per process) from live copies of every kind,
+    /// topped up with manifests when few objects exist live; true if it did.
+    fn train_packing(&mut self) -> bool {
+        if packed::trained() {
+            return false;
+        }
+        let mut samples = self.tracked.sample(packed::SAMPLES);
+        if samples.len() < packed::SAMPLES {
+            samples.extend(self.desired.sample(packed::SAMPLES - samples.len()));
+        }
+        packed::train(&samples)
     }
 
     /// Repacks with the dictionary the copies packed before it was trained.

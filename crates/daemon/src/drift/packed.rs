@@ -11,17 +11,17 @@
 //! over and over), which is where a zstd *dictionary* pays: trained from the objects this
 //! cluster actually has, it packs a typical object to about a third of what a dictionary-less
 //! compressor does, and five times faster than deflate (measured in `benches/RESULTS.md`).
-//! Until a dictionary is trained values are packed without one, and a uniform sample of them
-//! is kept to train from; the engine then repacks what it holds ([`Packed::repacked`]). It
-//! asks early: once the desired state is loaded it samples live objects only
-//! ([`sample_from_now`]), and trains as soon as every watched kind has sent some
-//! ([`train_when_sampled`]), not when every list is in: copies packed without a dictionary
-//! cost about three times as much, and at 100,000 objects they made the first lists the
-//! peak of driftd's memory (issue #11).
+//! Until a dictionary is trained values are packed without one; the engine trains it from a
+//! sample of the live copies it holds ([`train`]) and repacks what it holds with it
+//! ([`Packed::repacked`]). It does so early: as soon as every watched kind has sent some
+//! objects, not when every list is in (copies packed without a dictionary cost about three
+//! times as much, and at 100,000 objects they made the first lists the peak of driftd's
+//! memory), and from every kind in proportion to its objects (a sample of whatever came
+//! first left the largest kind out when it came late, and its copies 40% larger; issue #11).
 
 use serde_json::Value;
 use std::cell::RefCell;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use zstd::bulk::{Compressor, Decompressor};
 use zstd::dict::{DecoderDictionary, EncoderDictionary};
 
@@ -32,8 +32,8 @@ const LEVEL: i32 = 1;
 /// Bytes of the trained dictionary (zstd's default size for `--train`).
 const DICTIONARY_BYTES: usize = 112_640;
 
-/// Values kept to train the dictionary from, and at most this many bytes of each.
-const SAMPLES: usize = 1_024;
+/// Values to train the dictionary from, and at most this many bytes of each.
+pub const SAMPLES: usize = 1_024;
 const SAMPLE_BYTES: usize = 16 * 1024;
 
 /// Fewer samples than this make no useful dictionary: training waits for more.
@@ -52,95 +52,26 @@ struct Dictionary {
 
 static DICTIONARY: OnceLock<Dictionary> = OnceLock::new();
 
-/// A uniform sample (reservoir sampling) of the values packed while no dictionary exists.
-#[derive(Default)]
-struct Reservoir {
-    seen: u64,
-    samples: Vec<Vec<u8>>,
-}
-
-static RESERVOIR: Mutex<Reservoir> = Mutex::new(Reservoir {
-    seen: 0,
-    samples: Vec::new(),
-});
-
-impl Reservoir {
-    fn offer(&mut self, text: &[u8]) {
-        self.seen += 1;
-        let sample = || text[..text.len().min(SAMPLE_BYTES)].to_vec();
-        if self.samples.len() < SAMPLES {
-            self.samples.push(sample());
-            return;
-        }
-        // Algorithm R with a cheap deterministic generator: every value packed so far has
-        // the same chance to be in the sample.
-        let slot = (splitmix(self.seen) % self.seen) as usize;
-        if slot < SAMPLES {
-            self.samples[slot] = sample();
-        }
-    }
-}
-
-/// Offers the text of a value being packed to the training sample, while there is no
-/// dictionary yet.
-fn sample_until_trained(text: &[u8]) {
-    if DICTIONARY.get().is_none() {
-        RESERVOIR
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .offer(text);
-    }
-}
-
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
-/// Forgets the sample taken so far, so the dictionary is trained on values packed from now
-/// on: the engine calls it once its desired state is loaded, because a dictionary of desired
-/// manifests packs live objects (defaults, managedFields, status) a third larger than one of
-/// live objects.
-pub fn sample_from_now() {
-    if DICTIONARY.get().is_none() {
-        *RESERVOIR.lock().unwrap_or_else(|e| e.into_inner()) = Reservoir::default();
-    }
-}
-
-/// Trains the dictionary once the sample is full ([`SAMPLES`] values); see [`train`].
-pub fn train_when_sampled() -> bool {
-    let full = DICTIONARY.get().is_none()
-        && RESERVOIR
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .samples
-            .len()
-            >= SAMPLES;
-    full && train()
-}
-
 /// Whether a dictionary was trained: copies packed before it are worth repacking.
 pub fn trained() -> bool {
     DICTIONARY.get().is_some()
 }
 
-/// Trains the dictionary from the values packed so far, once per process. True when this
-/// call trained it: values packed before are then worth repacking ([`Packed::repacked`]).
-/// False when one exists already, or too few values were packed yet to train from.
-pub fn train() -> bool {
-    if DICTIONARY.get().is_some() {
+/// Trains the dictionary from `samples` (JSON texts), once per process. True when this call
+/// trained it: values packed before are then worth repacking ([`Packed::repacked`]). False
+/// when one exists already, or the samples are too few to train from.
+pub fn train(samples: &[Vec<u8>]) -> bool {
+    if DICTIONARY.get().is_some() || samples.len() < MIN_SAMPLES {
         return false;
     }
-    let mut reservoir = RESERVOIR.lock().unwrap_or_else(|e| e.into_inner());
-    if DICTIONARY.get().is_some() || reservoir.samples.len() < MIN_SAMPLES {
-        return false;
-    }
-    let total: usize = reservoir.samples.iter().map(Vec::len).sum();
+    let samples: Vec<&[u8]> = samples
+        .iter()
+        .map(|s| &s[..s.len().min(SAMPLE_BYTES)])
+        .collect();
+    let total: usize = samples.iter().map(|s| s.len()).sum();
     // zstd wants samples of about ten times the dictionary's size at least.
     let size = DICTIONARY_BYTES.min(total / 10).max(1024);
-    let trained = match zstd::dict::from_samples(&reservoir.samples, size) {
+    let trained = match zstd::dict::from_samples(&samples, size) {
         Ok(trained) => trained,
         Err(err) => {
             tracing::debug!(error = %err, "no packing dictionary from these samples; packing without");
@@ -155,10 +86,9 @@ pub fn train() -> bool {
     if made {
         tracing::debug!(
             bytes = trained.len(),
-            samples = reservoir.samples.len(),
+            samples = samples.len(),
             "packing dictionary trained"
         );
-        *reservoir = Reservoir::default();
     }
     made
 }
@@ -250,7 +180,6 @@ impl Packed {
             let mut text = std::mem::take(&mut packer.text);
             text.clear();
             serde_json::to_writer(&mut text, value).expect("a Value always serializes");
-            sample_until_trained(&text);
             let packed = Packed(packer.pack(&text));
             packer.text = text;
             packer.release_large_buffer();
@@ -262,7 +191,6 @@ impl Packed {
     /// built. The same bytes as [`Packed::new`] of its value when `text` is compact with keys
     /// in their order, as the store writes it.
     pub fn from_text(text: &str) -> Packed {
-        sample_until_trained(text.as_bytes());
         PACKER.with_borrow_mut(|packer| Packed(packer.pack(text.as_bytes())))
     }
 
@@ -305,7 +233,7 @@ impl Packed {
     }
 
     /// The JSON text of the value.
-    fn text(&self) -> Vec<u8> {
+    pub fn text(&self) -> Vec<u8> {
         PACKER.with_borrow_mut(|packer| {
             packer.unpack_text(&self.0);
             let text = packer.text.clone();
@@ -395,12 +323,14 @@ mod tests {
                 (v, p)
             })
             .collect();
-        let trained_here = train();
+        let samples: Vec<Vec<u8>> = before.iter().map(|(v, _)| v.to_string().into()).collect();
         assert!(
-            DICTIONARY.get().is_some(),
-            "300 alike objects train a dictionary"
+            !train(&samples[..MIN_SAMPLES - 1]),
+            "too few samples train nothing"
         );
-        assert!(!train(), "trained once per process");
+        let trained_here = train(&samples);
+        assert!(trained(), "300 alike objects train a dictionary");
+        assert!(!train(&samples), "trained once per process");
         for (value, packed) in &before {
             assert_eq!(
                 &packed.unpack(),
@@ -423,24 +353,6 @@ mod tests {
         assert_eq!(fresh.unpack(), deployment(7));
         assert_eq!(fresh.repacked(), None);
         assert_ne!(fresh, Packed::new(&deployment(8)));
-    }
-
-    #[test]
-    fn the_reservoir_keeps_a_bounded_uniform_sample() {
-        let mut r = Reservoir::default();
-        for i in 0..(SAMPLES * 10) {
-            r.offer(format!("{i:08}").as_bytes());
-        }
-        assert_eq!(r.samples.len(), SAMPLES);
-        let late = r
-            .samples
-            .iter()
-            .filter(|s| std::str::from_utf8(s).unwrap().parse::<usize>().unwrap() >= SAMPLES * 5)
-            .count();
-        // Half the values came late: about half the sample does (never none, never all).
-        assert!(late > SAMPLES / 4 && late < SAMPLES * 3 / 4, "{late}");
-        r.offer(&[b'x'; SAMPLE_BYTES * 2]);
-        assert!(r.samples.iter().all(|s| s.len() <= SAMPLE_BYTES));
     }
 
     #[test]

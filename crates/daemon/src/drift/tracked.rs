@@ -114,6 +114,25 @@ impl TrackedSet {
         self.objects.values().map(|t| &*t.kind)
     }
 
+    /// The texts of up to about `limit` live copies, for training the packing dictionary:
+    /// from every kind in proportion to how many of its objects are tracked, spread evenly
+    /// over the copies held (so a kind whose list came last is not left out).
+    pub fn sample(&self, limit: usize) -> Vec<Vec<u8>> {
+        let mut by_kind: BTreeMap<&TypeKey, (usize, Vec<&Packed>)> = BTreeMap::new();
+        for tracked in self.objects.values() {
+            let (count, held) = by_kind.entry(&tracked.kind).or_default();
+            *count += 1;
+            held.extend(tracked.live.as_ref());
+        }
+        let total = self.objects.len().max(1);
+        let mut samples = Vec::new();
+        for (count, held) in by_kind.into_values() {
+            let wanted = (limit * count).div_ceil(total).min(held.len());
+            samples.extend((0..wanted).map(|i| held[i * held.len() / wanted].text()));
+        }
+        samples
+    }
+
     /// Keys of the tracked objects that exist live.
     pub fn live_keys(&self) -> impl Iterator<Item = &ObjectKey> {
         self.objects
@@ -127,6 +146,7 @@ impl TrackedSet {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::collections::BTreeSet;
 
     fn cm(name: &str) -> (Arc<ObjectKey>, Arc<TypeKey>) {
         let key = crate::test_support::configmap("shop", name);
@@ -190,5 +210,47 @@ mod tests {
         assert_eq!(set.live_identity(&b), Some(identity(None, None)));
         set.set_live(&a, None);
         assert_eq!(set.live_identity(&a), None, "gone live: no identity");
+    }
+
+    #[test]
+    fn the_training_sample_has_every_kind_in_proportion() {
+        let secret = |name: &str| {
+            let mut key = crate::test_support::configmap("shop", name);
+            key.kind = "Secret".into();
+            let kind = TypeKey {
+                api_version: "v1".into(),
+                kind: "Secret".into(),
+            };
+            (Arc::new(key), Arc::new(kind))
+        };
+        let mut set = TrackedSet::default();
+        let configmaps: Vec<_> = (0..300).map(|i| cm(&format!("c{i:03}"))).collect();
+        let secrets: Vec<_> = (0..100).map(|i| secret(&format!("s{i:03}"))).collect();
+        set.replace(configmaps.iter().chain(&secrets).cloned());
+        // Every ConfigMap is held, and only the first 20 Secrets (their list came late).
+        for (key, _) in &configmaps {
+            set.set_live(key, Some(&json!({"kind": "ConfigMap", "n": key.name})));
+        }
+        for (key, _) in &secrets[..20] {
+            set.set_live(key, Some(&json!({"kind": "Secret", "n": key.name})));
+        }
+        let sample = set.sample(40);
+        let kinds: Vec<Value> = sample
+            .iter()
+            .map(|t| serde_json::from_slice::<Value>(t).unwrap()["kind"].clone())
+            .collect();
+        let count = |kind: &str| kinds.iter().filter(|k| *k == kind).count();
+        assert_eq!(count("ConfigMap"), 30, "three quarters of the objects");
+        assert_eq!(count("Secret"), 10, "a quarter, from the 20 held");
+        let names: BTreeSet<String> = sample
+            .iter()
+            .map(|t| serde_json::from_slice::<Value>(t).unwrap()["n"].to_string())
+            .collect();
+        assert_eq!(names.len(), 40, "no copy twice");
+        assert!(
+            names.contains("\"c290\""),
+            "spread over all the copies held"
+        );
+        assert!(set.sample(0).is_empty());
     }
 }
