@@ -567,7 +567,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             };
             match change {
                 coverage::Change::Added(mut entry) => {
-                    entry.stale_config = self.stale_configs.note(&key).cloned();
+                    entry.stale_config = self.stale_configs.note(&key).cloned().map(Box::new);
                     self.index.write().unwrap().upsert(key, *entry);
                 }
                 coverage::Change::Removed => self.withdraw_unmanaged(&key),

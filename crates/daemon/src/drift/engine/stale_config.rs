@@ -60,7 +60,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let Some(note) = self.stale_configs.note(key) else {
             return;
         };
-        entry.stale_config = Some(note.clone());
+        entry.stale_config = Some(Box::new(note.clone()));
         if entry.class == DriftClass::InSync {
             entry.class = DriftClass::StaleConfig;
         }
@@ -77,13 +77,14 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         else {
             return;
         };
-        let configs = |n: &Option<StaleConfigNote>| -> BTreeSet<(String, Timestamp)> {
-            n.iter()
+        let configs = |n: Option<&StaleConfigNote>| -> BTreeSet<(String, Timestamp)> {
+            n.into_iter()
                 .flat_map(|n| n.configs.iter().map(|c| (c.config.clone(), c.changed_at)))
                 .collect()
         };
-        let newly_stale = !configs(&note).is_subset(&configs(&entry.stale_config));
-        entry.stale_config = note;
+        let newly_stale =
+            !configs(note.as_ref()).is_subset(&configs(entry.stale_config.as_deref()));
+        entry.stale_config = note.map(Box::new);
         index.upsert(key.clone(), entry.clone());
         drop(index);
         if newly_stale {

@@ -267,13 +267,13 @@ fn stale_config_pods_count_per_workload_and_config_and_vanish_when_resolved() {
         changed_at: "2026-11-30T10:00:00Z".parse().unwrap(),
         pods,
     };
-    web.stale_config = Some(StaleConfigNote {
+    web.stale_config = Some(Box::new(StaleConfigNote {
         fix: "kubectl rollout restart deployment/web -n shop".into(),
         configs: vec![
             used("ConfigMap/web-config", vec![pod("a"), pod("b")]),
             used("Secret/web-db", vec![pod("a")]),
         ],
-    });
+    }));
     upsert(&index, (key.clone(), web.clone()));
     let text = m.render();
     let series = |config: &str| {
