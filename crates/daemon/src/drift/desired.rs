@@ -177,6 +177,14 @@ impl DesiredSet {
             .collect()
     }
 
+    /// Bytes of the packed manifests (and previous revisions) held.
+    pub fn packed_bytes(&self) -> usize {
+        self.objects
+            .values()
+            .map(|d| d.manifest.len() + d.previous.as_ref().map_or(0, Packed::len))
+            .sum()
+    }
+
     /// Repacks manifests packed before the newest dictionary; how many were.
     pub fn repack(&mut self) -> usize {
         let mut count = 0;

@@ -658,7 +658,11 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         index.set_owned_covered(owned);
         index.set_watch_health(health);
         if ready && !index.ready() {
-            tracing::info!("every watcher finished its first list: ready");
+            tracing::info!(
+                desired_bytes = self.desired.packed_bytes(),
+                live_bytes = self.tracked.packed_bytes(),
+                "every watcher finished its first list: ready"
+            );
             index.set_ready(true);
         }
         // Once ready, stay ready: a re-list after a commit is not an outage.
@@ -699,6 +703,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             tracing::info!(
                 objects = repacked,
                 took_ms = started.elapsed().as_millis() as u64,
+                desired_bytes = self.desired.packed_bytes(),
+                live_bytes = self.tracked.packed_bytes(),
                 "packed copies repacked with a dictionary trained on this cluster's objects"
             );
         }

@@ -33,7 +33,7 @@ const LEVEL: i32 = 1;
 const DICTIONARY_BYTES: usize = 112_640;
 
 /// Values to train the dictionary from, and at most this many bytes of each.
-pub const SAMPLES: usize = 1_024;
+pub const SAMPLES: usize = 2_048;
 const SAMPLE_BYTES: usize = 16 * 1024;
 
 /// Fewer samples than this make no useful dictionary: training waits for more.
@@ -243,7 +243,6 @@ impl Packed {
     }
 
     /// Bytes held.
-    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.0.len()
     }

@@ -95,6 +95,15 @@ impl TrackedSet {
         Some(live.unpack_as::<Identified>().metadata)
     }
 
+    /// Bytes of the live copies held (what the packing dictionary saves on).
+    pub fn packed_bytes(&self) -> usize {
+        self.objects
+            .values()
+            .filter_map(|t| t.live.as_ref())
+            .map(Packed::len)
+            .sum()
+    }
+
     /// Every tracked key, in order.
     pub fn keys(&self) -> Vec<Arc<ObjectKey>> {
         self.objects.keys().cloned().collect()
