@@ -16,8 +16,8 @@
 //! ([`Packed::repacked`]). It does so early: as soon as every watched kind has sent some
 //! objects, not when every list is in (copies packed without a dictionary cost about three
 //! times as much, and at 100,000 objects they made the first lists the peak of driftd's
-//! memory), and from every kind in proportion to its objects (a sample of whatever came
-//! first left the largest kind out when it came late, and its copies 40% larger; issue #11).
+//! memory; issue #11), and from every kind in proportion to its objects (the first copies
+//! packed are the first pages of whichever kinds listed first).
 
 use serde_json::Value;
 use std::cell::RefCell;
