@@ -69,6 +69,7 @@ mod dry_run;
 mod episodes;
 mod health;
 mod live;
+mod packing;
 mod stale;
 mod stale_config;
 mod uncommitted;
@@ -639,16 +640,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let ready = self.lists.all_listed();
         let health = self.lists.health();
         let was_ready = self.index.read().unwrap().ready();
-        if !ready
-            && !was_ready
-            && !packed::trained()
-            && self.lists.each_kind_begun()
-            && self.tracked.live_keys().nth(packed::SAMPLES).is_some()
-            && self.train_packing()
-        {
-            // Every kind can be sampled: what was packed without a dictionary shrinks now, and
-            // the rest of the first lists is packed with it.
-            self.repack();
+        if !ready && !was_ready {
+            self.train_packing_early();
         }
         if ready && !was_ready {
             // The first lists' trees are freed: their pages go back before ready is said.
@@ -666,48 +659,6 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             index.set_ready(true);
         }
         // Once ready, stay ready: a re-list after a commit is not an outage.
-    }
-
-    /// After a burst (the first lists, a reload): trains the packing dictionary from the
-    /// objects seen so far if there is none yet, repacks what was packed before it, then
-    /// gives freed pages back.
-    fn compact_memory(&mut self) {
-        if self.lists.all_listed() {
-            self.train_packing();
-            self.repack();
-        }
-        release_free_memory();
-    }
-
-    /// Trains the packing dictionary (once per process) from live copies of every kind,
-    /// topped up with manifests when few objects exist live; true if it did.
-    fn train_packing(&mut self) -> bool {
-        if packed::trained() {
-            return false;
-        }
-        let mut samples = self.tracked.sample(packed::SAMPLES);
-        if samples.len() < packed::SAMPLES {
-            samples.extend(self.desired.sample(packed::SAMPLES - samples.len()));
-        }
-        packed::train(&samples)
-    }
-
-    /// Repacks with the dictionary the copies packed before it was trained.
-    fn repack(&mut self) {
-        if !packed::trained() {
-            return;
-        }
-        let started = Instant::now();
-        let repacked = self.desired.repack() + self.tracked.repack();
-        if repacked > 0 {
-            tracing::info!(
-                objects = repacked,
-                took_ms = started.elapsed().as_millis() as u64,
-                desired_bytes = self.desired.packed_bytes(),
-                live_bytes = self.tracked.packed_bytes(),
-                "packed copies repacked with a dictionary trained on this cluster's objects"
-            );
-        }
     }
 
     /// Compares one tracked object with its live copy and updates the index.

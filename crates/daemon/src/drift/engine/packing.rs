@@ -1,0 +1,60 @@
+//! The engine's side of packing: when the packing dictionary is trained, from what, and
+//! repacking what was packed before it (`drift::packed` says why it is trained early).
+
+use super::*;
+
+impl<W: WatchControl, O: Outputs> Engine<W, O> {
+    /// During the first lists: trains the dictionary once every kind can be sampled, so
+    /// what was packed without one shrinks now and the rest of the lists is packed with it.
+    pub(super) fn train_packing_early(&mut self) {
+        if !packed::trained()
+            && self.lists.each_kind_begun()
+            && self.tracked.live_keys().nth(packed::SAMPLES).is_some()
+            && self.train_packing()
+        {
+            self.repack();
+        }
+    }
+
+    /// After a burst (the first lists, a reload): trains the packing dictionary from the
+    /// objects seen so far if there is none yet, repacks what was packed before it, then
+    /// gives freed pages back.
+    pub(super) fn compact_memory(&mut self) {
+        if self.lists.all_listed() {
+            self.train_packing();
+            self.repack();
+        }
+        release_free_memory();
+    }
+
+    /// Trains the packing dictionary (once per process) from live copies of every kind,
+    /// topped up with manifests when few objects exist live; true if it did.
+    fn train_packing(&mut self) -> bool {
+        if packed::trained() {
+            return false;
+        }
+        let mut samples = self.tracked.sample(packed::SAMPLES);
+        if samples.len() < packed::SAMPLES {
+            samples.extend(self.desired.sample(packed::SAMPLES - samples.len()));
+        }
+        packed::train(&samples)
+    }
+
+    /// Repacks with the dictionary the copies packed before it was trained.
+    fn repack(&mut self) {
+        if !packed::trained() {
+            return;
+        }
+        let started = Instant::now();
+        let repacked = self.desired.repack() + self.tracked.repack();
+        if repacked > 0 {
+            tracing::info!(
+                objects = repacked,
+                took_ms = started.elapsed().as_millis() as u64,
+                desired_bytes = self.desired.packed_bytes(),
+                live_bytes = self.tracked.packed_bytes(),
+                "packed copies repacked with a dictionary trained on this cluster's objects"
+            );
+        }
+    }
+}
