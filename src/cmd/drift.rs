@@ -55,7 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let body: DriftResponse = fetch(&args.daemon.server, "/drift", &filter.to_pairs())?;
     match args.daemon.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&body)?),
+        Format::Json => println!("{}", render_json(&body)?),
         Format::Table => print!("{}", render_table(&body)),
     }
     Ok(ExitCode::SUCCESS)
@@ -88,6 +88,12 @@ pub fn fetch<T: DeserializeOwned>(
 }
 
 /// Renders `/drift` as kubectl-style columns, one row per change.
+/// The response, pretty-printed through a `Value`: an entry's changes and patch are held as
+/// compact JSON text, which a pretty printer would otherwise copy as it is.
+fn render_json(body: &DriftResponse) -> serde_json::Result<String> {
+    serde_json::to_string_pretty(&serde_json::to_value(body)?)
+}
+
 pub fn render_table(body: &DriftResponse) -> String {
     let mut rows = vec![[
         "SOURCE",
@@ -326,5 +332,29 @@ mod tests {
              (patches: driftd drift --class uncommitted --format json)\n"
         );
         assert!(render_table(&body).contains("keep it:  driftd intent commit 7"));
+    }
+
+    #[test]
+    fn json_output_is_pretty_inside_changes_and_patches_too() {
+        let object = serde_json::json!({
+            "source": "shop", "revision": 3, "apiVersion": "v1", "kind": "ConfigMap",
+            "namespace": "shop", "name": "web", "class": "modified",
+            "since": "2026-01-01T10:05:00Z",
+            "changes": [{"path": "/data/color", "op": "replace", "desired": "blue",
+                         "live": "red", "field": "data.color"}],
+            "patch": [{"op": "replace", "path": "/data/color", "value": "blue"}]
+        });
+        let body: DriftResponse =
+            serde_json::from_value(serde_json::json!({"ready": true, "objects": [object]}))
+                .unwrap();
+        let text = render_json(&body).unwrap();
+        assert!(
+            text.contains("\n          \"path\": \"/data/color\",\n"),
+            "{text}"
+        );
+        assert!(text.contains("\"value\": \"blue\"\n"), "{text}");
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["objects"][0]["changes"], object["changes"]);
+        assert_eq!(back["objects"][0]["patch"], object["patch"]);
     }
 }
