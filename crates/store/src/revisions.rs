@@ -19,38 +19,41 @@ const MAX_SOURCE_NAME: usize = 128;
 /// JSON with object keys sorted at every level and no whitespace, so equal content always
 /// hashes equal whatever key order the files used.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     write_canonical(value, &mut out);
-    out
+    String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+/// Keys and scalars are written by serde_json itself (the same escaping as `to_string`),
+/// straight into `out`: a commit of 100,000 objects spent 18% of its time here when each key
+/// was copied into a `Value` and rendered into a `String` of its own.
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[k], out);
+                serde_json::to_writer(&mut *out, k).expect("a key writes to memory");
+                out.push(b':');
+                write_canonical(v, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        scalar => out.push_str(&scalar.to_string()),
+        scalar => serde_json::to_writer(out, scalar).expect("a scalar writes to memory"),
     }
 }
 

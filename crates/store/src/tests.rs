@@ -308,6 +308,16 @@ fn canonical_json_sorts_keys_at_every_level() {
         canonical_json(&v),
         r#"{"a":null,"b":{"x":[{"c":"é","d":1}],"y":1}}"#
     );
+    // Escapes, numbers and literals as serde_json writes them: revision hashes of earlier
+    // commits depend on this text staying the same.
+    let v: Value = serde_json::from_str(
+        r#"{"z\"q":"tab\tnl\n\u0001/","n":[-1.5,1e3,0,true,false,null],"":{}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        canonical_json(&v),
+        r#"{"":{},"n":[-1.5,1000.0,0,true,false,null],"z\"q":"tab\tnl\n\u0001/"}"#
+    );
 }
 
 #[test]
