@@ -401,6 +401,13 @@ impl Differ {
             Some(hashed_live.as_ref().unwrap_or(live)),
             prepared.previous.as_ref(),
         );
+        if walker.changes.is_empty() {
+            // In sync, as most objects are: no owners to read, no rules to match.
+            return Comparison {
+                schema: schema_use,
+                ..Comparison::empty(DriftClass::InSync)
+            };
+        }
         let entries = managed::entries(live);
         let raw: Vec<RawChange> = walker
             .changes
