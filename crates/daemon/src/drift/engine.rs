@@ -145,13 +145,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         for episode in store.open_episodes()? {
             let class = episode.class.parse().unwrap_or(DriftClass::Modified);
             open_since.insert(episode.key.clone(), episode.first_seen);
-            settling.restore(
-                episode.key,
-                Drift {
-                    class,
-                    paths: episode.paths,
-                },
-            );
+            settling.restore(episode.key, Drift::new(class, &episode.paths));
         }
         Ok(Engine {
             store,
@@ -737,10 +731,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 .or_else(|| self.open_since.get(key).copied())
                 .or_else(|| Some(self.clock.wall())),
         };
-        let observed = (entry.class != DriftClass::InSync).then(|| Drift {
-            class: entry.class,
-            paths: entry.paths(),
-        });
+        let observed =
+            (entry.class != DriftClass::InSync).then(|| Drift::new(entry.class, &entry.paths()));
         let shared = self
             .tracked
             .shared_key(key)

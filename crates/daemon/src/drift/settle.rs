@@ -13,11 +13,29 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A drift state as Events and episodes tell it apart: a new class or another set of changed
-/// paths is a new state, new values at the same paths are not.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// paths is a new state, new values at the same paths are not. The paths are held as a
+/// hash: the index entry has them (read when a state is reported), and a copy per drifting
+/// object cost about 100 bytes (issue #11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Drift {
     pub class: DriftClass,
-    pub paths: Vec<String>,
+    paths: u64,
+}
+
+impl Drift {
+    pub fn new(class: DriftClass, paths: &[impl AsRef<str>]) -> Drift {
+        use std::hash::{Hash, Hasher};
+        // Fixed keys: equal paths hash equal for the life of the process.
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        paths.len().hash(&mut hasher);
+        for path in paths {
+            path.as_ref().hash(&mut hasher);
+        }
+        Drift {
+            class,
+            paths: hasher.finish(),
+        }
+    }
 }
 
 /// A state that held for the settle time and differs from what was last reported.
@@ -75,12 +93,9 @@ impl Tracker {
         match self {
             Tracker::Changing {
                 observed, since, ..
-            } if now.saturating_duration_since(since) >= settle => (
-                Tracker::Settled {
-                    reported: observed.clone(),
-                },
-                Some(observed),
-            ),
+            } if now.saturating_duration_since(since) >= settle => {
+                (Tracker::Settled { reported: observed }, Some(observed))
+            }
             other => (other, None),
         }
     }
@@ -231,14 +246,25 @@ mod tests {
     }
 
     fn modified(paths: &[&str]) -> Option<Drift> {
-        Some(Drift {
-            class: DriftClass::Modified,
-            paths: paths.iter().map(|p| p.to_string()).collect(),
-        })
+        Some(Drift::new(DriftClass::Modified, paths))
     }
 
     fn secs(s: f64) -> Duration {
         Duration::from_secs_f64(s)
+    }
+
+    #[test]
+    fn a_drift_state_is_its_class_and_its_paths_in_order() {
+        let m = |paths: &[&str]| Drift::new(DriftClass::Modified, paths);
+        assert_eq!(m(&["/data/x", "/data/y"]), m(&["/data/x", "/data/y"]));
+        assert_ne!(m(&["/data/x", "/data/y"]), m(&["/data/y", "/data/x"]));
+        assert_ne!(m(&["/data/x"]), m(&["/data/x", "/data/y"]));
+        assert_ne!(m(&["/data/xy"]), m(&["/data/x", "y"]));
+        assert_ne!(m(&[]), Drift::new(DriftClass::Missing, &[] as &[&str]));
+        assert_ne!(
+            m(&["/data/x"]),
+            Drift::new(DriftClass::Uncommitted, &["/data/x"])
+        );
     }
 
     #[test]

@@ -22,25 +22,28 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
         let more = reports.len() == SETTLE_BATCH;
         let now = self.clock.wall();
-        let settled: Vec<(Report, DriftEntry)> = {
+        // A state is due only if no comparison since said otherwise, so the entry holds the
+        // paths the report's drift stands for.
+        let settled: Vec<(Report, DriftEntry, Vec<String>)> = {
             let index = self.index.read().unwrap();
             reports
                 .into_iter()
                 .filter_map(|report| {
                     let entry = index.get(&report.key)?.clone();
-                    Some((report, entry))
+                    let paths = entry.paths();
+                    Some((report, entry, paths))
                 })
                 .collect()
         };
         let writes: Vec<EpisodeWrite> = settled
             .iter()
-            .map(|(Report { key, drift }, entry)| match drift {
+            .map(|(Report { key, drift }, entry, paths)| match drift {
                 Some(drift) => EpisodeWrite::Drifting {
                     key,
                     source: &entry.source,
                     class: drift.class.as_str(),
                     at: entry.since.unwrap_or(now),
-                    paths: &drift.paths,
+                    paths,
                 },
                 None => EpisodeWrite::Resolved { key, at: now },
             })
@@ -58,12 +61,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             self.outputs.store_error(what, &err);
         }
         drop(writes);
-        for (Report { key, drift }, entry) in &settled {
+        for (Report { key, drift }, entry, paths) in &settled {
             let live = self.tracked.live_identity(key);
             let live = live.as_ref();
             match drift {
                 Some(drift) => {
-                    tracing::info!(object = %key, class = drift.class.as_str(), paths = ?drift.paths, "drift detected");
+                    tracing::info!(object = %key, class = drift.class.as_str(), paths = ?paths, "drift detected");
                     self.outputs.announce(Announcement::Detected, entry, live);
                 }
                 None => {

@@ -537,6 +537,19 @@ fn a_restart_keeps_since_and_does_not_announce_the_same_drift_again() {
     h.advance(SETTLE);
     assert_eq!(h.announced().len(), 2);
     assert_eq!(h.open_episodes().len(), 2);
+    let recorded: Vec<Vec<String>> = h
+        .engine
+        .store
+        .open_episodes()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.paths)
+        .collect();
+    assert_eq!(
+        recorded,
+        [["/data/k"], ["/data/k"]],
+        "episodes name the paths"
+    );
 
     // Stopped; meanwhile b leaves the desired state and a drifts the same way still.
     let mut store = h.engine.store;

@@ -272,12 +272,12 @@ mod tests {
                 resource_version: Some(format!("{}", 100_000 + n * 7)),
                 field_path: None,
             },
-            type_: if n % 3 == 0 {
+            type_: if n.is_multiple_of(3) {
                 EventType::Normal
             } else {
                 EventType::Warning
             },
-            reason: if n % 3 == 0 {
+            reason: if n.is_multiple_of(3) {
                 "DriftResolved"
             } else {
                 "DriftDetected"
