@@ -578,3 +578,45 @@ fn a_scoped_handle_loads_only_its_sources() {
     // The unscoped view (the CLI's) still has both.
     assert_eq!(store.sources().unwrap().len(), 2);
 }
+
+#[test]
+fn open_episodes_are_touched_in_steps_and_closed_ones_never() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("d.db")).unwrap();
+    let key = |n: usize| ObjectKey {
+        group: String::new(),
+        kind: "ConfigMap".into(),
+        namespace: Some("default".into()),
+        name: format!("cm-{n}"),
+    };
+    let t = |s: i64| Timestamp::from_second(1_700_000_000 + s).unwrap();
+    for n in 0..7 {
+        store
+            .record_drift(&key(n), "web", "modified", t(0), &[])
+            .unwrap();
+    }
+    store.resolve_drift(&key(3), t(5)).unwrap();
+    let mut steps = Vec::new();
+    let mut after = 0;
+    while let Some(last) = store.touch_open_episodes(t(60), after, 2).unwrap() {
+        steps.push(last);
+        after = last;
+    }
+    assert_eq!(steps.len(), 3, "6 open episodes in steps of 2: {steps:?}");
+    let open = store.open_episodes().unwrap();
+    assert_eq!(open.len(), 6);
+    assert!(open.iter().all(|e| e.last_seen == t(60)), "{open:?}");
+    let closed: String = store
+        .conn
+        .query_row(
+            "SELECT last_seen FROM episodes WHERE resolved_at IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        closed,
+        ts_to_db(t(0)),
+        "a closed episode keeps its last_seen"
+    );
+}

@@ -59,6 +59,9 @@ const MAX_BATCH: usize = 4096;
 /// (`settle_some`).
 const SETTLE_BATCH: usize = 1024;
 
+/// Open episodes whose `last_seen` one step of the minute's update moves (a few ms).
+const TOUCH_BATCH: usize = 2048;
+
 /// How often intents are checked for expiry and locks judged again (TTLs pass by time).
 const LOCK_PERIOD: Duration = Duration::from_secs(1);
 
@@ -124,6 +127,8 @@ pub struct Engine<W, O> {
     stale_configs: StaleConfigs,
     /// More settled states are due than the last step took (`settle_some`).
     settle_backlog: bool,
+    /// The minute's `last_seen` update under way: its time, and the last episode id moved.
+    touching: Option<(Timestamp, i64)>,
 }
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
@@ -177,6 +182,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             dry_run_answers: None,
             stale_configs,
             settle_backlog: false,
+            touching: None,
         })
     }
 
@@ -241,8 +247,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 }
                 _ = settle_tick.tick() => self.settle_backlog = self.settle_some(),
                 _ = expiry_tick.tick() => self.report_expired_rules(),
+                // The minute's `last_seen` update, in steps between watch events.
+                _ = std::future::ready(()), if self.touching.is_some() => {
+                    self.touch_some();
+                }
                 _ = last_seen_tick.tick() => {
-                    self.touch_open_episodes();
+                    self.start_touching();
                     release_free_memory();
                 }
                 _ = lock_tick.tick() => {
