@@ -120,18 +120,20 @@ pub struct StaleConfigs {
 /// How long a deleted config's last content is remembered (in memory only).
 const TOMBSTONE_TTL: SignedDuration = SignedDuration::from_hours(1);
 
+/// The kinds the judgement reads, as (apiVersion, kind).
+const WATCHED: [(&str, &str); 4] = [
+    ("v1", "Pod"),
+    ("apps/v1", "ReplicaSet"),
+    ("v1", "Secret"),
+    ("v1", "ConfigMap"),
+];
+
 /// The kinds the judgement reads.
 pub fn watched_kinds() -> [TypeKey; 4] {
-    let t = |api_version: &str, kind: &str| TypeKey {
+    WATCHED.map(|(api_version, kind)| TypeKey {
         api_version: api_version.into(),
         kind: kind.into(),
-    };
-    [
-        t("v1", "Pod"),
-        t("apps/v1", "ReplicaSet"),
-        t("v1", "Secret"),
-        t("v1", "ConfigMap"),
-    ]
+    })
 }
 
 impl StaleConfigs {
@@ -206,12 +208,11 @@ impl StaleConfigs {
 
     /// Whether objects of `kind` feed the judgement.
     pub fn reads(&self, kind: &TypeKey) -> bool {
-        // Matched in place: `watched_kinds` builds owned keys, and this runs on every event.
+        // Compared in place: `watched_kinds` builds owned keys, and this runs on every event.
         self.enabled
-            && matches!(
-                (kind.api_version.as_str(), kind.kind.as_str()),
-                ("v1", "Pod") | ("apps/v1", "ReplicaSet") | ("v1", "Secret") | ("v1", "ConfigMap")
-            )
+            && WATCHED
+                .iter()
+                .any(|&(api_version, k)| kind.api_version == api_version && kind.kind == k)
     }
 
     /// A live object of `kind` is now `object` (`None`: deleted).

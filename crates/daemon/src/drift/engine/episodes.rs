@@ -78,18 +78,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         more
     }
 
-    /// Moves `last_seen` of every open episode to now, so the episode record says how long
-    /// drift really lasted (the run loop calls it every minute). An episode is open until
-    /// its end held for the settle time, so its object drifts still or did within that time.
-    /// The work is done in steps of [`TOUCH_BATCH`] episodes ([`Engine::touch_some`]), in
-    /// turns with watch events: at 50,000 drifting objects one statement held every event
+    /// Starts moving `last_seen` of every open episode to now, so the episode record says
+    /// how long drift really lasted (the run loop calls it every minute). An episode is open
+    /// until its end held for the settle time, so its object drifts still or did within that
+    /// time. The work is done in steps of [`TOUCH_BATCH`] episodes ([`Engine::touch_some`]),
+    /// in turns with watch events: at 50,000 drifting objects one statement held every event
     /// back for up to 210 ms.
-    pub fn touch_open_episodes(&mut self) {
-        self.start_touching();
-        while self.touch_some() {}
-    }
-
-    /// Starts moving `last_seen` of the open episodes to now; [`Engine::touch_some`] does it.
     pub(super) fn start_touching(&mut self) {
         self.touching = Some((self.clock.wall(), 0));
     }
