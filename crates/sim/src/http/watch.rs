@@ -66,6 +66,9 @@ impl Lens {
         if !self.selective() {
             return true;
         }
+        if self.params.fields.is_empty() {
+            return self.params.labels.matches_labels(s.labels().as_ref());
+        }
         let o = s.value_as(&self.info);
         self.params
             .labels

@@ -45,6 +45,12 @@ impl Held {
         }
     }
 
+    /// Whether a stored Service holds `ip`.
+    #[cfg(test)]
+    pub fn holds_ip(&self, ip: &str) -> bool {
+        self.ips.contains_key(ip)
+    }
+
     pub fn remove(&mut self, svc: &Value) {
         let (ips, ports) = ips_and_ports(svc);
         for ip in ips {

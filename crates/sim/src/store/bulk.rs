@@ -5,13 +5,14 @@
 //! client faster than it can consume them.
 
 use super::super::status::ApiError;
-use super::object::{object_key, Key, Stored};
+use super::object::{object_key, storage_form, Key, Stored};
 use super::write::Update;
 use super::{Store, WriteCtx};
 use driftd_k8s::kinds::{split_api_version, ResourceType};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -62,9 +63,9 @@ pub struct BulkEditReport {
     pub resource_version: String,
 }
 
-/// Modifications run through the write path but not stored yet: `(kind, key, object)`.
+/// Modifications run through the write path but not stored yet, with their kinds.
 pub struct PreparedEdits {
-    edits: Vec<(ResourceType, Key, Arc<Stored>)>,
+    edits: Vec<(ResourceType, PreparedEdit)>,
     failed: usize,
     prepare_seconds: f64,
 }
@@ -206,12 +207,17 @@ impl Store {
         }
         let ctx = WriteCtx::new(EDIT_MANAGER);
         let epoch = self.current_rv();
+        let api_versions: Vec<Arc<str>> = targets
+            .iter()
+            .map(|(info, _)| Arc::from(info.api_version()))
+            .collect();
         // The newest prepared version of every object edited so far.
         let mut latest: HashMap<Key, Arc<Stored>> = HashMap::new();
         let mut edits = Vec::with_capacity(spec.count);
         let mut failed = 0;
         for i in 0..spec.count {
             let (info, keys) = &targets[i % targets.len()];
+            let api_version = &api_versions[i % targets.len()];
             let (ns, name) = &keys[(i / targets.len()) % keys.len()];
             let stamp = format!("bulk-edit-{}", epoch + i as u64);
             let ns = (!ns.is_empty()).then_some(ns.as_str());
@@ -223,15 +229,10 @@ impl Store {
             };
             let update = |old: &Value| Ok(edited(old, &stamp));
             match Self::update_of(&mut g, info, &key, name, None, &ctx, &old, update) {
-                Ok(Update::Changed(new)) => {
-                    let stored = Arc::new(Stored::new(
-                        old.rv,
-                        key.clone(),
-                        &new,
-                        old.api_version.clone(),
-                    ));
-                    latest.insert(key.clone(), stored.clone());
-                    edits.push((info.clone(), key, stored));
+                Ok(Update::Changed(mut new)) => {
+                    let edit = PreparedEdit::new(info, key.clone(), &mut new, api_version);
+                    latest.insert(key, edit.stored.clone());
+                    edits.push((info.clone(), edit));
                 }
                 Ok(Update::Unchanged(_)) | Err(_) => failed += 1,
             }
@@ -248,15 +249,14 @@ impl Store {
     pub fn apply_edits(&self, prepared: PreparedEdits, rate: Option<f64>) -> BulkEditReport {
         let start = Instant::now();
         let mut made = 0;
-        for (i, (info, key, stored)) in prepared.edits.into_iter().enumerate() {
+        for (i, (info, edit)) in prepared.edits.into_iter().enumerate() {
             if let Some(rate) = rate.filter(|r| *r > 0.0) {
                 let due = start + Duration::from_secs_f64(i as f64 / rate);
                 if let Some(wait) = due.checked_duration_since(Instant::now()) {
                     std::thread::sleep(wait);
                 }
             }
-            self.lock()
-                .commit(&info, key, Some(stored.value()), "MODIFIED", false);
+            self.lock().commit_prepared(&info, &edit);
             made += 1;
         }
         let seconds = start.elapsed().as_secs_f64();
@@ -269,6 +269,78 @@ impl Store {
             resource_version: self.current_rv().to_string(),
         }
     }
+}
+
+/// One modification run through the write path, in storage form but for its
+/// resourceVersion, which is known only when it is stored. Its bytes are kept with a
+/// placeholder resourceVersion and where its digits are, so storing it is a copy with the
+/// real one put in: no parse and no serialization (issue #11: they were most of what a bulk
+/// edit cost, and the benchmark's watch stream must come faster than a client takes it in).
+pub struct PreparedEdit {
+    /// The version with the placeholder; also what the next edit of the object starts from.
+    stored: Arc<Stored>,
+    /// Where the placeholder's digits are in `stored.json`; `None` when they are not found
+    /// exactly once (the tree is stored then).
+    digits: Option<Range<usize>>,
+}
+
+impl PreparedEdit {
+    /// `object` (what the write path made) in storage form as `info` serves it.
+    fn new(info: &ResourceType, key: Key, object: &mut Value, api_version: &Arc<str>) -> Self {
+        // A resourceVersion no store reaches, so its text is found only where it was put.
+        const PLACEHOLDER: u64 = u64::MAX;
+        storage_form(info, object, PLACEHOLDER);
+        let stored = Stored::new(PLACEHOLDER, key, object, api_version.clone());
+        let needle = format!("\"resourceVersion\":\"{PLACEHOLDER}\"");
+        let digits = find_once(&stored.json, needle.as_bytes()).map(|at| {
+            let start = at + needle.len() - 1 - PLACEHOLDER.to_string().len();
+            start..at + needle.len() - 1
+        });
+        PreparedEdit {
+            stored: Arc::new(stored),
+            digits,
+        }
+    }
+
+    pub fn key(&self) -> &Key {
+        &self.stored.key
+    }
+
+    /// The object as a tree (its resourceVersion the placeholder).
+    pub fn value(&self) -> Value {
+        self.stored.value()
+    }
+
+    /// The version as stored at `rv`: the same bytes [`super::Inner::commit`] makes of
+    /// [`PreparedEdit::value`]. `None` when the placeholder was not found.
+    pub fn at(&self, rv: u64) -> Option<Stored> {
+        let digits = self.digits.clone()?;
+        let json = &self.stored.json;
+        let text = rv.to_string();
+        let mut bytes = Vec::with_capacity(json.len() - digits.len() + text.len());
+        bytes.extend_from_slice(&json[..digits.start]);
+        bytes.extend_from_slice(text.as_bytes());
+        bytes.extend_from_slice(&json[digits.end..]);
+        Some(Stored {
+            rv,
+            key: self.stored.key.clone(),
+            json: bytes.into(),
+            api_version: self.stored.api_version.clone(),
+            owners: self.stored.owners.clone(),
+            renditions: Box::default(),
+        })
+    }
+}
+
+/// Where `needle` starts in `haystack`, if it occurs exactly once.
+fn find_once(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    let mut found = haystack
+        .windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(at, _)| at);
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
 }
 
 /// One modification of `old`, by kind: a ConfigMap's or Secret's first value, a workload's

@@ -37,7 +37,7 @@ use super::server_defaults;
 use super::status::{ApiError, Gr};
 use driftd_k8s::kinds::{ResourceType, BUILTIN};
 use history::History;
-use object::{object_key, set_meta, storage_of, StorageKey};
+use object::{object_key, storage_form, storage_of, StorageKey};
 use rand::Rng;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -327,17 +327,73 @@ impl Inner {
         event: &'static str,
         internal: bool,
     ) -> (Arc<Stored>, Value) {
-        self.rv += 1;
-        let rv = self.rv;
+        let rv = self.rv + 1;
+        let av = self.shared_api_version(info);
+        let mut object = match obj {
+            Some(o) => o,
+            None => self
+                .kind(info)
+                .and_then(|k| k.objects.get(&key))
+                .map(|p| p.value())
+                .unwrap_or(Value::Null),
+        };
+        storage_form(info, &mut object, rv);
+        let renditions = crd::renditions(&self.crd_schemas, info, &object);
+        let stored =
+            Arc::new(Stored::new(rv, key.clone(), &object, av).with_renditions(renditions));
+        self.put(info, key, stored.clone(), Some(&object), event, internal);
+        (stored, object)
+    }
+
+    /// Stores a modification prepared by [`Store::prepare_edits`] under the next
+    /// resourceVersion, as [`Inner::commit`] would store its object, without parsing it.
+    fn commit_prepared(&mut self, info: &ResourceType, edit: &bulk::PreparedEdit) {
+        match edit.at(self.rv + 1) {
+            // A custom resource's reads at other versions are rendered from the tree.
+            Some(stored) if !info.custom => {
+                let key = stored.key.clone();
+                self.put(info, key, Arc::new(stored), None, "MODIFIED", false);
+            }
+            _ => {
+                self.commit(
+                    info,
+                    edit.key().clone(),
+                    Some(edit.value()),
+                    "MODIFIED",
+                    false,
+                );
+            }
+        }
+    }
+
+    /// The one shared copy of `info`'s apiVersion string.
+    fn shared_api_version(&mut self, info: &ResourceType) -> Arc<str> {
         let api_version = info.api_version();
-        let av = match self.versions.get(&api_version) {
+        match self.versions.get(&api_version) {
             Some(av) => av.clone(),
             None => {
                 let av: Arc<str> = Arc::from(api_version.as_str());
-                self.versions.insert(api_version.clone(), av.clone());
+                self.versions.insert(api_version, av.clone());
                 av
             }
-        };
+        }
+    }
+
+    /// Makes `stored` (at `self.rv + 1`) the object's version, or removes the object for
+    /// `DELETED`; keeps the indexes and the history, and wakes watchers. `object` is its
+    /// tree when the caller has one (parsed here only if an index needs it).
+    fn put(
+        &mut self,
+        info: &ResourceType,
+        key: Key,
+        stored: Arc<Stored>,
+        object: Option<&Value>,
+        event: &'static str,
+        internal: bool,
+    ) {
+        debug_assert_eq!(stored.rv, self.rv + 1);
+        self.rv = stored.rv;
+        let rv = self.rv;
         let (group, plural) = storage_of(info);
         if self.kind(info).is_none() {
             self.kinds.entry(group.to_string()).or_default().insert(
@@ -354,16 +410,6 @@ impl Inner {
             .and_then(|k| k.get_mut(plural))
             .expect("created above");
         let prev = kind.objects.get(&key).cloned();
-        let mut object = match obj {
-            Some(o) => o,
-            None => prev.as_ref().map(|p| p.value()).unwrap_or(Value::Null),
-        };
-        object["apiVersion"] = json!(api_version);
-        object["kind"] = json!(info.kind);
-        set_meta(&mut object, "resourceVersion", json!(rv.to_string()));
-        let renditions = crd::renditions(&self.crd_schemas, info, &object);
-        let stored =
-            Arc::new(Stored::new(rv, key.clone(), &object, av).with_renditions(renditions));
         let deleted = event == "DELETED";
         let replaced = if deleted {
             kind.objects.remove(&key)
@@ -399,14 +445,17 @@ impl Inner {
                 self.services.remove(&p.value());
             }
             if !deleted {
-                self.services.add(&object);
+                match object {
+                    Some(object) => self.services.add(object),
+                    None => self.services.add(&stored.value()),
+                }
             }
         }
         let change = Arc::new(Change {
             rv,
             kind: event,
             storage: id,
-            object: stored.clone(),
+            object: stored,
             prev,
             internal,
         });
@@ -417,7 +466,6 @@ impl Inner {
         }
         self.history.push(change);
         self.changed.send_replace(rv);
-        (stored, object)
     }
 }
 

@@ -356,6 +356,70 @@ fn bulk_edit_cycles_through_objects_changing_a_value_each_time() {
     assert_eq!(err.code, 400);
 }
 
+#[test]
+fn bulk_edits_are_stored_as_a_write_stores_them() {
+    let store = Store::new(100);
+    let ctx = WriteCtx::new("test");
+    let crds = store
+        .resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .unwrap();
+    store.create(&crds, None, widget_crd(), &ctx).unwrap();
+    let widgets = store.resolve("example.com", "v1", "widgets").unwrap();
+    let w = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
+    store.create(&widgets, Some("default"), w, &ctx).unwrap();
+    let cms = store.resolve("", "v1", "configmaps").unwrap();
+    store
+        .create(&cms, Some("default"), configmap("a", "1"), &ctx)
+        .unwrap();
+    let svcs = store.resolve("", "v1", "services").unwrap();
+    let svc = json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default"}, "spec": {"ports": [{"port": 80}]}});
+    let ip = store.create(&svcs, Some("default"), svc, &ctx).unwrap()["spec"]["clusterIP"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = store.current_rv();
+    let report = store
+        .bulk_edit(&bulk::BulkEdit {
+            count: 6,
+            kinds: vec!["configmaps".into(), "services".into(), "widgets".into()],
+            rate: None,
+        })
+        .unwrap();
+    assert_eq!((report.made, report.failed), (6, 0));
+    for (info, name) in [(&cms, "a"), (&svcs, "web"), (&widgets, "w")] {
+        let stored = store.get_stored(info, Some("default"), name).unwrap();
+        let tree = stored.value();
+        assert_eq!(
+            tree["metadata"]["resourceVersion"],
+            json!(stored.rv.to_string()),
+            "{name}: the resourceVersion it was stored at"
+        );
+        assert!(stored.rv > before + 3, "{name}: stored by the second round");
+        assert_eq!(tree["apiVersion"], json!(info.api_version()));
+        assert_eq!(tree["kind"], json!(info.kind));
+        assert_eq!(
+            *stored.json,
+            serde_json::to_vec(&tree).unwrap(),
+            "{name}: compact JSON, as a write stores it"
+        );
+        assert!(tree.to_string().contains("bulk-edit-"), "{name}: edited");
+    }
+    let g = store.lock();
+    assert!(
+        g.services.holds_ip(&ip),
+        "the edited Service still holds its clusterIP"
+    );
+    drop(g);
+    let history = store.changes_after(before, 100).unwrap();
+    assert_eq!(history.len(), 6, "one change per edit");
+    assert!(history.iter().all(|c| c.kind == "MODIFIED"));
+    assert!(history
+        .iter()
+        .zip(before + 1..)
+        .all(|(c, rv)| c.rv == rv && c.object.rv == rv));
+}
+
 /// A Widget CRD: `spec.size` defaults to `small`, `spec.ports` is a map-list keyed by
 /// `name`.
 fn widget_crd() -> Value {
@@ -769,4 +833,15 @@ fn writes_are_validated_as_commit_validates_them_in_kube_apiservers_words() {
         (400, "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at input byte 7")
     );
     assert!(store.get(&secrets, Some("default"), "s").is_err());
+}
+
+#[test]
+fn a_stored_objects_labels_are_read_without_the_rest() {
+    let key: Key = ("default".into(), "x".into());
+    let stored = |object: Value| Stored::new(1, key.clone(), &object, Arc::from("v1"));
+    let labelled = json!({"kind": "ConfigMap", "data": {"labels": "not these"},
+        "metadata": {"name": "x", "labels": {"team": "a"}, "annotations": {"b": "c"}}});
+    assert_eq!(stored(labelled).labels(), Some(json!({"team": "a"})));
+    assert_eq!(stored(json!({"metadata": {"name": "x"}})).labels(), None);
+    assert_eq!(stored(json!({"kind": "ConfigMap"})).labels(), None);
 }
