@@ -26,13 +26,13 @@ use super::intents::{IntentChange, IntentSet};
 use super::lists::{ListEvent, Lists, Position};
 use super::memory::release_free_memory;
 use super::outputs::{Announcement, Outputs};
-use super::packed;
+use super::packed::{self, Packed};
 use super::settle::{Drift, Report, Settling};
 use super::stale_config::StaleConfigs;
 use super::tracked::TrackedSet;
 use crate::config::{Config, ConfigError};
 use crate::leader::Leadership;
-use crate::watch::{WatchControl, WatchEvent, WatchMessage};
+use crate::watch::{Applied, WatchControl, WatchEvent, WatchMessage};
 use driftd_core::diff::{ClusterFacts, CompareInput, Differ};
 use driftd_core::report::{Changes, DriftClass, DriftEntry, DriftPatch};
 use driftd_k8s::{ObjectKey, TypeKey};
@@ -77,6 +77,7 @@ mod stale;
 mod stale_config;
 mod uncommitted;
 
+pub(crate) use live::kept_copy;
 use live::{as_compared, Live};
 
 /// Why the engine cannot start or go on.
@@ -506,11 +507,11 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         self.health_step(&kind, &event);
         match event {
             WatchEvent::Init => self.step_list(&kind, ListEvent::Init),
-            WatchEvent::Apply(object) => {
+            WatchEvent::Apply(Applied { object, kept }) => {
                 self.event_position(&kind, &object);
                 if let Some(key) = ObjectKey::of(&object) {
                     self.lists.step(&kind, ListEvent::Seen(&key));
-                    self.object_changed(&kind, key, Some(object));
+                    self.object_changed(&kind, key, Some((object, kept)));
                 }
             }
             WatchEvent::Delete(object) => {
@@ -542,8 +543,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
     }
 
-    /// A live object of `kind` is now `object` (`None`: deleted).
-    fn object_changed(&mut self, kind: &TypeKey, key: ObjectKey, object: Option<Value>) {
+    /// A live object of `kind` is now `object`, of which the engine keeps `kept` (`None`:
+    /// deleted).
+    fn object_changed(&mut self, kind: &TypeKey, key: ObjectKey, live: Option<(Value, Packed)>) {
+        let (object, kept) = live.unzip();
         let now = self.clock.wall();
         self.stale_configs.observe(kind, &key, object.as_ref(), now);
         if is_hpa_kind(kind) {
@@ -562,7 +565,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
         if self.tracked.contains(&key) {
             let object = object.map(as_compared);
-            self.tracked.set_live(&key, object.as_ref());
+            self.tracked.set_live(&key, kept);
             self.judge(&key, Live::Fresh(object.as_ref()));
         } else if self.coverage.covers_type(kind) {
             let change = match &object {

@@ -8,7 +8,7 @@
 //! pod). A re-list keeps the last known pods until it ends, as `lists` does for desired
 //! objects.
 
-use crate::watch::{WatchControl, WatchEvent, WatcherId};
+use crate::watch::{Applied, WatchControl, WatchEvent, WatcherId};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -126,7 +126,7 @@ impl Named {
                 self.listing = Some(BTreeMap::new());
                 false
             }
-            WatchEvent::Apply(pod) => {
+            WatchEvent::Apply(Applied { object: pod, .. }) => {
                 let Some(ns) = namespace_of(pod) else {
                     return false;
                 };
@@ -340,7 +340,7 @@ mod tests {
         let t = at(TAKEN);
         n.step(&WatchEvent::Init, t);
         n.step(
-            &WatchEvent::Apply(pod("shop", "2026-01-01T09:00:00Z", "Running")),
+            &WatchEvent::apply(pod("shop", "2026-01-01T09:00:00Z", "Running")),
             t,
         );
         assert_eq!(n.liveness(Some("shop"), t), Liveness::Unknown, "listing");
@@ -378,7 +378,7 @@ mod tests {
         let t = at(TAKEN);
         n.step(&WatchEvent::Init, t);
         n.step(
-            &WatchEvent::Apply(pod("shop", "2026-01-01T10:00:20Z", "Running")),
+            &WatchEvent::apply(pod("shop", "2026-01-01T10:00:20Z", "Running")),
             t,
         );
         n.step(&WatchEvent::InitDone, t);
@@ -388,7 +388,7 @@ mod tests {
             "created within the clock-skew margin"
         );
         n.step(
-            &WatchEvent::Apply(pod("shop", "2026-01-01T10:00:20Z", "Failed")),
+            &WatchEvent::apply(pod("shop", "2026-01-01T10:00:20Z", "Failed")),
             at("2026-01-01T10:07:00Z"),
         );
         assert_eq!(
@@ -403,7 +403,7 @@ mod tests {
         );
         // Deleted and recreated by its StatefulSet: a newer pod.
         n.step(
-            &WatchEvent::Apply(pod("shop", "2026-01-01T10:09:00Z", "Running")),
+            &WatchEvent::apply(pod("shop", "2026-01-01T10:09:00Z", "Running")),
             t,
         );
         let Liveness::Gone { why, .. } = n.liveness(Some("shop"), t) else {
@@ -424,7 +424,7 @@ mod tests {
         n.step(&WatchEvent::InitDone, t);
         assert_eq!(n.liveness(None, t), Liveness::Unknown, "a laptop, maybe");
         n.step(
-            &WatchEvent::Apply(pod("pulumi", "2026-01-01T09:00:00Z", "Running")),
+            &WatchEvent::apply(pod("pulumi", "2026-01-01T09:00:00Z", "Running")),
             t,
         );
         assert_eq!(n.liveness(None, t), Liveness::Alive);

@@ -175,11 +175,11 @@ pub struct Packed(Box<[u8]>);
 
 impl Packed {
     /// Packs `value` (serialized compactly, keys in their order).
-    pub fn new(value: &Value) -> Packed {
+    pub fn new(value: &impl serde::Serialize) -> Packed {
         PACKER.with_borrow_mut(|packer| {
             let mut text = std::mem::take(&mut packer.text);
             text.clear();
-            serde_json::to_writer(&mut text, value).expect("a Value always serializes");
+            serde_json::to_writer(&mut text, value).expect("JSON values serialize");
             let packed = Packed(packer.pack(&text));
             packer.text = text;
             packer.release_large_buffer();

@@ -65,9 +65,9 @@ impl TrackedSet {
     }
 
     /// Keeps `live` as the live copy of `key` (`None`: it is gone), if `key` is tracked.
-    pub fn set_live(&mut self, key: &ObjectKey, live: Option<&Value>) {
+    pub fn set_live(&mut self, key: &ObjectKey, live: Option<Packed>) {
         if let Some(tracked) = self.objects.get_mut(key) {
-            tracked.live = live.map(Packed::new);
+            tracked.live = live;
         }
     }
 
@@ -166,6 +166,10 @@ mod tests {
         (Arc::new(key), Arc::new(kind))
     }
 
+    fn packed(value: Value) -> Option<Packed> {
+        Some(Packed::new(&value))
+    }
+
     #[test]
     fn replacing_keeps_the_live_copies_of_objects_still_wanted() {
         let mut set = TrackedSet::default();
@@ -174,8 +178,8 @@ mod tests {
         assert_eq!(added.len(), 2);
         let a = cm("a").0;
         assert_eq!(set.live(&a), None);
-        set.set_live(&a, Some(&json!({"data": {"k": "1"}})));
-        set.set_live(&cm("z").0, Some(&json!({})));
+        set.set_live(&a, packed(json!({"data": {"k": "1"}})));
+        set.set_live(&cm("z").0, packed(json!({})));
         assert!(!set.contains(&cm("z").0), "untracked objects get no copy");
         assert_eq!(set.live(&a), Some(json!({"data": {"k": "1"}})));
         assert_eq!(set.live_keys().count(), 1);
@@ -202,12 +206,12 @@ mod tests {
         let (a, b) = (cm("a").0, cm("b").0);
         set.set_live(
             &a,
-            Some(&json!({
+            packed(json!({
                 "metadata": {"name": "a", "uid": "u-1", "resourceVersion": "42", "labels": {"x": "y"}},
                 "data": {"uid": "not this one"},
             })),
         );
-        set.set_live(&b, Some(&json!({"data": {}})));
+        set.set_live(&b, packed(json!({"data": {}})));
         let identity = |uid: Option<&str>, rv: Option<&str>| LiveIdentity {
             uid: uid.map(str::to_string),
             resource_version: rv.map(str::to_string),
@@ -238,10 +242,10 @@ mod tests {
         set.replace(configmaps.iter().chain(&secrets).cloned());
         // Every ConfigMap is held, and only the first 20 Secrets (their list came late).
         for (key, _) in &configmaps {
-            set.set_live(key, Some(&json!({"kind": "ConfigMap", "n": key.name})));
+            set.set_live(key, packed(json!({"kind": "ConfigMap", "n": key.name})));
         }
         for (key, _) in &secrets[..20] {
-            set.set_live(key, Some(&json!({"kind": "Secret", "n": key.name})));
+            set.set_live(key, packed(json!({"kind": "Secret", "n": key.name})));
         }
         let sample = set.sample(40);
         let kinds: Vec<Value> = sample

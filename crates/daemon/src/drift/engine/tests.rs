@@ -247,14 +247,14 @@ impl Harness {
     /// A complete (re-)list of `kind` returning `objects`.
     fn list(&mut self, kind: &TypeKey, objects: Vec<Value>) {
         let mut events = vec![WatchEvent::Init];
-        events.extend(objects.into_iter().map(WatchEvent::Apply));
+        events.extend(objects.into_iter().map(WatchEvent::apply));
         events.push(WatchEvent::InitDone);
         self.send(kind, events);
     }
 
     fn apply(&mut self, object: Value) {
         let kind = kind_of(&object);
-        self.send(&kind, vec![WatchEvent::Apply(object)]);
+        self.send(&kind, vec![WatchEvent::apply(object)]);
     }
 
     fn delete(&mut self, object: Value) {
@@ -340,7 +340,7 @@ fn a_relist_with_an_object_gone_judges_on_the_last_live_copies_until_it_ends() {
     // The watcher re-lists (a reconnect); meanwhile `a` was changed and `b` deleted.
     h.send(
         &configmaps(),
-        vec![WatchEvent::Init, WatchEvent::Apply(one(&cm("a", "2")))],
+        vec![WatchEvent::Init, WatchEvent::apply(one(&cm("a", "2")))],
     );
     assert_eq!(h.class("a"), Some(DriftClass::Modified));
     assert_eq!(
@@ -352,7 +352,7 @@ fn a_relist_with_an_object_gone_judges_on_the_last_live_copies_until_it_ends() {
 
     h.send(
         &configmaps(),
-        vec![WatchEvent::Apply(one(&cm("c", "1"))), WatchEvent::InitDone],
+        vec![WatchEvent::apply(one(&cm("c", "1"))), WatchEvent::InitDone],
     );
     assert_eq!(
         h.class("b"),
@@ -505,7 +505,7 @@ fn a_commit_that_adds_and_removes_kinds_starts_and_stops_watchers() {
     // What the replaced watcher still had queued is stale: a re-list that passed b over.
     let stale = [
         WatchEvent::Init,
-        WatchEvent::Apply(one(&cm("a", "1"))),
+        WatchEvent::apply(one(&cm("a", "1"))),
         WatchEvent::InitDone,
     ];
     h.engine.handle(stale.map(|event| WatchMessage {
@@ -518,7 +518,7 @@ fn a_commit_that_adds_and_removes_kinds_starts_and_stops_watchers() {
     h.engine.handle([WatchMessage {
         type_key: kind("v1", "Service"),
         watcher: WatcherId(2),
-        event: WatchEvent::Apply(one(service)),
+        event: WatchEvent::apply(one(service)),
     }]);
     assert!(h.entry("Service", "web").is_none());
 

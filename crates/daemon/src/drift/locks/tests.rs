@@ -90,7 +90,7 @@ fn a_pulumi_lock_is_stale_by_age_or_by_its_pod_being_gone() {
     // The pod lives: still not stale.
     for event in [
         WatchEvent::Init,
-        WatchEvent::Apply(workspace_pod()),
+        WatchEvent::apply(workspace_pod()),
         WatchEvent::InitDone,
     ] {
         holders.step(watcher, &event, soon);

@@ -90,9 +90,9 @@ fn a_deleted_holder_pod_makes_its_lock_stale_from_one_watch_event() {
         "deploy-x",
         vec![
             WatchEvent::Init,
-            WatchEvent::Apply(pod("shop", "deploy-x")),
+            WatchEvent::apply(pod("shop", "deploy-x")),
             // A pod of that name elsewhere is not the holder.
-            WatchEvent::Apply(pod("other", "deploy-x")),
+            WatchEvent::apply(pod("other", "deploy-x")),
             WatchEvent::InitDone,
         ],
     );
@@ -153,7 +153,7 @@ fn pod_gone(config: &Config, leadership: Leadership) -> (Harness, i64) {
         "deploy-x",
         vec![
             WatchEvent::Init,
-            WatchEvent::Apply(pod("shop", "deploy-x")),
+            WatchEvent::apply(pod("shop", "deploy-x")),
             WatchEvent::InitDone,
         ],
     );
@@ -254,7 +254,7 @@ fn pulumi_locks_are_scanned_and_their_holder_pods_watched() {
         "shop-dev-workspace-0",
         vec![
             WatchEvent::Init,
-            WatchEvent::Apply(workspace.clone()),
+            WatchEvent::apply(workspace.clone()),
             WatchEvent::InitDone,
         ],
     );
