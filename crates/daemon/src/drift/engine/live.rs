@@ -2,7 +2,7 @@
 
 use super::super::packed::Packed;
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Which live object a judgement compares with.
 #[derive(Clone, Copy)]
@@ -39,72 +39,61 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// often half of what the API server sends; keeping them would hold each object twice over.
 /// The other keys keep their order.
 pub(super) fn as_compared(mut object: Value) -> Value {
-    if let Some(map) = object.as_object_mut() {
-        map.shift_remove("status");
-        if let Some(annotations) = map
-            .get_mut("metadata")
-            .and_then(|m| m.get_mut("annotations"))
-            .and_then(Value::as_object_mut)
-        {
-            annotations.shift_remove(LAST_APPLIED);
+    for path in NOT_KEPT {
+        let (last, parents) = path.split_last().expect("paths are not empty");
+        let parent = parents
+            .iter()
+            .try_fold(&mut object, |value, segment| value.get_mut(*segment));
+        if let Some(map) = parent.and_then(Value::as_object_mut) {
+            map.shift_remove(*last);
         }
     }
     object
 }
 
+/// Where what the engine does not keep is (see [`as_compared`]).
+const NOT_KEPT: &[&[&str]] = &[&["status"], &["metadata", "annotations", LAST_APPLIED]];
+
 /// [`as_compared`] of `object`, packed, written from `object` as it is: no tree is copied or
 /// changed. Watchers pack it on their tasks, beside the engine's thread (issue #11: packing
 /// the kept copy was a fifth of the engine's time per watch event).
 pub(crate) fn kept_copy(object: &Value) -> Packed {
-    Packed::new(&Compared(object))
+    Packed::new(&Pruned {
+        value: object,
+        paths: NOT_KEPT,
+    })
 }
 
-/// Serializes as [`as_compared`] of the value would.
-struct Compared<'a>(&'a Value);
+/// Serializes `value` as it would be with the keys at `paths` removed.
+struct Pruned<'a> {
+    value: &'a Value,
+    paths: &'a [&'a [&'a str]],
+}
 
-impl Serialize for Compared<'_> {
+impl Serialize for Pruned<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let Some(map) = self.0.as_object() else {
-            return self.0.serialize(serializer);
+        let Value::Object(map) = self.value else {
+            return self.value.serialize(serializer);
         };
         let mut out = serializer.serialize_map(None)?;
         for (key, value) in map {
-            match (key.as_str(), value) {
-                ("status", _) => {}
-                ("metadata", Value::Object(metadata)) => {
-                    out.serialize_entry(key, &Metadata(metadata))?
-                }
+            match self
+                .paths
+                .iter()
+                .find(|path| path.first() == Some(&key.as_str()))
+            {
+                Some([_]) => {}
+                Some([_, rest @ ..]) => out.serialize_entry(
+                    key,
+                    &Pruned {
+                        value,
+                        paths: &[rest],
+                    },
+                )?,
                 _ => out.serialize_entry(key, value)?,
             }
         }
         out.end()
-    }
-}
-
-/// Metadata without the last-applied annotation.
-struct Metadata<'a>(&'a Map<String, Value>);
-
-impl Serialize for Metadata<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut out = serializer.serialize_map(None)?;
-        for (key, value) in self.0 {
-            match (key.as_str(), value) {
-                ("annotations", Value::Object(annotations)) => {
-                    out.serialize_entry(key, &Annotations(annotations))?
-                }
-                _ => out.serialize_entry(key, value)?,
-            }
-        }
-        out.end()
-    }
-}
-
-/// Annotations without the last-applied one.
-struct Annotations<'a>(&'a Map<String, Value>);
-
-impl Serialize for Annotations<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().filter(|(k, _)| *k != LAST_APPLIED))
     }
 }
 
@@ -122,16 +111,25 @@ mod tests {
             json!({"kind": "ConfigMap", "metadata": {"annotations": {LAST_APPLIED: "{}"}}, "data": {"k": "v"}}),
             json!({"kind": "ConfigMap", "metadata": {"name": "x", "annotations": null}, "status": 1}),
             json!({"kind": "ConfigMap", "metadata": "not an object"}),
+            // Only those paths: a `status` or last-applied annotation elsewhere stays.
+            json!({"spec": {"status": "kept"}, "annotations": {LAST_APPLIED: "kept"},
+                "metadata": {"labels": {LAST_APPLIED: "kept"}, "annotations": {LAST_APPLIED: "{}"}}}),
             json!(["not", "an", "object"]),
         ];
-        for object in objects {
+        for object in &objects {
             let compared = as_compared(object.clone());
+            assert!(
+                !compared.to_string().contains("\"{}\""),
+                "removed: {compared}"
+            );
             assert_eq!(
-                kept_copy(&object).text(),
+                kept_copy(object).text(),
                 serde_json::to_vec(&compared).unwrap()
             );
-            assert!(kept_copy(&object) == Packed::new(&compared));
+            assert!(kept_copy(object) == Packed::new(&compared));
         }
+        let elsewhere = kept_copy(&objects[4]).unpack().to_string();
+        assert_eq!(elsewhere.matches("kept").count(), 3, "{elsewhere}");
         let kept = kept_copy(&objects_with_status()).unpack();
         let keys: Vec<&String> = kept.as_object().unwrap().keys().collect();
         assert_eq!(
