@@ -17,7 +17,9 @@
 //! objects, not when every list is in (copies packed without a dictionary cost about three
 //! times as much, and at 100,000 objects they made the first lists the peak of driftd's
 //! memory; issue #11), and from every kind in proportion to its objects (the first copies
-//! packed are the first pages of whichever kinds listed first).
+//! packed are the first pages of whichever kinds listed first). Watchers pack live copies as
+//! they parse events, with whatever dictionary exists then: copies still on their way when
+//! it is trained are repacked with the rest when every list is in.
 
 use serde_json::Value;
 use std::cell::RefCell;
