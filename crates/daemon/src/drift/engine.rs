@@ -385,6 +385,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         // Watch the tracked kinds, the covered kinds, and HPAs when something they may scale
         // is desired.
         let mut wanted: BTreeSet<TypeKey> = self.tracked.kinds().cloned().collect();
+        self.watches.keep_copies_of(&wanted);
         wanted.extend(self.coverage.kinds().cloned());
         wanted.extend(self.stale_configs.kinds());
         if self.desired.has_scalable() {
@@ -543,9 +544,14 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
     }
 
-    /// A live object of `kind` is now `object`, of which the engine keeps `kept` (`None`:
-    /// deleted).
-    fn object_changed(&mut self, kind: &TypeKey, key: ObjectKey, live: Option<(Value, Packed)>) {
+    /// A live object of `kind` is now `object`, of which the engine keeps `kept` when the
+    /// watcher packed it (`None`: deleted).
+    fn object_changed(
+        &mut self,
+        kind: &TypeKey,
+        key: ObjectKey,
+        live: Option<(Value, Option<Packed>)>,
+    ) {
         let (object, kept) = live.unzip();
         let now = self.clock.wall();
         self.stale_configs.observe(kind, &key, object.as_ref(), now);
@@ -564,6 +570,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             self.crds.apply_live(&key, object.as_ref());
         }
         if self.tracked.contains(&key) {
+            // Packed by the watcher, unless it came before the kind was tracked.
+            let kept = object
+                .as_ref()
+                .map(|o| kept.flatten().unwrap_or_else(|| kept_copy(o)));
             let object = object.map(as_compared);
             self.tracked.set_live(&key, kept);
             self.judge(&key, Live::Fresh(object.as_ref()));

@@ -132,7 +132,7 @@ pub async fn step(
                     first = false;
                 }
                 for object in page.items {
-                    send!(WatchEvent::apply(object.into_json(resource)));
+                    send!(outbox.applied(object.into_json(resource)));
                 }
                 drop(turn);
                 continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
@@ -200,7 +200,7 @@ pub async fn step(
             match item {
                 Some(Ok(ApiEvent::Added(o) | ApiEvent::Modified(o))) => {
                     let rv = o.meta().resource_version.clone().unwrap_or(rv);
-                    send!(WatchEvent::apply(o.into_json(resource)));
+                    send!(outbox.applied(o.into_json(resource)));
                     (State::Watching { rv, events }, Outcome::Sent)
                 }
                 Some(Ok(ApiEvent::Deleted(o))) => {

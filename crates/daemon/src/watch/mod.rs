@@ -17,6 +17,7 @@ pub use supervisor::{watch_client, Supervisor};
 use crate::drift::{kept_copy, Packed};
 use driftd_k8s::TypeKey;
 use serde_json::Value;
+use std::collections::BTreeSet;
 
 /// Tells the messages of one watcher run from those of the run before it: a restarted
 /// watcher lists afresh, so whatever the old run still had queued is stale.
@@ -48,25 +49,30 @@ pub enum WatchEvent {
 }
 
 impl WatchEvent {
-    /// [`WatchEvent::Apply`] of `object`.
+    /// [`WatchEvent::Apply`] of `object`, with the copy the engine keeps packed.
     pub fn apply(object: Value) -> WatchEvent {
-        WatchEvent::Apply(Applied::new(object))
+        WatchEvent::Apply(Applied::packed(object))
     }
 }
 
-/// A live object as a watcher hands it to the engine: the tree the engine compares, and the
-/// copy it keeps, packed already by the watcher's task, beside the engine's thread (issue
-/// #11: packing was a fifth of the engine's time per watch event).
+/// A live object as a watcher hands it to the engine: the tree the engine compares, and,
+/// for kinds the engine keeps copies of, that copy packed already by the watcher's task,
+/// beside the engine's thread (issue #11: packing was a fifth of the engine's time per
+/// watch event). The engine packs a copy it keeps that came without one.
 #[derive(Debug)]
 pub struct Applied {
     pub object: Value,
-    pub(crate) kept: Packed,
+    pub(crate) kept: Option<Packed>,
 }
 
 impl Applied {
-    pub fn new(object: Value) -> Applied {
-        let kept = kept_copy(&object);
+    pub fn packed(object: Value) -> Applied {
+        let kept = Some(kept_copy(&object));
         Applied { object, kept }
+    }
+
+    pub fn unpacked(object: Value) -> Applied {
+        Applied { object, kept: None }
     }
 }
 
@@ -114,6 +120,13 @@ pub trait WatchControl {
     fn start_pods_named(&mut self, name: &str) -> WatcherId;
     /// Stops the watcher of the pods named `name`, if one runs.
     fn stop_pods_named(&mut self, name: &str);
+    /// The engine keeps live copies of objects of `kinds` only: their watchers pack those
+    /// copies as they parse events, and the others do not pack at all (the engine drops,
+    /// say, a Pod watched for stale config on arrival). What a control without watchers of
+    /// its own needs to do: nothing.
+    fn keep_copies_of(&mut self, kinds: &BTreeSet<TypeKey>) {
+        let _ = kinds;
+    }
 }
 
 /// The type of Pods (what pod watchers' messages carry).

@@ -14,11 +14,13 @@
 
 use super::listwatch::{self, is_not_found, End};
 use super::live_object::LiveObject;
-use super::{pod_type, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
+use super::{pod_type, Applied, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
 use driftd_k8s::TypeKey;
 use kube::api::{ApiResource, GroupVersionKind};
 use kube::{Api, Client};
-use std::collections::BTreeMap;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, Semaphore};
@@ -58,6 +60,8 @@ pub struct Supervisor {
     last_id: u64,
     /// Shared by every watcher: see [`LIST_PAGES_AT_ONCE`].
     list_pages: Arc<Semaphore>,
+    /// Which kinds' watchers pack the copies the engine keeps.
+    copies: CopyFlags,
     /// The runtime watchers run on: the one that made the supervisor, not the engine's own
     /// thread, which is busy comparing.
     runtime: tokio::runtime::Handle,
@@ -74,6 +78,7 @@ impl Supervisor {
             pod_tasks: BTreeMap::new(),
             last_id: 0,
             list_pages: Arc::new(Semaphore::new(LIST_PAGES_AT_ONCE)),
+            copies: CopyFlags::default(),
             runtime: tokio::runtime::Handle::current(),
         }
     }
@@ -94,6 +99,7 @@ impl WatchControl for Supervisor {
             id,
             sender: self.sender.clone(),
             list_pages: self.list_pages.clone(),
+            pack: self.copies.flag(kind),
         };
         let task = self.runtime.spawn(run_watcher(self.client.clone(), outbox));
         self.tasks.insert(kind.clone(), task);
@@ -119,6 +125,8 @@ impl WatchControl for Supervisor {
             id,
             sender: self.sender.clone(),
             list_pages: self.list_pages.clone(),
+            // Holder pods are read for their liveness, never kept.
+            pack: Arc::new(AtomicBool::new(false)),
         };
         let task = self.runtime.spawn(run_pod_watcher(
             self.client.clone(),
@@ -136,6 +144,33 @@ impl WatchControl for Supervisor {
                 "no lock held by pods of this name: stopping its watcher"
             );
             task.abort();
+        }
+    }
+
+    fn keep_copies_of(&mut self, kinds: &BTreeSet<TypeKey>) {
+        self.copies.set(kinds);
+    }
+}
+
+/// Per kind, whether its watcher packs the copies the engine keeps: a flag each watcher
+/// reads per event, so a commit that starts or stops tracking a kind takes effect on the
+/// running watcher (copies already on their way unpacked are packed by the engine).
+#[derive(Default)]
+struct CopyFlags(BTreeMap<TypeKey, Arc<AtomicBool>>);
+
+impl CopyFlags {
+    /// The flag of `kind` (unset until [`CopyFlags::set`] names it).
+    fn flag(&mut self, kind: &TypeKey) -> Arc<AtomicBool> {
+        self.0.entry(kind.clone()).or_default().clone()
+    }
+
+    /// Sets the flags of `kinds`, clears every other.
+    fn set(&mut self, kinds: &BTreeSet<TypeKey>) {
+        for (kind, flag) in &self.0 {
+            flag.store(kinds.contains(kind), Ordering::Relaxed);
+        }
+        for kind in kinds {
+            self.flag(kind).store(true, Ordering::Relaxed);
         }
     }
 }
@@ -162,9 +197,19 @@ pub(super) struct Outbox {
     id: WatcherId,
     sender: mpsc::Sender<WatchMessage>,
     list_pages: Arc<Semaphore>,
+    /// Whether the engine keeps copies of this kind: see [`CopyFlags`].
+    pack: Arc<AtomicBool>,
 }
 
 impl Outbox {
+    /// [`WatchEvent::Apply`] of `object`, with the engine's copy packed if it keeps one.
+    pub(super) fn applied(&self, object: Value) -> WatchEvent {
+        WatchEvent::Apply(match self.pack.load(Ordering::Relaxed) {
+            true => Applied::packed(object),
+            false => Applied::unpacked(object),
+        })
+    }
+
     /// Waits for a turn to fetch and hand over one list page; the turn ends when the
     /// returned permit is dropped.
     pub(super) async fn list_page_turn(&self) -> tokio::sync::SemaphorePermit<'_> {
@@ -248,5 +293,51 @@ async fn run_pod_watcher(client: Client, name: String, outbox: Outbox) {
             End::EngineGone => return,
             End::NotFound => tokio::time::sleep(DISCOVERY_RETRY).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn kind(name: &str) -> TypeKey {
+        TypeKey {
+            api_version: "v1".into(),
+            kind: name.into(),
+        }
+    }
+
+    #[test]
+    fn a_running_watcher_packs_once_its_kind_is_tracked_and_stops_when_it_is_not() {
+        let mut copies = CopyFlags::default();
+        let (sender, _inbox) = mpsc::channel(1);
+        let outbox = Outbox {
+            key: kind("ConfigMap"),
+            id: WatcherId(1),
+            sender,
+            list_pages: Arc::new(Semaphore::new(1)),
+            pack: copies.flag(&kind("ConfigMap")),
+        };
+        let object = json!({"kind": "ConfigMap", "data": {"k": "v"}, "status": {}});
+        let kept = |event: WatchEvent| match event {
+            WatchEvent::Apply(applied) => applied.kept,
+            other => panic!("an apply: {other:?}"),
+        };
+        assert!(
+            kept(outbox.applied(object.clone())).is_none(),
+            "not told yet"
+        );
+        copies.set(&[kind("ConfigMap"), kind("Secret")].into());
+        assert!(
+            kept(outbox.applied(object.clone())) == Some(crate::drift::kept_copy(&object)),
+            "the copy the engine keeps"
+        );
+        assert!(
+            copies.flag(&kind("Secret")).load(Ordering::Relaxed),
+            "told before it starts"
+        );
+        copies.set(&[kind("Secret")].into());
+        assert!(kept(outbox.applied(object)).is_none(), "no longer tracked");
     }
 }

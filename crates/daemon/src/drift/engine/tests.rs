@@ -21,6 +21,8 @@ struct Watches {
     pods: BTreeMap<String, WatcherId>,
     /// `start Kind` / `stop Kind`, in order.
     log: Vec<String>,
+    /// The kinds whose watchers pack the copies the engine keeps, as last told.
+    copies: BTreeSet<TypeKey>,
 }
 
 impl WatchControl for Watches {
@@ -51,6 +53,10 @@ impl WatchControl for Watches {
     fn stop_pods_named(&mut self, name: &str) {
         self.log.push(format!("stop pods {name}"));
         self.pods.remove(name);
+    }
+
+    fn keep_copies_of(&mut self, kinds: &BTreeSet<TypeKey>) {
+        self.copies = kinds.clone();
     }
 }
 
@@ -863,3 +869,18 @@ mod health;
 mod intents;
 mod locks;
 mod stale_config;
+
+#[test]
+fn a_tracked_object_that_came_unpacked_is_kept_all_the_same() {
+    // A watcher packs only once told the kind is tracked; what it sent before comes bare.
+    let mut h = Harness::start_with(&Config::default(), &cm("a", "1"));
+    let unpacked = WatchEvent::Apply(Applied::unpacked(one(&cm("a", "1"))));
+    h.send(
+        &configmaps(),
+        vec![WatchEvent::Init, unpacked, WatchEvent::InitDone],
+    );
+    assert_eq!(h.class("a"), Some(DriftClass::InSync));
+    // A new revision is compared with the kept copy: the object is there, and differs.
+    h.commit("shop", &cm("a", "2"));
+    assert_eq!(h.class("a"), Some(DriftClass::Modified));
+}

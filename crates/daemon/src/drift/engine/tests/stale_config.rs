@@ -162,3 +162,17 @@ fn a_workload_in_no_source_carries_its_stale_pods_on_its_unmanaged_entry_when_co
     );
     assert_eq!(h.announced(), ["Detected Deployment/web"], "announced once");
 }
+
+#[test]
+fn only_the_tracked_kinds_watchers_pack_copies() {
+    let h = started();
+    let copies: Vec<&str> = h
+        .engine
+        .watches
+        .copies
+        .iter()
+        .map(|k| k.kind.as_str())
+        .collect();
+    // Pods, ReplicaSets and Secrets are watched for stale config, and dropped on arrival.
+    assert_eq!(copies, ["Deployment"]);
+}
