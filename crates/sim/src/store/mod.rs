@@ -348,9 +348,14 @@ impl Inner {
     /// Stores a modification prepared by [`Store::prepare_edits`] under the next
     /// resourceVersion, as [`Inner::commit`] would store its object, without parsing it.
     fn commit_prepared(&mut self, info: &ResourceType, edit: &bulk::PreparedEdit) {
-        match edit.at(self.rv + 1) {
-            // A custom resource's reads at other versions are rendered from the tree.
-            Some(stored) if !info.custom => {
+        // A custom resource's reads at other versions are rendered from the tree.
+        let prepared = if info.custom {
+            None
+        } else {
+            edit.at(self.rv + 1)
+        };
+        match prepared {
+            Some(stored) => {
                 let key = stored.key.clone();
                 self.put(info, key, Arc::new(stored), None, "MODIFIED", false);
             }
