@@ -11,6 +11,7 @@
 pub mod diff;
 pub mod helm;
 pub mod manifest;
+pub mod par;
 pub mod plan;
 pub mod pulumi;
 pub mod report;

@@ -6,6 +6,7 @@ use super::{
     DesiredObject, DesiredState, DesiredText, RevisionInfo, SourceSummary, StoreError,
 };
 use driftd_core::manifest::ManifestObject;
+use driftd_core::par;
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -222,22 +223,23 @@ pub(super) fn validate_objects(
             )));
         }
     }
-    // Object by object: each stored form is a tree only while its texts are made (holding
-    // every form at once cost a copy of the whole source).
-    let mut canonical = Vec::with_capacity(objects.len());
-    let mut stored = Vec::with_capacity(objects.len());
-    for obj in objects {
+    // Object by object, on every core: each stored form is a tree only while its texts are
+    // made (holding every form at once cost a copy of the whole source).
+    let (canonical, stored) = par::map_ordered(objects, |obj| {
         let (body, sealed) = stored_form(&sealing.hash, sealing.encryption, &obj.key, &obj.object);
-        canonical.push((&obj.key, canonical_json(&body)));
-        stored.push(StoredObject {
+        let canonical = (&obj.key, canonical_json(&body));
+        let stored = StoredObject {
             key: obj.key.clone(),
             api_version: obj.api_version.clone(),
             body: body.to_string(),
             sealed,
             origin_file: obj.origin.file.clone(),
             origin_document: obj.origin.document as i64,
-        });
-    }
+        };
+        (canonical, stored)
+    })
+    .into_iter()
+    .unzip();
     Ok((canonical_hash(canonical), stored))
 }
 

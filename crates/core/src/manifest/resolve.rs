@@ -8,6 +8,8 @@ use driftd_k8s::ObjectKey;
 use serde_json::Value;
 use std::collections::HashMap;
 
+use crate::par;
+
 use super::{
     type_name, Cause, LoadOptions, Loaded, ManifestError, ManifestObject, Origin, RawInput, Skipped,
 };
@@ -65,30 +67,51 @@ pub(super) fn finish(input: RawInput, options: &LoadOptions) -> Result<Loaded, M
         warnings: input.warnings,
         ..Loaded::default()
     };
+    // Scopes and namespaces first, in order; then kube-apiserver's validation, the costly
+    // part, on every core. Errors are taken in input order below, so the first reported is
+    // the one a single pass would have met first.
+    let mut scoped = Vec::with_capacity(checked.len());
     for mut item in checked {
-        let namespaced = scope(&item, &crds, options)?;
-        let namespace = if namespaced {
-            let ns = item
-                .namespace
-                .clone()
-                .unwrap_or_else(|| options.default_namespace.clone());
-            item.object["metadata"]["namespace"] = Value::String(ns.clone());
-            Some(ns)
-        } else {
-            // kube-apiserver clears metadata.namespace of cluster-scoped objects on create
-            // (rest.EnsureObjectNamespaceMatchesRequestNamespace), and kubectl sends them to
-            // a URL without one: strip it so it is not part of the key nor compared later.
-            if let Some(meta) = item
-                .object
-                .get_mut("metadata")
-                .and_then(Value::as_object_mut)
-            {
-                meta.remove("namespace");
+        let namespaced = scope(&item, &crds, options);
+        let namespace = match namespaced {
+            Ok(true) => {
+                let ns = item
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| options.default_namespace.clone());
+                item.object["metadata"]["namespace"] = Value::String(ns.clone());
+                Some(ns)
             }
-            None
+            Ok(false) => {
+                // kube-apiserver clears metadata.namespace of cluster-scoped objects on
+                // create (rest.EnsureObjectNamespaceMatchesRequestNamespace), and kubectl
+                // sends them to a URL without one: strip it so it is not part of the key
+                // nor compared later.
+                if let Some(meta) = item
+                    .object
+                    .get_mut("metadata")
+                    .and_then(Value::as_object_mut)
+                {
+                    meta.remove("namespace");
+                }
+                None
+            }
+            Err(_) => None,
         };
-        if !options.from_cluster {
-            validate(&item, namespaced)?;
+        scoped.push((item, namespaced, namespace));
+    }
+    let validated = match options.from_cluster {
+        true => Vec::new(),
+        false => par::map_ordered(&scoped, |(item, namespaced, _)| match namespaced {
+            Ok(namespaced) => validate(item, *namespaced),
+            Err(_) => Ok(()),
+        }),
+    };
+    let mut validated = validated.into_iter();
+    for (item, namespaced, namespace) in scoped {
+        namespaced?;
+        if let Some(valid) = validated.next() {
+            valid?;
         }
         if item.name.is_empty() {
             loaded.skipped.push(Skipped {

@@ -436,3 +436,38 @@ fn the_input_size_is_limited_for_all_files_together() {
     );
     assert!(read_text(&cm("a"), "a.yaml", &limit(100)).is_err());
 }
+
+#[test]
+fn of_many_bad_objects_the_first_in_the_input_is_reported() {
+    // Enough documents that validation runs on several threads: the error is the one a
+    // single pass meets first, whichever thread finds it, and whatever kind of error.
+    let doc = |name: &str, api_version: &str| {
+        format!("apiVersion: {api_version}\nkind: ConfigMap\nmetadata: {{name: {name}}}\n---\n")
+    };
+    let text = |bad: &[(usize, &str, &str)]| {
+        (0..2_000)
+            .map(|i| match bad.iter().find(|(at, _, _)| *at == i) {
+                Some((_, name, api_version)) => doc(name, api_version),
+                None => doc(&format!("cm-{i}"), "v1"),
+            })
+            .collect::<String>()
+    };
+    // An invalid name late, another early: the early one.
+    let err = parse(&text(&[(1_900, "Late", "v1"), (700, "Early", "v1")])).unwrap_err();
+    assert_eq!((err.document, &err.cause), (700, &Cause::Rejected), "{err}");
+    assert!(err.reason.contains("\"Early\""), "{err}");
+    // A kind no version serves before an invalid name.
+    let err = parse(&text(&[(1_200, "Bad", "v1"), (300, "cm-300", "v2")])).unwrap_err();
+    assert_eq!(
+        (err.document, err.field.as_deref()),
+        (300, Some("apiVersion")),
+        "{err}"
+    );
+    // And an invalid name before a kind no version serves.
+    let err = parse(&text(&[(1_200, "cm-1200", "v2"), (300, "Bad", "v1")])).unwrap_err();
+    assert_eq!(
+        (err.document, err.field.as_deref()),
+        (300, Some("metadata.name")),
+        "{err}"
+    );
+}
