@@ -620,3 +620,43 @@ fn open_episodes_are_touched_in_steps_and_closed_ones_never() {
         "a closed episode keeps its last_seen"
     );
 }
+
+#[test]
+fn new_databases_keep_object_rows_on_their_pages_and_old_ones_still_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let page_size = |path: &std::path::Path| -> i64 {
+        Connection::open(path)
+            .unwrap()
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap()
+    };
+    // A Deployment-sized body (about 2 KB) stays on its b-tree page: no overflow page.
+    let big = "x".repeat(2_000);
+    let fresh = dir.path().join("new.db");
+    let mut store = Store::open(&fresh).unwrap();
+    created(commit(&mut store, "web", &cm("a", &big)).unwrap());
+    drop(store);
+    assert_eq!(page_size(&fresh), PAGE_SIZE);
+    let overflow: i64 = Connection::open(&fresh)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM dbstat WHERE name = 'revision_objects' AND pagetype = 'overflow'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(overflow, 0);
+    // A database created by an earlier driftd keeps its 4 KiB pages and works as before.
+    let old = dir.path().join("old.db");
+    Connection::open(&old)
+        .unwrap()
+        .execute_batch("PRAGMA page_size = 4096; CREATE TABLE t (x); DROP TABLE t;")
+        .unwrap();
+    let mut store = Store::open(&old).unwrap();
+    created(commit(&mut store, "web", &cm("a", &big)).unwrap());
+    let state = store.desired_state().unwrap();
+    assert_eq!(state.objects.len(), 1);
+    assert_eq!(state.objects[0].object["data"]["k"], big.as_str());
+    drop(store);
+    assert_eq!(page_size(&old), 4096);
+}
