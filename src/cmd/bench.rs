@@ -14,9 +14,10 @@
 //!    serve's peak, over N;
 //! 5. `drift_query_ms`: `GET /drift` (every drifting object: the mix's 5%, 5,000 at
 //!    N = 100,000 as the issue defines it) p50 of 20, right after ready;
-//! 6. `events_per_s`: the simulator makes M modifications itself (in process) while driftd
-//!    counts the watch events it took in; the simulator's delivery rate is printed beside it,
-//!    so a reader sees which side limited the run;
+//! 6. `events_per_s`: the simulator makes M modifications itself (in process); the phase
+//!    ends when driftd's CPU goes quiet with all M watch events counted (read from its
+//!    `/proc` CPU time, so the bench does not load driftd while it works); the simulator's
+//!    delivery rate is printed beside it, so a reader sees which side limited the run;
 //! 7. `latency_p99_ms`: a steady 1,000 writes/s over HTTP for 5 s; one write in 20 goes to
 //!    a ConfigMap of a small namespace whose `/drift` is polled until the written value shows;
 //! 8. `kube_events_dropped`: `driftd_kube_events_dropped_total` at the end.
@@ -54,6 +55,12 @@ const LATENCY_OBJECTS: usize = 50;
 const WRITES_PER_SECOND: u64 = 1_000;
 const LATENCY_SECONDS: u64 = 5;
 const READY_TIMEOUT: Duration = Duration::from_secs(900);
+/// Serve is done with the edits once it has not been busy for this long.
+const QUIET: Duration = Duration::from_millis(300);
+/// How often serve's CPU time is read while the edits stream in.
+const QUIET_SAMPLE: Duration = Duration::from_millis(10);
+/// The window serve's CPU use is judged over (see `Serve::quiet`).
+const BUSY_WINDOW: Duration = Duration::from_millis(100);
 
 /// Every figure, with the keys `--json` prints.
 #[derive(Debug, serde::Serialize)]
@@ -237,18 +244,25 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
     let outcome = bulk_edit(&sim, args.changes).await?;
     let target = before + outcome.edit.made as f64;
     let deadline = Instant::now() + READY_TIMEOUT;
-    while serve.metric_sum("driftd_watch_events_total").await? < target {
+    // The phase ends when serve's CPU goes quiet and its event count is then complete. A
+    // `/metrics` render walks every drift entry under the index's read lock, so polling it
+    // through the phase took CPU from the two cores driftd and the simulator share and held
+    // the engine's writes back (every 200 ms: 10% of a core under `perf`, and the lock);
+    // serve's CPU time costs it nothing to read.
+    let finished = loop {
+        let quiet_from = serve.quiet(deadline).await?;
+        if serve.metric_sum("driftd_watch_events_total").await? >= target {
+            break quiet_from;
+        }
         if Instant::now() > deadline {
             bail!("driftd did not take in {} watch events", outcome.edit.made);
         }
-        // A `/metrics` render walks every drift entry under the index's read lock; asked
-        // every 20 ms it took a core from the two driftd and the simulator share, and held
-        // the engine's writes back. 200 ms is still a 1% reading over the phase.
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        // A pause before the end: look again once serve has had time to get busy.
+        tokio::time::sleep(QUIET).await;
+    };
     // From the first modification stored: the simulator prepares them (the write path)
     // before it stores any, and driftd sees nothing meanwhile.
-    let streaming = started.elapsed().as_secs_f64() - outcome.edit.prepare_seconds;
+    let streaming = finished.duration_since(started).as_secs_f64() - outcome.edit.prepare_seconds;
     let events_per_s = outcome.edit.made as f64 / streaming;
 
     // 7. Latency at a steady write rate.
@@ -540,6 +554,57 @@ impl Serve {
             })
             .unwrap_or(0)
             * 1024
+    }
+
+    /// When serve was last busy, once it has not been for [`QUIET`]: the end of its work, late
+    /// by at most [`BUSY_WINDOW`] (so the phase is never cut short). Busy is at least a third of a core over the last [`BUSY_WINDOW`]
+    /// (clock ticks of `/proc/PID/stat`, read every [`QUIET_SAMPLE`]), so the trickle of
+    /// periodic work after the edits (Events at their bounded rate, the settle tick) does
+    /// not count as the phase going on.
+    async fn quiet(&self, deadline: Instant) -> anyhow::Result<Instant> {
+        // SAFETY: sysconf reads a constant of the system; it has no preconditions.
+        let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        let busy_ticks = ((BUSY_WINDOW.as_secs_f64() * ticks_per_s / 3.0) as u64).max(1);
+        let mut samples = std::collections::VecDeque::from([(Instant::now(), self.cpu_ticks()?)]);
+        let mut last_busy = Instant::now();
+        loop {
+            tokio::time::sleep(QUIET_SAMPLE).await;
+            let now = Instant::now();
+            let ticks = self.cpu_ticks()?;
+            while samples
+                .front()
+                .is_some_and(|(at, _)| now.duration_since(*at) > BUSY_WINDOW)
+            {
+                samples.pop_front();
+            }
+            let used = samples.front().map_or(0, |(_, first)| ticks - first);
+            samples.push_back((now, ticks));
+            if used >= busy_ticks {
+                last_busy = now;
+            } else if now.duration_since(last_busy) >= QUIET {
+                return Ok(last_busy);
+            }
+            if now > deadline {
+                bail!("driftd serve never went quiet");
+            }
+        }
+    }
+
+    /// User and system CPU time of serve so far, in clock ticks.
+    fn cpu_ticks(&self) -> anyhow::Result<u64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
+        // After the command name (which may hold spaces and parentheses), `utime` and
+        // `stime` are the 12th and 13th fields (proc(5): fields 14 and 15).
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .context("/proc/PID/stat without a command name")?
+            .1
+            .split_whitespace()
+            .collect();
+        let field = |i: usize| -> anyhow::Result<u64> {
+            Ok(fields.get(i).context("/proc/PID/stat too short")?.parse()?)
+        };
+        Ok(field(11)? + field(12)?)
     }
 
     async fn get_bytes(&self, path: &str) -> anyhow::Result<Vec<u8>> {
