@@ -651,33 +651,6 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
     }
 
-    /// Publishes what is derived from all live state: coverage and readiness.
-    fn publish_state(&mut self) {
-        let owned = self.coverage.owned(self.tracked.live_keys());
-        let ready = self.lists.all_listed();
-        let health = self.lists.health();
-        let was_ready = self.index.read().unwrap().ready();
-        if !ready && !was_ready {
-            self.train_packing_early();
-        }
-        if ready && !was_ready {
-            // The first lists' trees are freed: their pages go back before ready is said.
-            self.compact_memory();
-        }
-        let mut index = self.index.write().unwrap();
-        index.set_owned_covered(owned);
-        index.set_watch_health(health);
-        if ready && !index.ready() {
-            tracing::info!(
-                desired_bytes = self.desired.packed_bytes(),
-                live_bytes = self.tracked.packed_bytes(),
-                "every watcher finished its first list: ready"
-            );
-            index.set_ready(true);
-        }
-        // Once ready, stay ready: a re-list after a commit is not an outage.
-    }
-
     /// Compares one tracked object with its live copy and updates the index.
     fn evaluate(&mut self, key: &ObjectKey) {
         self.judge(key, Live::Kept);

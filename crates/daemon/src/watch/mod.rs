@@ -66,11 +66,13 @@ pub struct Applied {
 }
 
 impl Applied {
+    /// For a kind the engine keeps copies of: packed here, off the engine's thread.
     pub fn packed(object: Value) -> Applied {
         let kept = Some(kept_copy(&object));
         Applied { object, kept }
     }
 
+    /// For a kind the engine only reads (Pods for stale config, holders): no work spent.
     pub fn unpacked(object: Value) -> Applied {
         Applied { object, kept: None }
     }

@@ -1,6 +1,7 @@
 //! The engine's side of watch health: a kind is unhealthy (its objects `stale`) from a
 //! failed attempt until the server answers again, and a resourceVersion lower than one
-//! already seen (a restored API state) lists the kind afresh.
+//! already seen (a restored API state) lists the kind afresh. What the index says of it all
+//! (coverage, watch health, readiness) is published from here.
 
 use super::*;
 
@@ -45,5 +46,32 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     pub(super) fn went_back(&self, kind: &TypeKey, rv: &str) {
         tracing::warn!(kind = %kind, resource_version = rv, "the API server's resourceVersion went back (its state was restored?): listing the kind afresh");
+    }
+
+    /// Publishes what is derived from all live state: coverage and readiness.
+    pub(super) fn publish_state(&mut self) {
+        let owned = self.coverage.owned(self.tracked.live_keys());
+        let ready = self.lists.all_listed();
+        let health = self.lists.health();
+        let was_ready = self.index.read().unwrap().ready();
+        if !ready && !was_ready {
+            self.train_packing_early();
+        }
+        if ready && !was_ready {
+            // The first lists' trees are freed: their pages go back before ready is said.
+            self.compact_memory();
+        }
+        let mut index = self.index.write().unwrap();
+        index.set_owned_covered(owned);
+        index.set_watch_health(health);
+        if ready && !index.ready() {
+            tracing::info!(
+                desired_bytes = self.desired.packed_bytes(),
+                live_bytes = self.tracked.packed_bytes(),
+                "every watcher finished its first list: ready"
+            );
+            index.set_ready(true);
+        }
+        // Once ready, stay ready: a re-list after a commit is not an outage.
     }
 }
