@@ -404,6 +404,10 @@ fn a_leader_that_cannot_renew_steps_down_without_exiting_and_never_two_lead() {
     assert!(a.alive(), "a exited on losing the Lease");
     assert_eq!(a.daemon.get("/healthz").0, 200);
     assert_eq!(a.daemon.get("/readyz").0, 200);
+    // It stops acting, then logs (`stop_leading`): the line can trail the metric.
+    wait_for("a logs that it stopped leading", T, || {
+        (a.log_count("stopped leading") > 0).then_some(())
+    });
     assert_eq!(a.log_count("stopped leading"), 1);
     assert_eq!(b.leader(), Some(false));
     assert_eq!(holder(&sim).as_deref(), Some("driftd-a"), "nobody took it");

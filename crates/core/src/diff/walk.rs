@@ -94,6 +94,8 @@ impl<'a> Walker<'a> {
     /// The schema node at `segs`, for a custom resource compared by its CRD's schema;
     /// `None` without a schema or where it says nothing (preserve-unknown-fields subtrees).
     pub fn schema_at(&self, segs: &[Seg]) -> Option<&'a Structural> {
+        // Asked at every object of every walk: built-in kinds have no schema to step into.
+        let schema = self.ctx.schema?;
         let steps: Vec<Step> = segs
             .iter()
             .map(|s| match s {
@@ -101,7 +103,7 @@ impl<'a> Walker<'a> {
                 Seg::Item { .. } => Step::Item,
             })
             .collect();
-        self.ctx.schema?.at(&steps)
+        schema.at(&steps)
     }
 
     /// Whether `v` at `segs` is a zero value the encoder leaves out for this kind.

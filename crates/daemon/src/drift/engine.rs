@@ -71,6 +71,7 @@ const RECOUNT_PERIOD: Duration = Duration::from_secs(60);
 mod dry_run;
 mod episodes;
 mod health;
+mod judging;
 mod live;
 mod packing;
 mod stale;
@@ -130,6 +131,8 @@ pub struct Engine<W, O> {
     settle_backlog: bool,
     /// The minute's `last_seen` update under way: its time, and the last episode id moved.
     touching: Option<(Timestamp, i64)>,
+    /// Watch events held to be judged together on every core (`judging`).
+    held: judging::Held,
 }
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
@@ -184,6 +187,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             stale_configs,
             settle_backlog: false,
             touching: None,
+            held: judging::Held::default(),
         })
     }
 
@@ -471,9 +475,11 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// reports what settled.
     pub fn handle(&mut self, messages: impl IntoIterator<Item = WatchMessage>) {
         let mut holders_changed = false;
+        self.hold_judgements();
         for message in messages {
             holders_changed |= self.on_message(message);
         }
+        self.release_judgements();
         self.stale_config_flush();
         self.publish_state();
         if holders_changed {
@@ -497,6 +503,14 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 tracing::warn!(kind = %kind, error = %err, "watch failed; retrying with backoff");
             }
             _ => {}
+        }
+        // Held events are judged before anything but an ordinary object's change can change
+        // what they are judged by (lists, autoscalers, CRDs).
+        let ordinary = matches!(event, WatchEvent::Apply(_) | WatchEvent::Delete(_))
+            && !is_hpa_kind(&kind)
+            && !is_crd_kind(&kind);
+        if !ordinary {
+            self.judge_held();
         }
         if self.locks.holders.owns(watcher) {
             return self.locks.holders.step(watcher, &event, self.clock.wall());
@@ -576,7 +590,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 .map(|o| kept.flatten().unwrap_or_else(|| kept_copy(o)));
             let object = object.map(as_compared);
             self.tracked.set_live(&key, kept);
-            self.judge(&key, Live::Fresh(object.as_ref()));
+            self.judge_event(key, object);
         } else if self.coverage.covers_type(kind) {
             let change = match &object {
                 Some(object) => self.coverage.observe(kind, &key, object, self.clock.wall()),
@@ -659,55 +673,6 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// The live copy of `key` (`None`: it does not exist live), unpacked.
     fn live_copy(&self, key: &ObjectKey) -> Option<Value> {
         self.tracked.live(key)
-    }
-
-    /// Compares one tracked object with `live` and updates the index. A modified object
-    /// that equals what an open intent of its source wanted is `uncommitted`.
-    fn judge(&mut self, key: &ObjectKey, live: Live) {
-        let Some(desired) = self.desired.get(key) else {
-            return self.evaluate_intent_only(key, live);
-        };
-        if !self.lists.judges(&desired.kind, key) || self.awaits_crds(&desired.kind) {
-            return;
-        }
-        if self.dry_runs.applies(key, desired) {
-            return self.evaluate_dry_run(key, live);
-        }
-        let mut kept = None;
-        let live = live.resolve(&mut kept, || self.live_copy(key));
-        let started = Instant::now();
-        let manifest = desired.manifest();
-        let previous = desired.previous();
-        let comparison = self.differ.compare_in(
-            Some(&desired.source),
-            &CompareInput {
-                desired: &manifest,
-                live,
-                previous: previous.as_ref(),
-                facts: &self.facts,
-            },
-        );
-        self.outputs.compared(started.elapsed());
-        let intent = match (comparison.class, live) {
-            (DriftClass::Modified, Some(live)) => {
-                self.intents
-                    .matching(Some(&desired.source), key, live, &self.differ, &self.facts)
-            }
-            _ => None,
-        };
-        let class = match intent {
-            Some(_) => DriftClass::Uncommitted,
-            None => comparison.class,
-        };
-        let entry = DriftEntry {
-            changes: Changes::new(&comparison.changes),
-            patch: DriftPatch::new(&comparison.patch),
-            ignored: comparison.ignored,
-            intent: intent.map(|i| Box::new(uncommitted::intent_ref(i, key, false))),
-            schema: comparison.schema,
-            ..entry_of(desired, key, class)
-        };
-        self.publish_entry(key, entry);
     }
 
     /// Puts `entry` in the index with its `since` (kept while it drifts, across classes and

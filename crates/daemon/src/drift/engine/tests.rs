@@ -884,3 +884,105 @@ fn a_tracked_object_that_came_unpacked_is_kept_all_the_same() {
     h.commit("shop", &cm("a", "2"));
     assert_eq!(h.class("a"), Some(DriftClass::Modified));
 }
+
+/// Every drift entry: kind/name, class and the whole entry as `/drift` shows it.
+fn judged(h: &Harness) -> Vec<(String, DriftClass, Value)> {
+    let index = h.index.read().unwrap();
+    let mut all: Vec<_> = index
+        .entries()
+        .map(|e| {
+            let name = format!("{}/{}", e.kind, e.name);
+            (name, e.class, serde_json::to_value(e).unwrap())
+        })
+        .collect();
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    all
+}
+
+#[test]
+fn a_burst_judged_on_every_core_ends_as_its_events_judged_one_by_one() {
+    // 100 ConfigMaps and an autoscaled Deployment; a burst modifies, restores, deletes
+    // and modifies twice, with an autoscaler appearing in its middle: enough held events
+    // for `judge_held` to use a second thread, and a message that must see them judged.
+    let desired: String = (0..100).map(|i| cm(&format!("c{i}"), "1")).collect();
+    let desired = desired + &deployment(2);
+    let start = || {
+        let mut h = Harness::start_with(&config(), &desired);
+        h.list(
+            &configmaps(),
+            live(&desired).into_iter().take(100).collect(),
+        );
+        h.list(&kind("apps/v1", "Deployment"), live(&deployment(4)));
+        h.list(&hpa_kind(), vec![]);
+        assert!(h.ready());
+        h
+    };
+    let mut burst = Vec::new();
+    for i in 0..100 {
+        let value = if i % 3 == 0 { "2" } else { "1" };
+        burst.push((
+            configmaps(),
+            WatchEvent::apply(one(&cm(&format!("c{i}"), value))),
+        ));
+    }
+    burst.push((hpa_kind(), WatchEvent::apply(hpa("web"))));
+    burst.push((
+        kind("apps/v1", "Deployment"),
+        WatchEvent::apply(one(&deployment(5))),
+    ));
+    burst.push((configmaps(), WatchEvent::apply(one(&cm("c3", "1")))));
+    burst.push((configmaps(), WatchEvent::Delete(one(&cm("c4", "1")))));
+    burst.push((configmaps(), WatchEvent::apply(one(&cm("c5", "3")))));
+    burst.push((configmaps(), WatchEvent::apply(one(&cm("c5", "4")))));
+    let cloned = || -> Vec<(TypeKey, WatchEvent)> {
+        burst
+            .iter()
+            .map(|(kind, event)| {
+                let event = match event {
+                    WatchEvent::Apply(applied) => WatchEvent::apply(applied.object.clone()),
+                    WatchEvent::Delete(object) => WatchEvent::Delete(object.clone()),
+                    _ => unreachable!(),
+                };
+                (kind.clone(), event)
+            })
+            .collect()
+    };
+
+    let mut one_by_one = start();
+    for (kind, event) in cloned() {
+        let message = one_by_one.message(&kind, event);
+        one_by_one.engine.handle([message]);
+    }
+    let mut together = start();
+    let messages: Vec<_> = cloned()
+        .into_iter()
+        .map(|(kind, event)| together.message(&kind, event))
+        .collect();
+    together.engine.handle(messages);
+
+    let entries = judged(&together);
+    assert_eq!(entries, judged(&one_by_one));
+    let class = |name: &str| entries.iter().find(|e| e.0 == name).map(|e| e.1);
+    assert_eq!(class("ConfigMap/c0"), Some(DriftClass::Modified));
+    assert_eq!(class("ConfigMap/c1"), Some(DriftClass::InSync));
+    assert_eq!(class("ConfigMap/c3"), Some(DriftClass::InSync), "restored");
+    assert_eq!(class("ConfigMap/c4"), Some(DriftClass::Missing));
+    let c5 = together.entry("ConfigMap", "c5").unwrap();
+    assert_eq!(paths(&c5), ["/data/k"]);
+    assert!(
+        serde_json::to_string(&c5.changes)
+            .unwrap()
+            .contains("\"4\""),
+        "the last of its two events: {:?}",
+        c5.changes
+    );
+    assert_eq!(
+        class("Deployment/web"),
+        Some(DriftClass::InSync),
+        "judged after its autoscaler came"
+    );
+    assert_eq!(
+        together.engine.outputs.comparisons,
+        one_by_one.engine.outputs.comparisons
+    );
+}
