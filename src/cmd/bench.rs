@@ -557,10 +557,10 @@ impl Serve {
     }
 
     /// When serve was last busy, once it has not been for [`QUIET`]: the end of its work, late
-    /// by at most [`BUSY_WINDOW`] (so the phase is never cut short). Busy is at least a third of a core over the last [`BUSY_WINDOW`]
-    /// (clock ticks of `/proc/PID/stat`, read every [`QUIET_SAMPLE`]), so the trickle of
-    /// periodic work after the edits (Events at their bounded rate, the settle tick) does
-    /// not count as the phase going on.
+    /// by at most [`BUSY_WINDOW`] (so the phase is never cut short). Busy is at least a third
+    /// of a core over the last [`BUSY_WINDOW`] (clock ticks of `/proc/PID/stat`, read every
+    /// [`QUIET_SAMPLE`]), so the trickle of periodic work after the edits (Events at their
+    /// bounded rate, the settle tick) does not count as the phase going on.
     async fn quiet(&self, deadline: Instant) -> anyhow::Result<Instant> {
         // SAFETY: sysconf reads a constant of the system; it has no preconditions.
         let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;

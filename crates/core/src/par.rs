@@ -12,25 +12,7 @@ const MIN_ITEMS_PER_THREAD: usize = 256;
 
 /// `items.iter().map(f).collect()`, with `items` cut into one contiguous run per core.
 pub fn map_ordered<'a, T: Sync, R: Send>(items: &'a [T], f: impl Fn(&'a T) -> R + Sync) -> Vec<R> {
-    let threads = threads_for(items.len(), MIN_ITEMS_PER_THREAD);
-    if threads == 1 {
-        return items.iter().map(f).collect();
-    }
-    let run = items.len().div_ceil(threads);
-    let f = &f;
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = items
-            .chunks(run)
-            .map(|chunk| scope.spawn(move || chunk.iter().map(f).collect::<Vec<R>>()))
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| {
-                w.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    })
+    map_owned(items.iter().collect(), MIN_ITEMS_PER_THREAD, f)
 }
 
 /// `items.into_iter().map(f).collect()`, with `items` cut into one contiguous run per core

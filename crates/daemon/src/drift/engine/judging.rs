@@ -71,6 +71,18 @@ impl Judging<'_> {
     }
 }
 
+/// How a tracked object is judged.
+enum Route<'a> {
+    /// Nothing committed desires it: only an open intent can explain it.
+    IntentOnly,
+    /// Not yet: its kind is being listed again, or waits for CRDs.
+    NotYet,
+    /// By a server-side dry run of its committed object.
+    DryRun,
+    /// By comparison with its committed object alone: such events can be held.
+    Compare(&'a Desired),
+}
+
 /// Watch events held for judging together (see the module documentation).
 #[derive(Default)]
 pub(super) struct Held {
@@ -93,7 +105,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// Tracked object `key` is `live` now (`None`: deleted), as a watch event said.
     pub(super) fn judge_event(&mut self, key: ObjectKey, live: Option<Value>) {
-        if self.held.holding && self.compared_plainly(&key) {
+        if self.held.holding && matches!(self.route(&key), Route::Compare(_)) {
             self.held.events.push((key, live));
             if self.held.events.len() >= MAX_HELD {
                 self.judge_held();
@@ -103,15 +115,18 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         self.judge(&key, Live::Fresh(live.as_ref()));
     }
 
-    /// Whether `key` is judged by comparing it with its committed desired object alone: not
-    /// by an open intent (nothing committed), a server-side dry run, or not yet (its kind
-    /// is being listed again, or waits for CRDs).
-    fn compared_plainly(&self, key: &ObjectKey) -> bool {
-        self.desired.get(key).is_some_and(|desired| {
-            self.lists.judges(&desired.kind, key)
-                && !self.awaits_crds(&desired.kind)
-                && !self.dry_runs.applies(key, desired)
-        })
+    /// How `key` is judged now.
+    fn route(&self, key: &ObjectKey) -> Route<'_> {
+        let Some(desired) = self.desired.get(key) else {
+            return Route::IntentOnly;
+        };
+        if !self.lists.judges(&desired.kind, key) || self.awaits_crds(&desired.kind) {
+            return Route::NotYet;
+        }
+        if self.dry_runs.applies(key, desired) {
+            return Route::DryRun;
+        }
+        Route::Compare(desired)
     }
 
     /// Judges the held events on every core, then publishes their entries in order.
@@ -143,15 +158,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// judged first.
     pub(super) fn judge(&mut self, key: &ObjectKey, live: Live) {
         self.judge_held();
-        let Some(desired) = self.desired.get(key) else {
-            return self.evaluate_intent_only(key, live);
+        let desired = match self.route(key) {
+            Route::IntentOnly => return self.evaluate_intent_only(key, live),
+            Route::NotYet => return,
+            Route::DryRun => return self.evaluate_dry_run(key, live),
+            Route::Compare(desired) => desired,
         };
-        if !self.lists.judges(&desired.kind, key) || self.awaits_crds(&desired.kind) {
-            return;
-        }
-        if self.dry_runs.applies(key, desired) {
-            return self.evaluate_dry_run(key, live);
-        }
         let mut kept = None;
         let live = live.resolve(&mut kept, || self.live_copy(key));
         let judging = Judging {
