@@ -8,7 +8,7 @@ use super::normalize::{
     is_omitted_zero, is_quantity_field, is_vacuous, quantities_equal, scalars_equal,
     secret_values_equal,
 };
-use super::pointer::{field_names, Seg};
+use super::pointer::{field_names, with_field_names, Seg};
 use super::ChangeOp;
 use driftd_k8s::crd::{MapType, Step, Structural};
 use serde_json::Value;
@@ -41,21 +41,45 @@ const SERVER_ANNOTATIONS: &[&str] = &[
     "deployment.kubernetes.io/revision",
 ];
 
-/// Whether the field at `segs` + `key` is outside what a user can drift.
+/// Whether the field at `segs` + `key` is outside what a user can drift. Asked for every
+/// field of every walk, so it matches the path without collecting its names.
 fn skipped(segs: &[Seg], key: &str) -> bool {
-    if segs.len() > 2 {
-        return false;
-    }
-    let names = field_names(segs);
-    match names.as_slice() {
+    match segs {
         // Identity and status: apiVersion/kind select the object, status is the controllers'.
-        [] if segs.is_empty() => matches!(key, "apiVersion" | "kind" | "status"),
-        ["metadata"] if segs.len() == 1 => SERVER_METADATA.contains(&key),
-        ["metadata", "annotations"] if segs.len() == 2 => {
+        [] => matches!(key, "apiVersion" | "kind" | "status"),
+        [Seg::Field(m)] if m == "metadata" => SERVER_METADATA.contains(&key),
+        [Seg::Field(m), Seg::Field(a)] if m == "metadata" && a == "annotations" => {
             SERVER_ANNOTATIONS.contains(&key) || key.starts_with("driftd.io/")
         }
         _ => false,
     }
+}
+
+/// Live fields looked at past the one matched last before a desired field is looked up by
+/// its hash.
+const LOOKAHEAD: usize = 2;
+
+/// The live value of field `key`. A desired object and its live copy mostly list their fields
+/// in the same order (the API server's, which defaulting follows), so the field is first
+/// looked for just past the live field matched last (`cursor`), by comparing names, then
+/// by hashing `key`: the lookups were a third of a walk, hashing most of it.
+fn live_field<'l>(
+    live: &'l serde_json::Map<String, Value>,
+    cursor: &mut serde_json::map::Iter<'l>,
+    key: &str,
+) -> Option<&'l Value> {
+    let mut ahead = cursor.clone();
+    for _ in 0..LOOKAHEAD {
+        match ahead.next() {
+            Some((name, value)) if name == key => {
+                *cursor = ahead;
+                return Some(value);
+            }
+            Some(_) => {}
+            None => break,
+        }
+    }
+    live.get(key)
 }
 
 /// What a walk compares by: the object's type, its schema and the desired object.
@@ -79,6 +103,9 @@ pub(crate) struct Walker<'a> {
     pub builtin: bool,
     pub ctx: Context<'a>,
     pub changes: Vec<RawChange>,
+    /// Field names the walk has left, their buffers reused for the next fields it enters:
+    /// an allocation and a free per field visited were a tenth of a walk.
+    spare_names: Vec<String>,
 }
 
 impl<'a> Walker<'a> {
@@ -88,6 +115,22 @@ impl<'a> Walker<'a> {
             builtin: ctx.builtin,
             ctx,
             changes: Vec::new(),
+            spare_names: Vec::new(),
+        }
+    }
+
+    /// Steps into field `name`: pushes it onto `segs`, in a reused buffer.
+    fn enter_field(&mut self, segs: &mut Vec<Seg>, name: &str) {
+        let mut field = self.spare_names.pop().unwrap_or_default();
+        field.clear();
+        field.push_str(name);
+        segs.push(Seg::Field(field));
+    }
+
+    /// Steps out of the field [`Walker::enter_field`] entered, keeping its buffer.
+    fn leave_field(&mut self, segs: &mut Vec<Seg>) {
+        if let Some(Seg::Field(field)) = segs.pop() {
+            self.spare_names.push(field);
         }
     }
 
@@ -108,7 +151,9 @@ impl<'a> Walker<'a> {
 
     /// Whether `v` at `segs` is a zero value the encoder leaves out for this kind.
     fn omitted_zero(&self, segs: &[Seg], v: &Value) -> bool {
-        is_omitted_zero(self.ctx.api_version, self.kind, &field_names(segs), v)
+        with_field_names(segs, |names| {
+            is_omitted_zero(self.ctx.api_version, self.kind, names, v)
+        })
     }
 
     pub fn push(
@@ -149,18 +194,20 @@ impl<'a> Walker<'a> {
                 }
             }
             (Value::Object(dm), Value::Object(lm)) => {
+                let mut cursor = lm.iter();
                 for (k, dv) in dm {
                     if skipped(segs, k) {
                         continue;
                     }
-                    segs.push(Seg::Field(k.clone()));
+                    self.enter_field(segs, k);
                     let pv = p.and_then(|p| p.get(k));
+                    let lv = live_field(lm, &mut cursor, k);
                     if self.is_namespace(segs) {
-                        self.namespace(segs, dv, lm.get(k));
+                        self.namespace(segs, dv, lv);
                     } else {
-                        self.value(segs, dv, lm.get(k), pv);
+                        self.value(segs, dv, lv, pv);
                     }
-                    segs.pop();
+                    self.leave_field(segs);
                 }
                 if let Some(Value::Object(pm)) = p {
                     for (k, pv) in pm {
@@ -168,9 +215,9 @@ impl<'a> Walker<'a> {
                             continue;
                         }
                         if let Some(lv) = lm.get(k) {
-                            segs.push(Seg::Field(k.clone()));
+                            self.enter_field(segs, k);
                             self.prune(segs, pv, lv);
-                            segs.pop();
+                            self.leave_field(segs);
                         }
                     }
                 }
@@ -188,7 +235,7 @@ impl<'a> Walker<'a> {
     }
 
     fn is_namespace(&self, segs: &[Seg]) -> bool {
-        segs.len() == 2 && field_names(segs) == ["metadata", "namespace"]
+        matches!(segs, [Seg::Field(m), Seg::Field(n)] if m == "metadata" && n == "namespace")
     }
 
     /// A namespaced object written without a namespace lands in `default`; a cluster-scoped
@@ -245,14 +292,15 @@ impl<'a> Walker<'a> {
     }
 
     fn scalar_equal(&self, segs: &[Seg], d: &Value, l: &Value) -> bool {
-        let names = field_names(segs);
-        if is_quantity_field(self.kind, &names) {
-            return quantities_equal(d, l);
-        }
-        if self.kind == "Secret" && names.len() == 2 && names[0] == "data" {
-            return secret_values_equal(d, l);
-        }
-        scalars_equal(d, l)
+        with_field_names(segs, |names| {
+            if is_quantity_field(self.kind, names) {
+                return quantities_equal(d, l);
+            }
+            if self.kind == "Secret" && names.len() == 2 && names[0] == "data" {
+                return secret_values_equal(d, l);
+            }
+            scalars_equal(d, l)
+        })
     }
 
     /// Three-way prune: the previous revision set the field at `segs` (value `p`), the new
@@ -269,9 +317,9 @@ impl<'a> Walker<'a> {
                     continue;
                 }
                 if let Some(lv) = lm.get(k) {
-                    segs.push(Seg::Field(k.clone()));
+                    self.enter_field(segs, k);
                     self.prune(segs, pv, lv);
-                    segs.pop();
+                    self.leave_field(segs);
                 }
             }
             return;
@@ -287,5 +335,63 @@ impl<'a> Walker<'a> {
         if probe.changes.is_empty() {
             self.push(segs, ChangeOp::Remove, None, Some(l));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The ordered lookup answers as a hashed one does, whatever order the live fields are
+    /// in: the same, reversed, with fields interleaved, or with fields missing.
+    #[test]
+    fn a_live_field_is_found_in_any_order() {
+        let desired = ["a", "b", "c", "d", "e", "f"];
+        let lives = [
+            json!({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6}),
+            json!({"f": 6, "e": 5, "d": 4, "c": 3, "b": 2, "a": 1}),
+            json!({"x": 0, "a": 1, "y": 0, "z": 0, "w": 0, "b": 2, "c": 3, "f": 6}),
+            json!({"c": 3, "a": 1, "f": 6, "b": 2}),
+            json!({}),
+        ];
+        for live in &lives {
+            let map = live.as_object().unwrap();
+            let mut cursor = map.iter();
+            for key in desired {
+                assert_eq!(
+                    live_field(map, &mut cursor, key),
+                    map.get(key),
+                    "{key} in {live}"
+                );
+            }
+        }
+    }
+
+    /// Server metadata, identity and status are skipped where they are, and only there.
+    #[test]
+    fn only_server_fields_at_their_place_are_skipped() {
+        let field = |name: &str| Seg::Field(name.to_string());
+        assert!(skipped(&[], "status"));
+        assert!(skipped(&[], "apiVersion"));
+        assert!(!skipped(&[], "spec"));
+        assert!(skipped(&[field("metadata")], "resourceVersion"));
+        assert!(skipped(&[field("metadata")], "managedFields"));
+        assert!(!skipped(&[field("metadata")], "labels"));
+        assert!(!skipped(&[field("spec")], "resourceVersion"));
+        let annotations = [field("metadata"), field("annotations")];
+        assert!(skipped(&annotations, "deployment.kubernetes.io/revision"));
+        assert!(skipped(&annotations, "driftd.io/source"));
+        assert!(!skipped(&annotations, "team"));
+        assert!(!skipped(
+            &[field("spec"), field("annotations")],
+            "driftd.io/x"
+        ));
+        let item = Seg::Item {
+            desired: Some(0),
+            live: Some(0),
+            key: None,
+        };
+        assert!(!skipped(&[item, field("metadata")], "uid"));
     }
 }

@@ -108,6 +108,8 @@ struct Packer {
     unplain: Option<Decompressor<'static>>,
     untrained: Option<Decompressor<'static>>,
     text: Vec<u8>,
+    /// The last compressed frame.
+    frame: Vec<u8>,
 }
 
 impl Packer {
@@ -126,12 +128,20 @@ impl Packer {
                     .get_or_insert_with(|| Compressor::new(LEVEL).expect("zstd context")),
             ),
         };
-        let mut out = vec![0u8; 1 + zstd::zstd_safe::compress_bound(text.len())];
-        out[0] = generation;
-        let written = compressor
-            .compress_to_buffer(text, &mut out[1..])
+        // Into a buffer kept between calls, then copied out at its exact size: no zeroed
+        // bound-sized allocation and no shrinking reallocation per object.
+        self.frame.clear();
+        self.frame
+            .reserve(zstd::zstd_safe::compress_bound(text.len()));
+        compressor
+            .compress_to_buffer(text, &mut self.frame)
             .expect("the output holds zstd's bound");
-        out.truncate(1 + written);
+        let mut out = Vec::with_capacity(1 + self.frame.len());
+        out.push(generation);
+        out.extend_from_slice(&self.frame);
+        if self.frame.capacity() > KEEP_BUFFER {
+            self.frame = Vec::new();
+        }
         out.into_boxed_slice()
     }
 
