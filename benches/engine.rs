@@ -28,10 +28,13 @@ use driftd_daemon::config::Config;
 use driftd_daemon::drift::{
     Announcement, DriftIndex, Engine, LockAnnouncement, Outputs, PodRef, SystemClock,
 };
-use driftd_daemon::watch::{WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
+use driftd_daemon::watch::{
+    LiveObject, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId,
+};
 use driftd_k8s::TypeKey;
 use driftd_sim::{fields, mix, server_defaults};
 use driftd_store::{CommitRequest, Store};
+use kube::api::ApiResource;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -151,6 +154,20 @@ fn live_of(desired: &Value, i: usize) -> Value {
     live
 }
 
+/// `live` in the form a watcher hands it to the engine (`LiveObject`: `fieldsV1` as text).
+fn as_watched(live: Value) -> Value {
+    let key = type_of(&live);
+    let resource = ApiResource {
+        group: String::new(),
+        version: String::new(),
+        api_version: key.api_version,
+        kind: key.kind,
+        plural: String::new(),
+    };
+    let watched: LiveObject = serde_json::from_value(live).expect("a live object");
+    watched.into_json(&resource)
+}
+
 /// Kinds whose modification below changes a field the desired state sets (drift); the
 /// others get an annotation the manifest does not set (an event, but no drift).
 const DRIFTING_KINDS: [&str; 3] = ["ConfigMap", "Secret", "Deployment"];
@@ -254,7 +271,7 @@ fn run(n: usize, dir: &std::path::Path) -> Row {
         for &i in members {
             let live = live_of(&objects[i], i);
             json_bytes += live.to_string().len();
-            batch.push(message(kind, watcher, WatchEvent::apply(live)));
+            batch.push(message(kind, watcher, WatchEvent::apply(as_watched(live))));
         }
         batch.push(message(kind, watcher, WatchEvent::InitDone));
         let started = Instant::now();
@@ -300,7 +317,7 @@ fn run(n: usize, dir: &std::path::Path) -> Row {
     let lives: Vec<Value> = objects
         .iter()
         .enumerate()
-        .map(|(i, o)| live_of(o, i))
+        .map(|(i, o)| as_watched(live_of(o, i)))
         .collect();
     let mut modifications: Vec<(usize, Value)> = (0..events)
         .map(|round| (round % n, modified(&lives[round % n], round)))

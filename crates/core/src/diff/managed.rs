@@ -5,11 +5,31 @@
 //! `k:<json>` for a keyed list item, `v:<json>` for a set item, `i:<n>` for a position, and
 //! `.` for the item itself. An empty object `{}` marks a leaf owned whole (scalars, atomic
 //! lists and maps).
+//!
+//! A `fieldsV1` may be held as its JSON text (a string where the API has an object): the
+//! daemon's watchers keep it so, because its keys were most of a typical object's (123 of
+//! 198 in a Deployment) and building their tree most of parsing a watch event, while
+//! attribution reads one path per change. A path is then looked up by scanning the text
+//! ([`Fields::Text`]); past a few lookups the text is parsed once ([`parse_texts`]).
 
 use super::pointer::Seg;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::fmt;
+
+/// Owner lookups due on one object up to which `fieldsV1` texts are scanned per lookup rather
+/// than parsed: a scan costs about a fifth of a parse.
+const TEXT_LOOKUPS: usize = 4;
+
+/// A `fieldsV1` document as the live object holds it.
+#[derive(Debug, Clone, Copy)]
+enum Fields<'a> {
+    Tree(&'a Value),
+    /// Its JSON text, scanned for each lookup.
+    Text(&'a str),
+}
 
 /// One `managedFields` entry reduced to what attribution needs.
 #[derive(Debug, Clone)]
@@ -17,7 +37,7 @@ pub struct Entry<'a> {
     pub manager: &'a str,
     pub subresource: &'a str,
     pub time: Option<&'a str>,
-    fields: &'a Value,
+    fields: Fields<'a>,
     /// The `k:` children of the FieldsV1 nodes looked up so far, by node address: each
     /// node's keys are parsed once per comparison instead of once per lookup, so attributing
     /// every change inside a long keyed list stays linear in its length. The nodes are
@@ -51,17 +71,42 @@ fn key_index(map: &Map<String, Value>) -> KeyIndex<'_> {
     index
 }
 
-/// The entries of a live object's `metadata.managedFields` (FieldsV1 only).
-pub fn entries(live: &Value) -> Vec<Entry<'_>> {
-    let Some(list) = live
-        .pointer("/metadata/managedFields")
+/// The `managedFields` entries of a live object.
+fn managed_fields(live: &Value) -> &[Value] {
+    live.pointer("/metadata/managedFields")
         .and_then(Value::as_array)
-    else {
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The `fieldsV1` texts of `live`, parsed in entry order, when `lookups` owner lookups are due
+/// on it: past [`TEXT_LOOKUPS`], one parse costs less than a scan per lookup. Empty
+/// otherwise, or when no entry holds text. Pass the answer to [`entries`].
+pub fn parse_texts(live: &Value, lookups: usize) -> Vec<Value> {
+    if lookups <= TEXT_LOOKUPS {
         return Vec::new();
-    };
-    list.iter()
+    }
+    managed_fields(live)
+        .iter()
+        .filter_map(|e| e.get("fieldsV1")?.as_str())
+        .map(|text| serde_json::from_str(text).unwrap_or(Value::Null))
+        .collect()
+}
+
+/// The entries of a live object's `metadata.managedFields` (FieldsV1 only). `parsed` is
+/// [`parse_texts`] of the same object: the trees of its `fieldsV1` texts, if parsed.
+pub fn entries<'a>(live: &'a Value, parsed: &'a [Value]) -> Vec<Entry<'a>> {
+    let mut parsed = parsed.iter();
+    managed_fields(live)
+        .iter()
         .filter_map(|e| {
             let fields = e.get("fieldsV1")?;
+            let fields = match fields {
+                Value::String(text) => match parsed.next() {
+                    Some(tree) => Fields::Tree(tree),
+                    None => Fields::Text(text),
+                },
+                tree => Fields::Tree(tree),
+            };
             if e.get("fieldsType")
                 .and_then(Value::as_str)
                 .unwrap_or("FieldsV1")
@@ -78,6 +123,17 @@ pub fn entries(live: &Value) -> Vec<Entry<'_>> {
             })
         })
         .collect()
+}
+
+/// Whether `fields_v1` (a `fieldsV1`, tree or text) sets top-level field `name`.
+pub fn sets_top_level(fields_v1: &Value, name: &str) -> bool {
+    let path = [Seg::Field(name.to_string())];
+    match fields_v1 {
+        Value::String(text) => text_depth(text, &path) == Some(1),
+        tree => tree
+            .as_object()
+            .is_some_and(|m| m.contains_key(&format!("f:{name}"))),
+    }
 }
 
 impl<'a> Entry<'a> {
@@ -108,7 +164,10 @@ impl<'a> Entry<'a> {
 /// Items of a keyed list are tracked one by one (`k:` elements), so an empty node for the
 /// list owns the list field, not an item it does not name: a removed item has no owner.
 fn ownership_depth(entry: &Entry, segs: &[Seg]) -> Option<usize> {
-    let mut node = entry.fields;
+    let mut node = match entry.fields {
+        Fields::Tree(tree) => tree,
+        Fields::Text(text) => return text_depth(text, segs),
+    };
     for (depth, seg) in segs.iter().enumerate() {
         match entry.child(node, seg) {
             Some(next) => node = next,
@@ -120,6 +179,158 @@ fn ownership_depth(entry: &Entry, segs: &[Seg]) -> Option<usize> {
         }
     }
     Some(segs.len())
+}
+
+/// [`ownership_depth`] over a `fieldsV1` text: one scan that descends only into the keys
+/// on `segs` and skips the rest without building anything. Text that does not parse owns
+/// nothing.
+fn text_depth(text: &str, segs: &[Seg]) -> Option<usize> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    Descend { segs, depth: 0 }
+        .deserialize(&mut de)
+        .ok()
+        .flatten()
+}
+
+/// Looks for the node at `segs[depth..]` below the node being read (which is at `depth`).
+struct Descend<'s> {
+    segs: &'s [Seg],
+    depth: usize,
+}
+
+impl Descend<'_> {
+    /// A node that is not an object has no children: owned only if the path ends here.
+    fn no_children(self) -> Option<usize> {
+        (self.depth == self.segs.len()).then_some(self.depth)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Descend<'_> {
+    type Value = Option<usize>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Descend<'_> {
+    type Value = Option<usize>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a FieldsV1 document")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(self.no_children())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(self.no_children())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(self.no_children())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(self.no_children())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(self.no_children())
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(self.no_children())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(self.no_children())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let Some(seg) = self.segs.get(self.depth) else {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            return Ok(Some(self.depth));
+        };
+        let mut found = None;
+        let mut empty = true;
+        while let Some(matches) = map.next_key_seed(KeyMatch {
+            seg,
+            // The first matching child in document order wins, as in the tree.
+            done: found.is_some(),
+        })? {
+            empty = false;
+            if matches {
+                found = Some(map.next_value_seed(Descend {
+                    segs: self.segs,
+                    depth: self.depth + 1,
+                })?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        // As `ownership_depth` does when a child is missing.
+        Ok(found.unwrap_or_else(|| {
+            let keyed_item = matches!(seg, Seg::Item { key: Some(_), .. });
+            (self.depth > 0 && empty && !keyed_item).then_some(self.depth)
+        }))
+    }
+}
+
+/// Whether a FieldsV1 key is the child `seg` leads to (as [`Entry::child`] finds it).
+struct KeyMatch<'s> {
+    seg: &'s Seg,
+    done: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for KeyMatch<'_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyMatch<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a FieldsV1 key")
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<bool, E> {
+        Ok(!self.done && key_leads_to(key, self.seg))
+    }
+}
+
+/// Whether FieldsV1 key `key` names the child `seg` leads to.
+fn key_leads_to(key: &str, seg: &Seg) -> bool {
+    match seg {
+        Seg::Field(name) => key.strip_prefix("f:") == Some(name.as_str()),
+        Seg::Item {
+            key: Some((field, value)),
+            ..
+        } => key.strip_prefix("k:").is_some_and(|json| {
+            let Ok(Value::Object(item_key)) = serde_json::from_str::<Value>(json) else {
+                return false;
+            };
+            item_key.iter().any(|(f, v)| {
+                f == field
+                    && match v {
+                        Value::String(s) => s == value,
+                        // The text `lists` gives a merge key value that is not a string.
+                        other => {
+                            let text = other.to_string();
+                            text == *value
+                        }
+                    }
+            })
+        }),
+        Seg::Item { live: Some(i), .. } => key.strip_prefix("i:") == Some(i.to_string().as_str()),
+        Seg::Item { .. } => false,
+    }
 }
 
 /// The manager that owns the field at `segs` most specifically (latest write on ties).
@@ -193,7 +404,7 @@ mod tests {
     #[test]
     fn most_specific_owner_wins() {
         let live = live();
-        let es = entries(&live);
+        let es = entries(&live, &[]);
         let img = path(&[
             "spec",
             "template",
@@ -231,7 +442,7 @@ mod tests {
                 "k:not json": {"f:name": {}},
                 "k:{\"port\":8080,\"protocol\":\"TCP\"}": {".": {}, "f:targetPort": {}}}}}}
         ]}});
-        let es = entries(&live);
+        let es = entries(&live, &[]);
         let port = |key: &str, field: &str| {
             let (k, v) = key.split_once('=').unwrap();
             vec![
@@ -270,7 +481,7 @@ mod tests {
             {"manager": "kubectl-edit", "operation": "Update", "fieldsType": "FieldsV1",
              "fieldsV1": {"f:spec": {"f:ports": {"k:{\"port\":8081}": {".": {}, "f:port": {}}}}}}
         ]}});
-        let es = entries(&live);
+        let es = entries(&live, &[]);
         let mut port = path(&["spec", "ports", "port=8080"]);
         assert!(owner(&es, &port).is_none());
         port.push(Seg::Field("name".into()));
@@ -293,7 +504,7 @@ mod tests {
     #[test]
     fn controller_managers_match_by_subresource() {
         let live = live();
-        let es = entries(&live);
+        let es = entries(&live, &[]);
         let scale = vec![ManagerMatch {
             manager: "kube-controller-manager".into(),
             subresource: Some("scale".into()),
@@ -308,5 +519,147 @@ mod tests {
             "image",
         ]);
         assert!(!owned_by_any(&es, &img, &scale));
+    }
+
+    /// Every path into a FieldsV1 document (and beyond its leaves, and off its keys).
+    fn paths_into(node: &Value, prefix: &mut Vec<Seg>, out: &mut Vec<Vec<Seg>>) {
+        out.push(prefix.clone());
+        let mut off = prefix.clone();
+        off.push(Seg::Field("absent".into()));
+        out.push(off);
+        let Some(map) = node.as_object() else { return };
+        if map.is_empty() {
+            // Below a leaf: a field, a position and a keyed item.
+            for seg in [
+                Seg::Field("below".into()),
+                Seg::Item {
+                    desired: None,
+                    live: Some(1),
+                    key: None,
+                },
+                Seg::Item {
+                    desired: None,
+                    live: Some(0),
+                    key: Some(("name".into(), "x".into())),
+                },
+            ] {
+                let mut below = prefix.clone();
+                below.push(seg);
+                out.push(below);
+            }
+        }
+        for (key, child) in map {
+            let mut segs = Vec::new();
+            if let Some(name) = key.strip_prefix("f:") {
+                segs.push(Seg::Field(name.into()));
+            } else if let Some(json) = key.strip_prefix("k:") {
+                let item: Map<String, Value> = serde_json::from_str(json).unwrap();
+                for (field, value) in item {
+                    let text = match value {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    segs.push(Seg::Item {
+                        desired: None,
+                        live: Some(0),
+                        key: Some((field.clone(), text)),
+                    });
+                    segs.push(Seg::Item {
+                        desired: None,
+                        live: Some(0),
+                        key: Some((field, "other".into())),
+                    });
+                }
+            } else if let Some(n) = key.strip_prefix("i:") {
+                segs.push(Seg::Item {
+                    desired: None,
+                    live: Some(n.parse().unwrap()),
+                    key: None,
+                });
+            }
+            for seg in segs {
+                prefix.push(seg);
+                paths_into(child, prefix, out);
+                prefix.pop();
+            }
+        }
+    }
+
+    /// Ownership read from a `fieldsV1` text, scanned or parsed, is ownership read from its
+    /// tree, on every path into it and off it.
+    #[test]
+    fn a_fields_text_owns_what_its_tree_owns() {
+        let fields = json!({
+            "f:metadata": {"f:labels": {".": {}, "f:app": {}}, "f:annotations": {}},
+            "f:spec": {
+                "f:replicas": {},
+                "f:ports": {
+                    "k:{\"port\":53,\"protocol\":\"TCP\"}": {".": {}, "f:port": {}, "f:protocol": {}},
+                    "k:{\"port\":53,\"protocol\":\"UDP\"}": {".": {}, "f:name": {}},
+                    "k:{\"port\":8080}": {}
+                },
+                "f:args": {"i:0": {}, "i:2": {".": {}}},
+                "f:finalizers": {"v:\"a\"": {}},
+                "f:template": {"f:spec": {"f:containers": {
+                    "k:{\"name\":\"app\"}": {".": {}, "f:image": {}, "f:env": {
+                        "k:{\"name\":\"A\"}": {".": {}, "f:value": {}}
+                    }},
+                    "k:{\"name\":\"app\"} ": {"f:image": {}}
+                }}}
+            }
+        });
+        let text = Value::String(fields.to_string());
+        let of = |fields: Value| {
+            json!({"metadata": {"managedFields": [
+                {"manager": "m", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": fields}
+            ]}})
+        };
+        let (tree_live, text_live) = (of(fields.clone()), of(text));
+        let mut paths = Vec::new();
+        paths_into(&fields, &mut Vec::new(), &mut paths);
+        assert!(paths.len() > 100, "{} paths", paths.len());
+        let parsed = parse_texts(&text_live, TEXT_LOOKUPS + 1);
+        assert_eq!(parsed, std::slice::from_ref(&fields));
+        let from_tree = entries(&tree_live, &[]);
+        let from_text = entries(&text_live, &[]);
+        let from_parsed = entries(&text_live, &parsed);
+        assert!(matches!(from_text[0].fields, Fields::Text(_)));
+        assert!(matches!(from_parsed[0].fields, Fields::Tree(_)));
+        let mut owned = 0;
+        for segs in &paths {
+            let want = ownership_depth(&from_tree[0], segs);
+            owned += usize::from(want == Some(segs.len()));
+            assert_eq!(ownership_depth(&from_text[0], segs), want, "text, {segs:?}");
+            assert_eq!(
+                ownership_depth(&from_parsed[0], segs),
+                want,
+                "parsed, {segs:?}"
+            );
+        }
+        assert!(
+            owned > 20 && owned < paths.len(),
+            "{owned} of {} owned",
+            paths.len()
+        );
+        for (field, set) in [("metadata", true), ("spec", true), ("status", false)] {
+            assert_eq!(sets_top_level(&fields, field), set, "{field}");
+            assert_eq!(
+                sets_top_level(&Value::String(fields.to_string()), field),
+                set
+            );
+        }
+    }
+
+    #[test]
+    fn a_fields_text_that_does_not_parse_owns_nothing() {
+        let live = json!({"metadata": {"managedFields": [
+            {"manager": "m", "fieldsType": "FieldsV1", "fieldsV1": "{\"f:spec\": {"}
+        ]}});
+        let es = entries(&live, &[]);
+        assert!(owner(&es, &path(&["spec"])).is_none());
+        assert!(!sets_top_level(
+            &live["metadata"]["managedFields"][0]["fieldsV1"],
+            "spec"
+        ));
     }
 }

@@ -408,7 +408,8 @@ impl Differ {
                 ..Comparison::empty(DriftClass::InSync)
             };
         }
-        let entries = managed::entries(live);
+        let parsed = managed::parse_texts(live, walker.changes.len());
+        let entries = managed::entries(live, &parsed);
         let raw: Vec<RawChange> = walker
             .changes
             .into_iter()

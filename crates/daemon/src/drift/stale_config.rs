@@ -21,6 +21,7 @@
 //! taken as having read the new content (no alarm that a rollout right after a change would
 //! raise for nothing).
 
+use driftd_core::diff::managed;
 use driftd_core::report::{StaleConfigNote, StaleConfigUse, StalePod};
 use driftd_k8s::consumption::{consumed, ConfigKind, ConfigRef, Via};
 use driftd_k8s::{ObjectKey, TypeKey};
@@ -655,9 +656,9 @@ fn content_written_at(object: &Value) -> Option<Timestamp> {
         .into_iter()
         .flatten()
         .filter(|m| {
-            m.get("fieldsV1")
-                .and_then(Value::as_object)
-                .is_some_and(|f| f.contains_key("f:data") || f.contains_key("f:binaryData"))
+            m.get("fieldsV1").is_some_and(|f| {
+                managed::sets_top_level(f, "data") || managed::sets_top_level(f, "binaryData")
+            })
         })
         .filter_map(|m| m.get("time")?.as_str()?.parse::<Timestamp>().ok())
         .max();

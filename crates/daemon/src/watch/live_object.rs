@@ -6,13 +6,20 @@
 //! listed and watched object (issue #11's profile put them at 29% and 19% of a cold start).
 //! This type is what `Api` lists and watches instead; only the resourceVersion, which the
 //! watch resumes from, is read into its `ObjectMeta`.
+//!
+//! Each `metadata.managedFields[].fieldsV1` is kept as its compact JSON text rather than a
+//! tree (`driftd_core::diff::managed` reads either): in a typical Deployment it holds 123 of
+//! the object's 198 keys, each a `String` and a map entry to build, pack and free, for an
+//! attribution that reads one path per change.
 
 use kube::api::{ApiResource, ObjectMeta};
 use kube::core::DynamicResourceScope;
 use kube::Resource;
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::borrow::Cow;
+use std::fmt;
 
 /// A listed or watched object; [`LiveObject::into_json`] gives it to the engine.
 #[derive(Clone, Debug)]
@@ -39,7 +46,7 @@ impl LiveObject {
 
 impl<'de> Deserialize<'de> for LiveObject {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let object = Value::deserialize(deserializer)?;
+        let object = Shaped(Level::Object).deserialize(deserializer)?;
         let resource_version = object
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
@@ -51,6 +58,211 @@ impl<'de> Deserialize<'de> for LiveObject {
             },
             object,
         })
+    }
+}
+
+/// Where in a live object a value sits, on the way to `fieldsV1`.
+#[derive(Clone, Copy)]
+enum Level {
+    Object,
+    Metadata,
+    ManagedFields,
+    ManagedEntry,
+}
+
+/// A value at `Level`, built as `serde_json::Value` but for `fieldsV1`, kept as text.
+struct Shaped(Level);
+
+impl Shaped {
+    /// The level of the value under `key` of a map at this level; `None`: a plain value.
+    fn child(&self, key: &str) -> Option<Level> {
+        match (self.0, key) {
+            (Level::Object, "metadata") => Some(Level::Metadata),
+            (Level::Metadata, "managedFields") => Some(Level::ManagedFields),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Shaped {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Shaped {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Kubernetes object")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        match self.0 {
+            Level::ManagedFields => {
+                while let Some(item) = seq.next_element_seed(Shaped(Level::ManagedEntry))? {
+                    items.push(item);
+                }
+            }
+            _ => {
+                while let Some(item) = seq.next_element::<Value>()? {
+                    items.push(item);
+                }
+            }
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = match self.child(&key) {
+                Some(level) => map.next_value_seed(Shaped(level))?,
+                None if matches!(self.0, Level::ManagedEntry) && key == "fieldsV1" => {
+                    let mut text = Vec::new();
+                    map.next_value_seed(Transcode(&mut text))?;
+                    Value::String(String::from_utf8(text).expect("JSON text is UTF-8"))
+                }
+                None => map.next_value::<Value>()?,
+            };
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// Writes the value read as compact JSON text, building no tree (whatever the deserializer:
+/// unlike `RawValue`, this works through serde's buffering too).
+struct Transcode<'b>(&'b mut Vec<u8>);
+
+impl Transcode<'_> {
+    fn write(&mut self, value: &impl serde::Serialize) {
+        serde_json::to_writer(&mut *self.0, value).expect("writing to a Vec cannot fail");
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Transcode<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Transcode<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_bool<E>(mut self, v: bool) -> Result<(), E> {
+        self.write(&v);
+        Ok(())
+    }
+
+    fn visit_i64<E>(mut self, v: i64) -> Result<(), E> {
+        self.write(&v);
+        Ok(())
+    }
+
+    fn visit_u64<E>(mut self, v: u64) -> Result<(), E> {
+        self.write(&v);
+        Ok(())
+    }
+
+    fn visit_f64<E>(mut self, v: f64) -> Result<(), E> {
+        self.write(&Value::from(v));
+        Ok(())
+    }
+
+    fn visit_str<E>(mut self, v: &str) -> Result<(), E> {
+        self.write(&v);
+        Ok(())
+    }
+
+    fn visit_unit<E>(mut self) -> Result<(), E> {
+        self.write(&());
+        Ok(())
+    }
+
+    fn visit_none<E>(mut self) -> Result<(), E> {
+        self.write(&());
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.0.push(b'[');
+        let mut first = true;
+        loop {
+            let at = self.0.len();
+            if !first {
+                self.0.push(b',');
+            }
+            if seq.next_element_seed(Transcode(self.0))?.is_none() {
+                self.0.truncate(at);
+                break;
+            }
+            first = false;
+        }
+        self.0.push(b']');
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.0.push(b'{');
+        let mut first = true;
+        loop {
+            let at = self.0.len();
+            if !first {
+                self.0.push(b',');
+            }
+            // A key is a string: written as one.
+            if map.next_key_seed(Transcode(self.0))?.is_none() {
+                self.0.truncate(at);
+                break;
+            }
+            first = false;
+            self.0.push(b':');
+            map.next_value_seed(Transcode(self.0))?;
+        }
+        self.0.push(b'}');
+        Ok(())
     }
 }
 
@@ -127,5 +339,55 @@ mod tests {
             "Deployment",
             "its own type wins"
         );
+    }
+
+    /// A watch event's `fieldsV1` arrives as compact text of the same JSON, whatever the
+    /// deserializer (straight from the line, through serde's buffering when `object` comes
+    /// before `type`, or from a tree); everything else is the tree a plain parse makes.
+    #[test]
+    fn fields_v1_is_kept_as_its_text_and_the_rest_as_a_tree() {
+        let fields = json!({"f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+            "f:spec": {"f:template": {"f:spec": {"f:containers": {
+                "k:{\"name\":\"app\"}": {".": {}, "f:image": {}, "f:ports": {
+                    "k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {}}}}}},
+                "f:weird": [1, -2, 2.5, true, null, "é \" \\ \u{0001}", [], {}]}});
+        let object = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "resourceVersion": "9", "labels": {"app": "web"},
+                "managedFields": [
+                    {"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1",
+                     "fieldsV1": fields, "time": "2026-01-01T00:00:00Z"},
+                    {"manager": "other", "fieldsType": "FieldsV1", "fieldsV1": {}}]},
+            "spec": {"replicas": 2, "fieldsV1": {"f:x": {}}}});
+        let type_first = format!(r#"{{"type":"MODIFIED","object":{object}}}"#);
+        let object_first = format!(r#"{{"object":{object},"type":"MODIFIED"}}"#);
+        let resource = ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&());
+        let mut parsed = Vec::new();
+        for line in [type_first, object_first] {
+            let event: kube::api::WatchEvent<LiveObject> = serde_json::from_str(&line).unwrap();
+            let kube::api::WatchEvent::Modified(live) = event else {
+                panic!("a modification");
+            };
+            parsed.push(live.into_json(&resource));
+        }
+        let listed: LiveObject = serde_json::from_value(object.clone()).unwrap();
+        parsed.push(listed.into_json(&resource));
+        for live in parsed {
+            let text = live["metadata"]["managedFields"][0]["fieldsV1"]
+                .as_str()
+                .expect("kept as text");
+            assert_eq!(serde_json::from_str::<Value>(text).unwrap(), fields);
+            assert_eq!(text, fields.to_string(), "compact, keys in their order");
+            assert_eq!(live["metadata"]["managedFields"][1]["fieldsV1"], "{}");
+            let mut as_tree = live.clone();
+            for entry in as_tree["metadata"]["managedFields"].as_array_mut().unwrap() {
+                entry["fieldsV1"] =
+                    serde_json::from_str(entry["fieldsV1"].as_str().unwrap()).unwrap();
+            }
+            assert_eq!(as_tree, object, "the rest as sent");
+            assert!(
+                live["spec"]["fieldsV1"].is_object(),
+                "only under managedFields"
+            );
+        }
     }
 }
