@@ -349,10 +349,7 @@ impl Differ {
     ) -> Comparison {
         let desired = input.desired;
         let annotation = |name: &str| {
-            desired
-                .pointer("/metadata/annotations")
-                .and_then(|a| a.get(name))
-                .and_then(Value::as_str)
+            pointer::at(desired, &["metadata", "annotations", name]).and_then(Value::as_str)
         };
         if annotation(COMPARE_ANNOTATION).is_some_and(|v| v.trim().eq_ignore_ascii_case("false")) {
             return Comparison::empty(DriftClass::InSync);

@@ -55,6 +55,13 @@ pub fn pointer(segs: &[Seg], side: Side) -> String {
     out
 }
 
+/// The value at field names `path` below `value`. What `Value::pointer` answers for a
+/// pointer without list positions or escapes, without the two `String`s it allocates per
+/// token: the engine asks a few such paths of every watch event.
+pub fn at<'v>(value: &'v serde_json::Value, path: &[&str]) -> Option<&'v serde_json::Value> {
+    path.iter().try_fold(value, |value, name| value.get(name))
+}
+
 /// Field names (list positions left out), the shape `merge_key` expects.
 pub fn field_names(segs: &[Seg]) -> Vec<&str> {
     segs.iter()
@@ -125,6 +132,28 @@ pub fn display(segs: &[Seg]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn at_answers_as_a_pointer_does() {
+        let object = serde_json::json!({"metadata": {"name": "web", "labels": {"a": "1"}},
+            "spec": [1, 2], "data": null});
+        for path in [
+            &["metadata", "name"][..],
+            &["metadata", "labels"],
+            &["metadata", "absent"],
+            &["metadata", "name", "deeper"],
+            &["spec", "0"],
+            &["data"],
+            &[],
+        ] {
+            let pointer: String = path.iter().map(|p| format!("/{p}")).collect();
+            let expected = match path {
+                ["spec", "0"] => None, // list positions are not field names
+                _ => object.pointer(&pointer),
+            };
+            assert_eq!(at(&object, path), expected, "{pointer}");
+        }
+    }
 
     #[test]
     fn field_names_on_the_stack_are_the_field_names_at_any_depth() {

@@ -2,7 +2,7 @@
 //! container, a field an operator owns), each with a reason and optionally an expiry so
 //! exceptions do not outlive their purpose.
 
-use super::pointer::{unescape, Seg};
+use super::pointer::{at, unescape, Seg};
 use driftd_k8s::selector::Selector;
 use serde::Deserialize;
 use serde_json::Value;
@@ -126,8 +126,7 @@ impl<'a> ObjectFacts<'a> {
             .get("apiVersion")
             .and_then(Value::as_str)
             .unwrap_or("");
-        let labels = object
-            .pointer("/metadata/labels")
+        let labels = at(object, &["metadata", "labels"])
             .and_then(Value::as_object)
             .map(|m| {
                 m.iter()
@@ -139,11 +138,8 @@ impl<'a> ObjectFacts<'a> {
             source,
             group: driftd_k8s::kinds::split_api_version(api_version).0,
             kind: object.get("kind").and_then(Value::as_str).unwrap_or(""),
-            namespace: object
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str),
-            name: object
-                .pointer("/metadata/name")
+            namespace: at(object, &["metadata", "namespace"]).and_then(Value::as_str),
+            name: at(object, &["metadata", "name"])
                 .and_then(Value::as_str)
                 .unwrap_or(""),
             labels,

@@ -3,6 +3,7 @@
 //! Off (no kinds) unless configured.
 
 use crate::config::{ConfigError, UnmanagedConfig};
+use driftd_core::diff::pointer;
 use driftd_core::report::{DriftClass, DriftEntry};
 use driftd_k8s::{ObjectKey, TypeKey};
 use jiff::Timestamp;
@@ -69,8 +70,7 @@ impl Coverage {
         object: &Value,
         now: Timestamp,
     ) -> Change {
-        let owned = object
-            .pointer("/metadata/ownerReferences")
+        let owned = pointer::at(object, &["metadata", "ownerReferences"])
             .and_then(Value::as_array)
             .is_some_and(|refs| !refs.is_empty());
         if owned || !self.covers_key(key) || created_by_kubernetes(key) {

@@ -12,6 +12,7 @@
 //! the object's 198 keys, each a `String` and a map entry to build, pack and free, for an
 //! attribution that reads one path per change.
 
+use driftd_core::diff::pointer;
 use kube::api::{ApiResource, ObjectMeta};
 use kube::core::DynamicResourceScope;
 use kube::Resource;
@@ -47,8 +48,7 @@ impl LiveObject {
 impl<'de> Deserialize<'de> for LiveObject {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let object = Shaped(Level::Object).deserialize(deserializer)?;
-        let resource_version = object
-            .pointer("/metadata/resourceVersion")
+        let resource_version = pointer::at(&object, &["metadata", "resourceVersion"])
             .and_then(Value::as_str)
             .map(str::to_string);
         Ok(LiveObject {

@@ -4,6 +4,7 @@
 //! (coverage, watch health, readiness) is published from here.
 
 use super::*;
+use driftd_core::diff::pointer;
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// A failed attempt makes `kind` unhealthy (its objects `stale`) until the server
@@ -30,9 +31,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// A watch event's object carries the server's position between lists.
     pub(super) fn event_position(&mut self, kind: &TypeKey, object: &Value) {
-        let Some(rv) = object
-            .pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str)
+        let Some(rv) =
+            pointer::at(object, &["metadata", "resourceVersion"]).and_then(Value::as_str)
         else {
             return;
         };
