@@ -14,15 +14,23 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+/// The text of one merge key field's value, as keyed items are matched by (here and in
+/// `managedFields`' `k:` keys): a string as it is, anything else as its JSON.
+pub(crate) fn merge_key_value_text(value: &Value) -> Cow<'_, str> {
+    match value {
+        Value::String(s) => Cow::Borrowed(s),
+        other => Cow::Owned(other.to_string()),
+    }
+}
+
 /// The key of an item as text (`containerPort: 8080` -> "8080"; several key fields joined
 /// by `,`); borrowed for the usual single string key, so indexing a long list does not copy
 /// every key. `None` when the item has none of the key fields.
 fn key_text<'v>(item: &'v Value, keys: &[&str]) -> Option<Cow<'v, str>> {
     let one = |key: &str| -> Option<Cow<'v, str>> {
         match item.get(key)? {
-            Value::String(s) => Some(Cow::Borrowed(s)),
             Value::Null => None,
-            other => Some(Cow::Owned(other.to_string())),
+            value => Some(merge_key_value_text(value)),
         }
     };
     match keys {

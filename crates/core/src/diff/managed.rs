@@ -12,6 +12,7 @@
 //! attribution reads one path per change. A path is then looked up by scanning the text
 //! ([`Fields::Text`]); past a few lookups the text is parsed once ([`parse_texts`]).
 
+use super::lists::merge_key_value_text;
 use super::pointer::Seg;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -60,11 +61,7 @@ fn key_index(map: &Map<String, Value>) -> KeyIndex<'_> {
             continue;
         };
         for (field, value) in key {
-            // The same text `lists` gives a merge key value: a string as is, else its JSON.
-            let text = match value {
-                Value::String(s) => s,
-                other => other.to_string(),
-            };
+            let text = merge_key_value_text(&value).into_owned();
             index.entry(field).or_default().entry(text).or_insert(child);
         }
     }
@@ -316,17 +313,9 @@ fn key_leads_to(key: &str, seg: &Seg) -> bool {
             let Ok(Value::Object(item_key)) = serde_json::from_str::<Value>(json) else {
                 return false;
             };
-            item_key.iter().any(|(f, v)| {
-                f == field
-                    && match v {
-                        Value::String(s) => s == value,
-                        // The text `lists` gives a merge key value that is not a string.
-                        other => {
-                            let text = other.to_string();
-                            text == *value
-                        }
-                    }
-            })
+            item_key
+                .iter()
+                .any(|(f, v)| f == field && merge_key_value_text(v) == value.as_str())
         }),
         Seg::Item { live: Some(i), .. } => key.strip_prefix("i:") == Some(i.to_string().as_str()),
         Seg::Item { .. } => false,

@@ -227,43 +227,47 @@ impl<'de> Visitor<'de> for Transcode<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        self.0.push(b'[');
-        let mut first = true;
-        loop {
-            let at = self.0.len();
-            if !first {
-                self.0.push(b',');
-            }
-            if seq.next_element_seed(Transcode(self.0))?.is_none() {
-                self.0.truncate(at);
-                break;
-            }
-            first = false;
-        }
-        self.0.push(b']');
-        Ok(())
+        separated(self.0, b'[', b']', |out| {
+            Ok(seq.next_element_seed(Transcode(out))?.is_some())
+        })
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        self.0.push(b'{');
-        let mut first = true;
-        loop {
-            let at = self.0.len();
-            if !first {
-                self.0.push(b',');
-            }
+        separated(self.0, b'{', b'}', |out| {
             // A key is a string: written as one.
-            if map.next_key_seed(Transcode(self.0))?.is_none() {
-                self.0.truncate(at);
-                break;
+            if map.next_key_seed(Transcode(out))?.is_none() {
+                return Ok(false);
             }
-            first = false;
-            self.0.push(b':');
-            map.next_value_seed(Transcode(self.0))?;
-        }
-        self.0.push(b'}');
-        Ok(())
+            out.push(b':');
+            map.next_value_seed(Transcode(out))?;
+            Ok(true)
+        })
     }
+}
+
+/// Writes `open`, the items `item` writes (it answers false when there are no more) with a
+/// comma between them, then `close`.
+fn separated<E>(
+    out: &mut Vec<u8>,
+    open: u8,
+    close: u8,
+    mut item: impl FnMut(&mut Vec<u8>) -> Result<bool, E>,
+) -> Result<(), E> {
+    out.push(open);
+    let mut first = true;
+    loop {
+        let at = out.len();
+        if !first {
+            out.push(b',');
+        }
+        if !item(out)? {
+            out.truncate(at);
+            break;
+        }
+        first = false;
+    }
+    out.push(close);
+    Ok(())
 }
 
 impl Resource for LiveObject {
