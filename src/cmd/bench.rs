@@ -20,12 +20,15 @@
 //!    delivery rate is printed beside it, so a reader sees which side limited the run;
 //! 7. `latency_p99_ms`: a steady 1,000 writes/s over HTTP for 5 s; one write in 20 goes to
 //!    a ConfigMap of a small namespace whose `/drift` is polled until the written value shows;
-//! 8. `kube_events_dropped`: `driftd_kube_events_dropped_total` at the end.
+//! 8. `kube_events_dropped`: `driftd_kube_events_dropped_total` at the end;
+//! 9. with serve stopped, the events floor (printed, not a figure): M more modifications
+//!    taken in by watches that only parse them, as the transfer floor is for cold start.
 
 use anyhow::{bail, Context};
 use driftd_daemon::watch::LiveObject;
 use driftd_sim::store::bulk::BulkEdit;
 use driftd_sim::{SimOptions, Simulator};
+use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::Api;
 use serde_json::{json, Value};
@@ -114,6 +117,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// What the table prints besides the figures.
 struct Notes {
     sim_delivery_per_s: f64,
+    /// What a client that only parses took in of the same modifications ([`events_floor`]).
+    events_floor_per_s: f64,
     drifting: usize,
     rss_empty_mib: f64,
     rss_full_mib: f64,
@@ -147,8 +152,8 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
             controllers: false,
             // The modifications reach driftd faster than it takes them in: a history that
             // holds them all keeps a lagging watch resuming instead of re-listing (410), so
-            // the figure is event processing, not re-lists.
-            history_limit: (args.changes + n).max(SimOptions::default().history_limit),
+            // the figure is event processing, not re-lists (the events floor makes M more).
+            history_limit: (2 * args.changes + n).max(SimOptions::default().history_limit),
             ..SimOptions::default()
         },
     )
@@ -276,6 +281,12 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
     let metrics_bytes = serve.get_bytes("/metrics").await?.len();
     let scrape_ms = started.elapsed().as_secs_f64() * 1000.0;
     let kube_events_dropped = serve.metric_sum("driftd_kube_events_dropped_total").await? as u64;
+    drop(serve);
+
+    // 9. The events floor: the same number of modifications, taken in by a client that only
+    //    parses them, with driftd stopped.
+    let events_floor_per_s = events_floor(&client, &sim, args.changes).await?;
+    eprintln!("bench: the events floor took in {events_floor_per_s:.0} events/s");
     Ok((
         Figures {
             objects: n,
@@ -292,6 +303,7 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
         },
         Notes {
             sim_delivery_per_s: outcome.delivery.delivery_events_per_second,
+            events_floor_per_s,
             drifting,
             rss_empty_mib: rss_empty as f64 / 1048576.0,
             rss_full_mib: rss_full as f64 / 1048576.0,
@@ -336,37 +348,103 @@ fn configmaps() -> ApiResource {
     }
 }
 
+/// The kinds of the mix: group, version, kind, plural.
+const MIX_KINDS: [(&str, &str, &str, &str); 9] = [
+    ("apps", "v1", "Deployment", "deployments"),
+    ("", "v1", "ConfigMap", "configmaps"),
+    ("", "v1", "Secret", "secrets"),
+    ("", "v1", "Service", "services"),
+    ("", "v1", "ServiceAccount", "serviceaccounts"),
+    ("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        "rolebindings",
+    ),
+    ("batch", "v1", "Job", "jobs"),
+    ("batch", "v1", "CronJob", "cronjobs"),
+];
+
+/// The kinds the simulator's bulk edit modifies by default.
+const EDITED_KINDS: [&str; 4] = ["deployments", "configmaps", "secrets", "services"];
+
+fn resource_of(&(group, version, kind, plural): &(&str, &str, &str, &str)) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: match group {
+            "" => version.into(),
+            g => format!("{g}/{version}"),
+        },
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// The rate at which a client that only parses can take in `changes` modifications (driftd
+/// not running): watches on the edited kinds parse every event as `driftd serve` does, and
+/// nothing else. It is the events figure's floor, as `transfer_floor_s` is the cold start's:
+/// on a machine shared with the simulator, driftd cannot take events in faster.
+async fn events_floor(
+    client: &kube::Client,
+    sim: &std::sync::Arc<Simulator>,
+    changes: usize,
+) -> anyhow::Result<f64> {
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut watches = Vec::new();
+    for resource in MIX_KINDS
+        .iter()
+        .filter(|k| EDITED_KINDS.contains(&k.3))
+        .map(resource_of)
+    {
+        let api: Api<LiveObject> = Api::all_with(client.clone(), &resource);
+        let rv = api
+            .list_metadata(&ListParams::default().limit(1))
+            .await?
+            .metadata
+            .resource_version
+            .context("a list without a resourceVersion")?;
+        let mut events = api
+            .watch(&kube::api::WatchParams::default().timeout(290), &rv)
+            .await?
+            .boxed();
+        let seen = seen.clone();
+        watches.push(tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                if let Ok(kube::api::WatchEvent::Added(o) | kube::api::WatchEvent::Modified(o)) =
+                    event
+                {
+                    std::hint::black_box(o.into_json(&resource));
+                    seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    let started = Instant::now();
+    let outcome = bulk_edit(sim, changes).await?;
+    let deadline = Instant::now() + READY_TIMEOUT;
+    while seen.load(std::sync::atomic::Ordering::Relaxed) < outcome.edit.made {
+        if Instant::now() > deadline {
+            bail!(
+                "the floor's watches did not take in {} events",
+                outcome.edit.made
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let streaming = started.elapsed().as_secs_f64() - outcome.edit.prepare_seconds;
+    for watch in watches {
+        watch.abort();
+    }
+    Ok(outcome.edit.made as f64 / streaming)
+}
+
 /// Lists every kind of the mix in pages of 500, as a watcher's initial list does, and parses
 /// every object; returns how many there were.
 async fn list_everything(client: &kube::Client) -> anyhow::Result<usize> {
-    let kinds = [
-        ("apps", "v1", "Deployment", "deployments"),
-        ("", "v1", "ConfigMap", "configmaps"),
-        ("", "v1", "Secret", "secrets"),
-        ("", "v1", "Service", "services"),
-        ("", "v1", "ServiceAccount", "serviceaccounts"),
-        ("rbac.authorization.k8s.io", "v1", "Role", "roles"),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "RoleBinding",
-            "rolebindings",
-        ),
-        ("batch", "v1", "Job", "jobs"),
-        ("batch", "v1", "CronJob", "cronjobs"),
-    ];
     let mut count = 0;
-    for (group, version, kind, plural) in kinds {
-        let resource = ApiResource {
-            group: group.into(),
-            version: version.into(),
-            api_version: match group {
-                "" => version.into(),
-                g => format!("{g}/{version}"),
-            },
-            kind: kind.into(),
-            plural: plural.into(),
-        };
+    for resource in MIX_KINDS.iter().map(resource_of) {
         // Parsed as `driftd serve` parses them, into the JSON tree it compares.
         let api: Api<LiveObject> = Api::all_with(client.clone(), &resource);
         let mut params = ListParams::default().limit(500);
@@ -695,6 +773,10 @@ fn print_table(f: &Figures, notes: &Notes) {
     println!(
         "simulator delivered {:.0} watch events/s during the edits (driftd took in {:.0}/s)",
         notes.sim_delivery_per_s, f.events_per_s
+    );
+    println!(
+        "a client that only parses took in {:.0} of the same modifications a second (driftd stopped)",
+        notes.events_floor_per_s
     );
     println!(
         "driftd peak RSS {:.1} MiB with an empty desired state, {:.1} MiB with {} objects ({:.1} MiB right after ready); /drift held {} entries",
