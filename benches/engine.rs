@@ -18,7 +18,12 @@
 //!   `drift` is how many objects the engine reports drifting afterwards, checked against
 //!   the modifications made (the bench fails otherwise: figures of wrong answers mean nothing),
 //!   and `drift_B` the heap the engine holds per drifting object beyond an in-sync one (its
-//!   changes, patch, settle state and episode), measured after the modifications.
+//!   changes, patch, settle state and episode), measured after the modifications;
+//! - what a watcher spends parsing one such modification's watch event line, in three ways:
+//!   `parse_µs` as `driftd serve` parses it (`LiveObject`, `type` first as the API server
+//!   writes it: `fieldsV1` copied as text), `buffered_µs` the same with `object` first
+//!   (serde buffers the object and `fieldsV1` is transcoded), and `tree_µs` a plain
+//!   `serde_json::Value` of the line, the baseline.
 //!
 //! Growth in N is linear when `heap_B/obj` and `µs/event` stay flat across the rows.
 
@@ -207,6 +212,7 @@ struct Row {
     /// Packing each event's kept copy, which the watchers do beside the engine.
     pack_us: f64,
     compare_us: f64,
+    parse: ParseCosts,
     drifting: usize,
     expected_drifting: usize,
     drift_heap_per_object: f64,
@@ -333,6 +339,7 @@ fn run(n: usize, dir: &std::path::Path) -> Row {
     }
     let compare_us = started.elapsed().as_secs_f64() * 1e6 / modifications.len().min(2_000) as f64;
     drop(lives);
+    let parse = parse_costs(&objects, events.min(2_000));
     let mut handled = Duration::ZERO;
     let mut packing = Duration::ZERO;
     while !modifications.is_empty() {
@@ -376,8 +383,62 @@ fn run(n: usize, dir: &std::path::Path) -> Row {
         us_per_event: handled.as_secs_f64() * 1e6 / events as f64,
         pack_us: packing.as_secs_f64() * 1e6 / events as f64,
         compare_us,
+        parse,
         drifting,
         expected_drifting,
+    }
+}
+
+/// µs per watch event line of the first `count` modifications, parsed three ways.
+struct ParseCosts {
+    live_object_us: f64,
+    buffered_us: f64,
+    tree_us: f64,
+}
+
+fn parse_costs(objects: &[Value], count: usize) -> ParseCosts {
+    let lines: Vec<(TypeKey, String, String)> = (0..count)
+        .map(|round| {
+            let i = round % objects.len();
+            let object = modified(&live_of(&objects[i], i), round);
+            let type_first = format!(r#"{{"type":"MODIFIED","object":{object}}}"#);
+            let object_first = format!(r#"{{"object":{object},"type":"MODIFIED"}}"#);
+            (type_of(&object), type_first, object_first)
+        })
+        .collect();
+    let resources: BTreeMap<TypeKey, ApiResource> = lines
+        .iter()
+        .map(|(key, _, _)| {
+            let resource = ApiResource {
+                group: String::new(),
+                version: String::new(),
+                api_version: key.api_version.clone(),
+                kind: key.kind.clone(),
+                plural: String::new(),
+            };
+            (key.clone(), resource)
+        })
+        .collect();
+    let per_line = |parse: &dyn Fn(&TypeKey, &str, &str)| {
+        let started = Instant::now();
+        for (key, type_first, object_first) in &lines {
+            parse(key, type_first, object_first);
+        }
+        started.elapsed().as_secs_f64() * 1e6 / lines.len() as f64
+    };
+    let as_served = |key: &TypeKey, line: &str| {
+        let event: kube::api::WatchEvent<LiveObject> =
+            serde_json::from_str(line).expect("a watch event");
+        if let kube::api::WatchEvent::Modified(live) = event {
+            std::hint::black_box(live.into_json(&resources[key]));
+        }
+    };
+    ParseCosts {
+        live_object_us: per_line(&|key, line, _| as_served(key, line)),
+        buffered_us: per_line(&|key, _, line| as_served(key, line)),
+        tree_us: per_line(&|_, line, _| {
+            std::hint::black_box(serde_json::from_str::<Value>(line).expect("JSON"));
+        }),
     }
 }
 
@@ -402,7 +463,7 @@ fn main() {
     }
     let dir = tempfile::tempdir().expect("temp dir");
     println!(
-        "{:>8} {:>9} {:>7} {:>7} {:>11} {:>10} {:>10} {:>8} {:>10} {:>9} {:>8} {:>11} {:>8} {:>7} {:>8}",
+        "{:>8} {:>9} {:>7} {:>7} {:>11} {:>10} {:>10} {:>8} {:>10} {:>9} {:>8} {:>11} {:>8} {:>7} {:>8} {:>9} {:>12} {:>8}",
         "objects",
         "commit_s",
         "load_s",
@@ -417,13 +478,16 @@ fn main() {
         "compare_µs",
         "x diff",
         "drift",
-        "drift_B"
+        "drift_B",
+        "parse_µs",
+        "buffered_µs",
+        "tree_µs"
     );
     let mut wrong = false;
     for n in counts {
         let row = run(n, dir.path());
         println!(
-            "{:>8} {:>9.2} {:>7.2} {:>7.2} {:>11.0} {:>10.0} {:>10.0} {:>8} {:>10.0} {:>9.1} {:>8.1} {:>11.1} {:>8.2} {:>7} {:>8.0}",
+            "{:>8} {:>9.2} {:>7.2} {:>7.2} {:>11.0} {:>10.0} {:>10.0} {:>8} {:>10.0} {:>9.1} {:>8.1} {:>11.1} {:>8.2} {:>7} {:>8.0} {:>9.1} {:>12.1} {:>8.1}",
             row.n,
             row.commit_s,
             row.load_s,
@@ -438,7 +502,10 @@ fn main() {
             row.compare_us,
             row.us_per_event / row.compare_us,
             row.drifting,
-            row.drift_heap_per_object
+            row.drift_heap_per_object,
+            row.parse.live_object_us,
+            row.parse.buffered_us,
+            row.parse.tree_us
         );
         if row.drifting != row.expected_drifting {
             eprintln!(

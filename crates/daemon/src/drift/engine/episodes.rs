@@ -2,6 +2,7 @@
 //! recorded in the store and announced as an Event, and open episodes are kept current.
 
 use super::*;
+use driftd_core::par;
 use driftd_store::EpisodeWrite;
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
@@ -23,18 +24,17 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let more = reports.len() == SETTLE_BATCH;
         let now = self.clock.wall();
         // A state is due only if no comparison since said otherwise, so the entry holds the
-        // paths the report's drift stands for.
-        let settled: Vec<(Report, DriftEntry, Vec<String>)> = {
-            let index = self.index.read().unwrap();
-            reports
-                .into_iter()
-                .filter_map(|report| {
-                    let entry = index.get(&report.key)?.clone();
-                    let paths = entry.paths();
-                    Some((report, entry, paths))
-                })
-                .collect()
-        };
+        // paths the report's drift stands for. The index is only read here, and only this
+        // thread writes it: the entries are read in place rather than copied.
+        let index = self.index.read().unwrap();
+        let settled: Vec<(Report, &DriftEntry, Vec<String>)> = reports
+            .into_iter()
+            .filter_map(|report| {
+                let entry = index.get(&report.key)?;
+                let paths = entry.paths();
+                Some((report, entry, paths))
+            })
+            .collect();
         let writes: Vec<EpisodeWrite> = settled
             .iter()
             .map(|(Report { key, drift }, entry, paths)| match drift {
@@ -61,8 +61,13 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             self.outputs.store_error(what, &err);
         }
         drop(writes);
-        for (Report { key, drift }, entry, paths) in &settled {
-            let live = self.tracked.live_identity(key);
+        // Each identity unpacks a live copy: on every core, off this thread's serial path (a
+        // wave of drift settles a thousand at a time).
+        let tracked = &self.tracked;
+        let identities = par::map_ordered(&settled, |(report, _, _)| {
+            tracked.live_identity(&report.key)
+        });
+        for ((Report { key, drift }, entry, paths), live) in settled.iter().zip(&identities) {
             let live = live.as_ref();
             match drift {
                 Some(drift) => {

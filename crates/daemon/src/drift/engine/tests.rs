@@ -65,6 +65,8 @@ impl WatchControl for Watches {
 struct Recorded {
     /// `Detected ConfigMap/a`, in order.
     announcements: Vec<String>,
+    /// The name and live uid each drift announcement was about, in order.
+    identities: Vec<(String, Option<String>)>,
     watch_events: BTreeMap<String, u64>,
     watch_errors: BTreeMap<String, u64>,
     comparisons: usize,
@@ -89,8 +91,10 @@ impl Outputs for Recorded {
         &mut self,
         announcement: Announcement,
         entry: &DriftEntry,
-        _live: Option<&crate::drift::LiveIdentity>,
+        live: Option<&crate::drift::LiveIdentity>,
     ) {
+        self.identities
+            .push((entry.name.clone(), live.and_then(|l| l.uid.clone())));
         self.announcements.push(match entry.class {
             DriftClass::Uncommitted => format!("Uncommitted {}/{}", entry.kind, entry.name),
             _ => format!("{announcement:?} {}/{}", entry.kind, entry.name),
@@ -373,6 +377,30 @@ fn a_relist_with_an_object_gone_judges_on_the_last_live_copies_until_it_ends() {
         ["Detected ConfigMap/a", "Detected ConfigMap/b"],
         "Events only for what changed"
     );
+}
+
+/// A wave of drift settles in one step, its live identities read on several threads: each
+/// Event is about its own object's live copy.
+#[test]
+fn a_wave_of_settled_drift_announces_each_object_with_its_own_identity() {
+    let n = 700;
+    let yaml: String = (0..n).map(|i| cm(&format!("c{i}"), "1")).collect();
+    let mut h = Harness::start_with(&config(), &yaml);
+    let drifted: Vec<Value> = (0..n)
+        .map(|i| {
+            let mut o = one(&cm(&format!("c{i}"), "2"));
+            o["metadata"]["uid"] = json!(format!("uid-{i}"));
+            o
+        })
+        .collect();
+    h.list(&configmaps(), drifted);
+    h.advance(SETTLE);
+    let identities = &h.engine.outputs.identities;
+    assert_eq!(identities.len(), n, "{identities:?}");
+    for (name, uid) in identities {
+        let i = name.strip_prefix('c').unwrap();
+        assert_eq!(uid.as_deref(), Some(format!("uid-{i}").as_str()), "{name}");
+    }
 }
 
 #[test]
