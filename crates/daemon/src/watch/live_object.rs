@@ -471,6 +471,29 @@ mod tests {
         }
     }
 
+    /// A deserializer that answers a request for a raw value with the plain value (serde's
+    /// own map deserializer does) gets it transcoded.
+    #[test]
+    fn fields_v1_from_a_deserializer_without_raw_values_is_transcoded() {
+        let entries = vec![
+            ("f:a", json!({})),
+            ("k:{\"x\":1}", json!({".": {}, "f:b": {}})),
+        ];
+        let deserializer = serde::de::value::MapDeserializer::<_, serde_json::Error>::new(
+            entries.clone().into_iter(),
+        );
+        let mut text = Vec::new();
+        FieldsText(&mut text).deserialize(deserializer).unwrap();
+        let expected: Map<String, Value> = entries
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            Value::Object(expected).to_string()
+        );
+    }
+
     /// Straight from the line (`type` first, as the API server writes events), `fieldsV1` is
     /// the text as sent, copied rather than transcoded: its spaces stay.
     #[test]
