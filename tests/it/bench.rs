@@ -67,6 +67,15 @@ fn bench_prints_every_figure_as_one_json_object() {
         assert!(figures[key].as_f64().unwrap() > 0.0, "{key} measured");
     }
     assert_eq!(figures["kube_events_dropped"], 0, "no Event lost");
+    // The events floor: printed beside the figures, not one of the `--json` keys.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let floor: f64 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("bench: the events floor took in "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no events floor in: {stderr}"));
+    assert!(floor > 0.0, "the events floor is measured");
     // The daemon's own logs stay in the work directory for a reader of a failed run.
     assert!(dir.path().join("serve-bench.log").exists());
 }
