@@ -26,7 +26,7 @@
 
 use anyhow::{bail, Context};
 use driftd_daemon::watch::LiveObject;
-use driftd_sim::store::bulk::BulkEdit;
+use driftd_sim::store::bulk::{BulkEdit, DEFAULT_EDIT_KINDS};
 use driftd_sim::{SimOptions, Simulator};
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams};
@@ -366,9 +366,6 @@ const MIX_KINDS: [(&str, &str, &str, &str); 9] = [
     ("batch", "v1", "CronJob", "cronjobs"),
 ];
 
-/// The kinds the simulator's bulk edit modifies by default.
-const EDITED_KINDS: [&str; 4] = ["deployments", "configmaps", "secrets", "services"];
-
 fn resource_of(&(group, version, kind, plural): &(&str, &str, &str, &str)) -> ApiResource {
     ApiResource {
         group: group.into(),
@@ -395,7 +392,7 @@ async fn events_floor(
     let mut watches = Vec::new();
     for resource in MIX_KINDS
         .iter()
-        .filter(|k| EDITED_KINDS.contains(&k.3))
+        .filter(|k| DEFAULT_EDIT_KINDS.contains(&k.3))
         .map(resource_of)
     {
         let api: Api<LiveObject> = Api::all_with(client.clone(), &resource);

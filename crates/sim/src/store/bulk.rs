@@ -121,7 +121,8 @@ impl BulkLoader<'_> {
     }
 }
 
-const DEFAULT_EDIT_KINDS: &[&str] = &["configmaps", "secrets", "services", "deployments"];
+/// The kinds (plurals) a bulk edit that names none modifies.
+pub const DEFAULT_EDIT_KINDS: &[&str] = &["configmaps", "secrets", "services", "deployments"];
 
 impl Store {
     /// Creates every object in order (a Namespace before the objects in it), each as
