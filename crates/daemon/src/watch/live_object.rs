@@ -7,8 +7,8 @@
 //! This type is what `Api` lists and watches instead; only the resourceVersion, which the
 //! watch resumes from, is read into its `ObjectMeta`.
 //!
-//! Each `metadata.managedFields[].fieldsV1` is kept as its compact JSON text rather than a
-//! tree (`driftd_core::diff::managed` reads either): in a typical Deployment it holds 123 of
+//! Each `metadata.managedFields[].fieldsV1` is kept as its JSON text (as the API server wrote
+//! it, compact; transcoded when serde buffered the object) rather than a tree (`driftd_core::diff::managed` reads either): in a typical Deployment it holds 123 of
 //! the object's 198 keys, each a `String` and a map entry to build, pack and free, for an
 //! attribution that reads one path per change.
 
@@ -204,17 +204,7 @@ impl<'de> Visitor<'de> for FieldsText<'_> {
             return map.next_value_seed(TextInto(self.0));
         }
         // A deserializer that answers a newtype with its content: this map is the value.
-        let mut first = first;
-        separated(self.0, b'{', b'}', |out| {
-            match first.take() {
-                Some(key) => Transcode(out).visit_str::<A::Error>(&key)?,
-                None if map.next_key_seed(Transcode(out))?.is_none() => return Ok(false),
-                None => {}
-            }
-            out.push(b':');
-            map.next_value_seed(Transcode(out))?;
-            Ok(true)
-        })
+        transcode_map(self.0, first, map)
     }
 }
 
@@ -308,17 +298,28 @@ impl<'de> Visitor<'de> for Transcode<'_> {
         })
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        separated(self.0, b'{', b'}', |out| {
-            // A key is a string: written as one.
-            if map.next_key_seed(Transcode(out))?.is_none() {
-                return Ok(false);
-            }
-            out.push(b':');
-            map.next_value_seed(Transcode(out))?;
-            Ok(true)
-        })
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        transcode_map(self.0, None, map)
     }
+}
+
+/// Writes the entries of `map` as a JSON object; `first` is a key already read from it.
+fn transcode_map<'de, A: MapAccess<'de>>(
+    out: &mut Vec<u8>,
+    mut first: Option<String>,
+    mut map: A,
+) -> Result<(), A::Error> {
+    separated(out, b'{', b'}', |out| {
+        match first.take() {
+            Some(key) => Transcode(out).visit_str::<A::Error>(&key)?,
+            // A key is a string: written as one.
+            None if map.next_key_seed(Transcode(out))?.is_none() => return Ok(false),
+            None => {}
+        }
+        out.push(b':');
+        map.next_value_seed(Transcode(out))?;
+        Ok(true)
+    })
 }
 
 /// Writes `open`, the items `item` writes (it answers false when there are no more) with a
