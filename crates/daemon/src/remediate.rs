@@ -175,13 +175,13 @@ impl Task {
             }
         }
         let mut entries = entries;
-        entries.sort_by_key(|e| {
+        entries.sort_by_cached_key(|e| {
             let at = positions
                 .get(&e.source)
                 .and_then(|p| p.get(&key_of(e)))
                 .copied()
                 .unwrap_or(usize::MAX);
-            (e.source.clone(), at)
+            (e.source.clone(), at, key_of(e))
         });
         entries
     }

@@ -5,12 +5,16 @@
 //! with the desired state and the drift index through an `Arc`), and its live copy is
 //! [`Packed`]: a watch event is compared with the object it brings, and only re-evaluations
 //! (a commit, an intent, a CRD or autoscaler change, an expired rule) unpack the copy.
+//!
+//! Objects are found by hash: every watch event looks its object up here two or three
+//! times, and at 100,000 objects the key comparisons of a B-tree search were a sixth of the
+//! engine's thread (issue #11). What is listed for people or re-evaluated is sorted by key.
 
 use super::outputs::{Identified, LiveIdentity};
 use super::packed::Packed;
 use driftd_k8s::{ObjectKey, TypeKey};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// One judged object.
@@ -21,10 +25,10 @@ struct Tracked {
     live: Option<Packed>,
 }
 
-/// Every judged object, in key order.
+/// Every judged object.
 #[derive(Debug, Default)]
 pub struct TrackedSet {
-    objects: BTreeMap<Arc<ObjectKey>, Tracked>,
+    objects: HashMap<Arc<ObjectKey>, Tracked>,
 }
 
 impl TrackedSet {
@@ -46,7 +50,8 @@ impl TrackedSet {
             };
             self.objects.insert(key, Tracked { kind, live });
         }
-        let removed = before.into_keys().map(|k| (*k).clone()).collect();
+        let mut removed: Vec<ObjectKey> = before.into_keys().map(|k| (*k).clone()).collect();
+        removed.sort_unstable();
         (removed, added)
     }
 
@@ -106,16 +111,26 @@ impl TrackedSet {
 
     /// Every tracked key, in order.
     pub fn keys(&self) -> Vec<Arc<ObjectKey>> {
-        self.objects.keys().cloned().collect()
+        self.keys_of(|_| true)
     }
 
     /// The tracked keys whose kind passes `filter`, in order.
     pub fn keys_of(&self, filter: impl Fn(&TypeKey) -> bool) -> Vec<Arc<ObjectKey>> {
-        self.objects
+        let mut keys: Vec<Arc<ObjectKey>> = self
+            .objects
             .iter()
             .filter(|(_, t)| filter(&t.kind))
             .map(|(k, _)| k.clone())
-            .collect()
+            .collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// Every tracked object, in key order.
+    fn sorted(&self) -> Vec<(&Arc<ObjectKey>, &Tracked)> {
+        let mut objects: Vec<_> = self.objects.iter().collect();
+        objects.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        objects
     }
 
     /// The kinds of tracked objects (with repeats).
@@ -128,7 +143,7 @@ impl TrackedSet {
     /// over the copies held (so a kind whose list came last is not left out).
     pub fn sample(&self, limit: usize) -> Vec<Vec<u8>> {
         let mut by_kind: BTreeMap<&TypeKey, (usize, Vec<&Packed>)> = BTreeMap::new();
-        for tracked in self.objects.values() {
+        for (_, tracked) in self.sorted() {
             let (count, held) = by_kind.entry(&tracked.kind).or_default();
             *count += 1;
             held.extend(tracked.live.as_ref());
@@ -197,6 +212,25 @@ mod tests {
         set.set_live(&a, None);
         assert_eq!(set.live(&a), None);
         assert_eq!(set.keys().len(), 2);
+    }
+
+    #[test]
+    fn keys_and_removed_objects_come_in_key_order() {
+        let mut set = TrackedSet::default();
+        let names: Vec<String> = (0..50).rev().map(|i| format!("cm-{i:02}")).collect();
+        set.replace(names.iter().map(|n| cm(n)));
+        let listed: Vec<String> = set.keys().iter().map(|k| k.name.clone()).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(listed, sorted);
+        let (removed, _) = set.replace([cm("cm-07")]);
+        let removed: Vec<&str> = removed.iter().map(|k| k.name.as_str()).collect();
+        let expected: Vec<&str> = sorted
+            .iter()
+            .map(String::as_str)
+            .filter(|n| *n != "cm-07")
+            .collect();
+        assert_eq!(removed, expected);
     }
 
     #[test]
