@@ -119,7 +119,7 @@ impl DriftIndex {
                 None
             }
         };
-        // The ordered key set changes only when the entry goes in or out of sync.
+        // The not-in-sync set changes only when the entry goes in or out of sync.
         if old.as_ref().map(|old| old.class == DriftClass::InSync) != Some(in_sync) {
             if in_sync {
                 self.not_in_sync.remove(&key);

@@ -7,9 +7,10 @@
 //! This type is what `Api` lists and watches instead; only the resourceVersion, which the
 //! watch resumes from, is read into its `ObjectMeta`.
 //!
-//! Each `metadata.managedFields[].fieldsV1` is kept as its JSON text (as the API server wrote
-//! it, compact; transcoded when serde buffered the object) rather than a tree (`driftd_core::diff::managed` reads either): in a typical Deployment it holds 123 of
-//! the object's 198 keys, each a `String` and a map entry to build, pack and free, for an
+//! Each `metadata.managedFields[].fieldsV1` is kept as its JSON text (as the API server
+//! wrote it, compact; transcoded when serde buffered the object) rather than a tree
+//! (`driftd_core::diff::managed` reads either): in a typical Deployment it holds 123 of the
+//! object's 198 keys, each a `String` and a map entry to build, pack and free, for an
 //! attribution that reads one path per change.
 
 use driftd_core::diff::pointer;
