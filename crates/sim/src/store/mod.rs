@@ -447,13 +447,13 @@ impl Inner {
         }
         if id.0.is_empty() && id.1 == "services" {
             if let Some(p) = &prev {
-                self.services.remove(&p.value());
+                self.services.remove(&alloc::Holds::of_json(&p.json));
             }
             if !deleted {
-                match object {
-                    Some(object) => self.services.add(object),
-                    None => self.services.add(&stored.value()),
-                }
+                self.services.add(&match object {
+                    Some(object) => alloc::Holds::of(object),
+                    None => alloc::Holds::of_json(&stored.json),
+                });
             }
         }
         let change = Arc::new(Change {
