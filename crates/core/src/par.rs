@@ -6,6 +6,8 @@
 //! compares a burst of watch events the same way, so its one thread is not what limits it.
 
 use std::num::NonZeroUsize;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// Below this many items a second thread costs more than it saves.
 const MIN_ITEMS_PER_THREAD: usize = 256;
@@ -53,11 +55,27 @@ pub fn map_owned<T: Send, R: Send>(
 
 /// Threads for `len` items: one per core, each with at least `min_per_thread` items.
 fn threads_for(len: usize, min_per_thread: usize) -> usize {
-    std::thread::available_parallelism()
-        .map(NonZeroUsize::get)
-        .unwrap_or(1)
-        .min(len / min_per_thread)
-        .max(1)
+    cores().min(len / min_per_thread).max(1)
+}
+
+/// How long the core count is trusted before it is asked again.
+const CORES_TTL: Duration = Duration::from_secs(10);
+
+/// The cores this process may use, asked at most every [`CORES_TTL`]: in a container,
+/// `available_parallelism` opens and reads the cgroup's files each time, and the drift engine
+/// asks once per burst of watch events (1-2% of its thread at 100,000 objects, issue #11).
+/// Asked again now and then so a pod resized in place gets its new share.
+fn cores() -> usize {
+    static CACHED: Mutex<Option<(Instant, usize)>> = Mutex::new(None);
+    let mut cached = CACHED.lock().unwrap_or_else(PoisonError::into_inner);
+    match *cached {
+        Some((asked, cores)) if asked.elapsed() < CORES_TTL => cores,
+        _ => {
+            let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+            *cached = Some((Instant::now(), cores));
+            cores
+        }
+    }
 }
 
 #[cfg(test)]

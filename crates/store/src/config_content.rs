@@ -64,14 +64,14 @@ pub(super) fn record(conn: &Connection, changes: &[ContentChange]) -> Result<(),
     }
     let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
     {
-        let mut upsert = tx.prepare(
+        let mut upsert = tx.prepare_cached(
             "INSERT INTO config_contents (namespace, kind, name, hash, first_seen, earlier)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (namespace, kind, name) DO UPDATE
              SET hash = excluded.hash, first_seen = excluded.first_seen,
                  earlier = excluded.earlier",
         )?;
-        let mut delete = tx.prepare(
+        let mut delete = tx.prepare_cached(
             "DELETE FROM config_contents WHERE namespace = ?1 AND kind = ?2 AND name = ?3",
         )?;
         for change in changes {
