@@ -117,6 +117,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// What the table prints besides the figures.
 struct Notes {
     sim_delivery_per_s: f64,
+    /// Serve's CPU time (all its threads) from the first modification to the end of the
+    /// edits phase (its quiet tail included: under 0.1 s of CPU), per modification: what
+    /// `events_per_s` costs, whichever side limited it.
+    serve_cpu_us_per_event: f64,
+    /// Serve's average CPU use over the edits phase, in cores.
+    serve_cores: f64,
     /// What a client that only parses took in of the same modifications ([`events_floor`]).
     events_floor_per_s: f64,
     drifting: usize,
@@ -246,7 +252,23 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
     // 6. Watch events streamed into drift state.
     let before = serve.metric_sum("driftd_watch_events_total").await?;
     let started = Instant::now();
-    let outcome = bulk_edit(&sim, args.changes).await?;
+    // Serve's CPU time, read while the simulator prepares and stores the modifications, to
+    // know what it was when the first one was stored.
+    let edit = bulk_edit(&sim, args.changes);
+    tokio::pin!(edit);
+    let mut cpu = vec![(started, serve.cpu_ticks()?)];
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut edit => break outcome?,
+            _ = tokio::time::sleep(QUIET_SAMPLE) => cpu.push((Instant::now(), serve.cpu_ticks()?)),
+        }
+    };
+    let first_stored = started + Duration::from_secs_f64(outcome.edit.prepare_seconds);
+    let ticks_before = cpu
+        .iter()
+        .rev()
+        .find(|(at, _)| *at <= first_stored)
+        .map_or(cpu[0].1, |(_, ticks)| *ticks);
     let target = before + outcome.edit.made as f64;
     let deadline = Instant::now() + READY_TIMEOUT;
     // The phase ends when serve's CPU goes quiet and its event count is then complete. A
@@ -269,6 +291,7 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
     // before it stores any, and driftd sees nothing meanwhile.
     let streaming = finished.duration_since(started).as_secs_f64() - outcome.edit.prepare_seconds;
     let events_per_s = outcome.edit.made as f64 / streaming;
+    let serve_cpu_s = serve.cpu_ticks()?.saturating_sub(ticks_before) as f64 / clock_ticks_per_s();
 
     // 7. Latency at a steady write rate.
     let latency = latency(&client, &serve).await?;
@@ -303,6 +326,8 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
         },
         Notes {
             sim_delivery_per_s: outcome.delivery.delivery_events_per_second,
+            serve_cpu_us_per_event: serve_cpu_s * 1e6 / outcome.edit.made.max(1) as f64,
+            serve_cores: serve_cpu_s / streaming,
             events_floor_per_s,
             drifting,
             rss_empty_mib: rss_empty as f64 / 1048576.0,
@@ -313,6 +338,12 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
             metrics_bytes,
         },
     ))
+}
+
+/// The unit of `/proc/PID/stat`'s CPU times.
+fn clock_ticks_per_s() -> f64 {
+    // SAFETY: sysconf reads a constant of the system; it has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
 }
 
 fn latency_configmap(i: usize) -> Value {
@@ -637,8 +668,7 @@ impl Serve {
     /// [`QUIET_SAMPLE`]), so the trickle of periodic work after the edits (Events at their
     /// bounded rate, the settle tick) does not count as the phase going on.
     async fn quiet(&self, deadline: Instant) -> anyhow::Result<Instant> {
-        // SAFETY: sysconf reads a constant of the system; it has no preconditions.
-        let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        let ticks_per_s = clock_ticks_per_s();
         let busy_ticks = ((BUSY_WINDOW.as_secs_f64() * ticks_per_s / 3.0) as u64).max(1);
         let mut samples = std::collections::VecDeque::from([(Instant::now(), self.cpu_ticks()?)]);
         let mut last_busy = Instant::now();
@@ -770,6 +800,12 @@ fn print_table(f: &Figures, notes: &Notes) {
     println!(
         "simulator delivered {:.0} watch events/s during the edits (driftd took in {:.0}/s)",
         notes.sim_delivery_per_s, f.events_per_s
+    );
+    println!(
+        "driftd used {:.1} µs of CPU per watch event over the edits ({:.2} of {} cores on average)",
+        notes.serve_cpu_us_per_event,
+        notes.serve_cores,
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     println!(
         "a client that only parses took in {:.0} of the same modifications a second (driftd stopped)",
