@@ -33,8 +33,11 @@ use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::Api;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
+
+mod serve;
+use serve::{Serve, QUIET};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -58,12 +61,6 @@ const LATENCY_OBJECTS: usize = 50;
 const WRITES_PER_SECOND: u64 = 1_000;
 const LATENCY_SECONDS: u64 = 5;
 const READY_TIMEOUT: Duration = Duration::from_secs(900);
-/// Serve is done with the edits once it has not been busy for this long.
-const QUIET: Duration = Duration::from_millis(300);
-/// How often serve's CPU time is read while the edits stream in.
-const QUIET_SAMPLE: Duration = Duration::from_millis(10);
-/// The window serve's CPU use is judged over (see `Serve::quiet`).
-const BUSY_WINDOW: Duration = Duration::from_millis(100);
 
 /// Every figure, with the keys `--json` prints.
 #[derive(Debug, serde::Serialize)]
@@ -252,23 +249,11 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
     // 6. Watch events streamed into drift state.
     let before = serve.metric_sum("driftd_watch_events_total").await?;
     let started = Instant::now();
-    // Serve's CPU time, read while the simulator prepares and stores the modifications, to
-    // know what it was when the first one was stored.
-    let edit = bulk_edit(&sim, args.changes);
-    tokio::pin!(edit);
-    let mut cpu = vec![(started, serve.cpu_ticks()?)];
-    let outcome = loop {
-        tokio::select! {
-            outcome = &mut edit => break outcome?,
-            _ = tokio::time::sleep(QUIET_SAMPLE) => cpu.push((Instant::now(), serve.cpu_ticks()?)),
-        }
-    };
+    // Serve's CPU time is read while the simulator prepares and stores the modifications,
+    // to know what it was when the first one was stored.
+    let (outcome, cpu) = serve.tracing_cpu(bulk_edit(&sim, args.changes)).await?;
+    let outcome = outcome?;
     let first_stored = started + Duration::from_secs_f64(outcome.edit.prepare_seconds);
-    let ticks_before = cpu
-        .iter()
-        .rev()
-        .find(|(at, _)| *at <= first_stored)
-        .map_or(cpu[0].1, |(_, ticks)| *ticks);
     let target = before + outcome.edit.made as f64;
     let deadline = Instant::now() + READY_TIMEOUT;
     // The phase ends when serve's CPU goes quiet and its event count is then complete. A
@@ -291,7 +276,7 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
     // before it stores any, and driftd sees nothing meanwhile.
     let streaming = finished.duration_since(started).as_secs_f64() - outcome.edit.prepare_seconds;
     let events_per_s = outcome.edit.made as f64 / streaming;
-    let serve_cpu_s = serve.cpu_ticks()?.saturating_sub(ticks_before) as f64 / clock_ticks_per_s();
+    let serve_cpu_s = cpu.seconds_since(first_stored, serve.cpu_ticks()?);
 
     // 7. Latency at a steady write rate.
     let latency = latency(&client, &serve).await?;
@@ -338,12 +323,6 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
             metrics_bytes,
         },
     ))
-}
-
-/// The unit of `/proc/PID/stat`'s CPU times.
-fn clock_ticks_per_s() -> f64 {
-    // SAFETY: sysconf reads a constant of the system; it has no preconditions.
-    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
 }
 
 fn latency_configmap(i: usize) -> Value {
@@ -583,172 +562,6 @@ async fn latency(client: &kube::Client, serve: &Serve) -> anyhow::Result<Latency
         max_ms,
         slowest_sent_s,
     })
-}
-
-/// `driftd serve` as a child process.
-struct Serve {
-    child: Child,
-    /// Kept open: serve's stdout must not be a closed pipe.
-    _stdout: std::io::BufReader<std::process::ChildStdout>,
-    url: String,
-    http: reqwest::Client,
-}
-
-impl Serve {
-    fn start(workdir: &Path, database: &Path, kubeconfig: &Path) -> anyhow::Result<Serve> {
-        let log = std::fs::File::create(workdir.join(format!(
-            "serve-{}.log",
-            database.file_stem().unwrap_or_default().to_string_lossy()
-        )))?;
-        let mut child = Command::new(std::env::current_exe()?)
-            .args(["serve", "--listen", "127.0.0.1:0", "--db"])
-            .arg(database)
-            .env("KUBECONFIG", kubeconfig)
-            .env("DRIFTD_LEADER_ELECTION_ENABLED", "false")
-            .env("DRIFTD_NAMESPACE", "default")
-            // Warnings only, unless the caller asks for more (its serve logs are kept).
-            .env(
-                "RUST_LOG",
-                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
-            )
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()?;
-        let mut stdout = std::io::BufReader::new(child.stdout.take().context("serve's stdout")?);
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut stdout, &mut line)?;
-        let url = line
-            .trim()
-            .strip_prefix("driftd listening on ")
-            .with_context(|| format!("serve did not start: {line:?}"))?
-            .to_string();
-        Ok(Serve {
-            child,
-            _stdout: stdout,
-            url,
-            http: reqwest::Client::new(),
-        })
-    }
-
-    async fn wait_ready(&self) -> anyhow::Result<()> {
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            let ready = self
-                .http
-                .get(format!("{}/readyz", self.url))
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success());
-            if ready {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                bail!("driftd serve not ready after {READY_TIMEOUT:?}");
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// A `/proc/PID/status` size (`VmRSS:` now, `VmHWM:` the peak), in bytes.
-    fn status_bytes(&self, field: &str) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with(field))
-                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            })
-            .unwrap_or(0)
-            * 1024
-    }
-
-    /// When serve was last busy, once it has not been for [`QUIET`]: the end of its work, late
-    /// by at most [`BUSY_WINDOW`] (so the phase is never cut short). Busy is at least a third
-    /// of a core over the last [`BUSY_WINDOW`] (clock ticks of `/proc/PID/stat`, read every
-    /// [`QUIET_SAMPLE`]), so the trickle of periodic work after the edits (Events at their
-    /// bounded rate, the settle tick) does not count as the phase going on.
-    async fn quiet(&self, deadline: Instant) -> anyhow::Result<Instant> {
-        let ticks_per_s = clock_ticks_per_s();
-        let busy_ticks = ((BUSY_WINDOW.as_secs_f64() * ticks_per_s / 3.0) as u64).max(1);
-        let mut samples = std::collections::VecDeque::from([(Instant::now(), self.cpu_ticks()?)]);
-        let mut last_busy = Instant::now();
-        loop {
-            tokio::time::sleep(QUIET_SAMPLE).await;
-            let now = Instant::now();
-            let ticks = self.cpu_ticks()?;
-            while samples
-                .front()
-                .is_some_and(|(at, _)| now.duration_since(*at) > BUSY_WINDOW)
-            {
-                samples.pop_front();
-            }
-            let used = samples.front().map_or(0, |(_, first)| ticks - first);
-            samples.push_back((now, ticks));
-            if used >= busy_ticks {
-                last_busy = now;
-            } else if now.duration_since(last_busy) >= QUIET {
-                return Ok(last_busy);
-            }
-            if now > deadline {
-                bail!("driftd serve never went quiet");
-            }
-        }
-    }
-
-    /// User and system CPU time of serve so far, in clock ticks.
-    fn cpu_ticks(&self) -> anyhow::Result<u64> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
-        // After the command name (which may hold spaces and parentheses), `utime` and
-        // `stime` are the 12th and 13th fields (proc(5): fields 14 and 15).
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .context("/proc/PID/stat without a command name")?
-            .1
-            .split_whitespace()
-            .collect();
-        let field = |i: usize| -> anyhow::Result<u64> {
-            Ok(fields.get(i).context("/proc/PID/stat too short")?.parse()?)
-        };
-        Ok(field(11)? + field(12)?)
-    }
-
-    async fn get_bytes(&self, path: &str) -> anyhow::Result<Vec<u8>> {
-        Ok(self
-            .http
-            .get(format!("{}{path}", self.url))
-            .send()
-            .await?
-            .error_for_status()?
-            .bytes()
-            .await?
-            .to_vec())
-    }
-
-    /// The sum of every series of `name` on `/metrics`.
-    async fn metric_sum(&self, name: &str) -> anyhow::Result<f64> {
-        let text = self
-            .http
-            .get(format!("{}/metrics", self.url))
-            .send()
-            .await?
-            .text()
-            .await?;
-        Ok(text
-            .lines()
-            .filter(|l| {
-                l.strip_prefix(name)
-                    .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum())
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn print_table(f: &Figures, notes: &Notes) {
