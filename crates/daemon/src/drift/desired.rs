@@ -7,7 +7,7 @@
 //! (`Differ::prepare_with`) on the spot: that costs about what the comparison itself does,
 //! where keeping the prepared tree cost ten times the manifest's text per object.
 
-use super::packed::Packed;
+use super::packed::{Packed, Samples};
 use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::{RevisionInfo, Store, StoreError};
 use jiff::Timestamp;
@@ -167,14 +167,15 @@ impl DesiredSet {
         Ok(Some(change))
     }
 
-    /// The texts of up to `limit` manifests, spread evenly: what the packing dictionary is
-    /// trained from when too few objects exist live to train it from their copies.
-    pub fn sample(&self, limit: usize) -> Vec<Vec<u8>> {
+    /// Adds the texts of up to `limit` manifests, spread evenly, to `samples`: what the
+    /// packing dictionary is trained from when too few objects exist live to train it from
+    /// their copies.
+    pub fn sample(&self, limit: usize, samples: &mut Samples) {
         let all: Vec<&Desired> = self.objects.values().collect();
         let wanted = limit.min(all.len());
-        (0..wanted)
-            .map(|i| all[i * all.len() / wanted].manifest.text())
-            .collect()
+        for i in 0..wanted {
+            samples.add(&all[i * all.len() / wanted].manifest);
+        }
     }
 
     /// Bytes of the packed manifests (and previous revisions) held.

@@ -11,7 +11,7 @@
 //! engine's thread (issue #11). What is listed for people or re-evaluated is sorted by key.
 
 use super::outputs::{Identified, LiveIdentity};
-use super::packed::Packed;
+use super::packed::{Packed, Samples};
 use driftd_k8s::{ObjectKey, TypeKey};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -138,10 +138,10 @@ impl TrackedSet {
         self.objects.values().map(|t| &*t.kind)
     }
 
-    /// The texts of up to about `limit` live copies, for training the packing dictionary:
+    /// Adds the texts of up to about `limit` live copies to `samples`, for training the packing dictionary:
     /// from every kind in proportion to how many of its objects are tracked, spread evenly
     /// over the copies held (so a kind whose list came last is not left out).
-    pub fn sample(&self, limit: usize) -> Vec<Vec<u8>> {
+    pub fn sample(&self, limit: usize, samples: &mut Samples) {
         let mut by_kind: BTreeMap<&TypeKey, (usize, Vec<&Packed>)> = BTreeMap::new();
         for (_, tracked) in self.sorted() {
             let (count, held) = by_kind.entry(&tracked.kind).or_default();
@@ -149,12 +149,12 @@ impl TrackedSet {
             held.extend(tracked.live.as_ref());
         }
         let total = self.objects.len().max(1);
-        let mut samples = Vec::new();
         for (count, held) in by_kind.into_values() {
             let wanted = (limit * count).div_ceil(total).min(held.len());
-            samples.extend((0..wanted).map(|i| held[i * held.len() / wanted].text()));
+            for i in 0..wanted {
+                samples.add(held[i * held.len() / wanted]);
+            }
         }
-        samples
     }
 
     /// Keys of the tracked objects that exist live.
@@ -281,16 +281,17 @@ mod tests {
         for (key, _) in &secrets[..20] {
             set.set_live(key, packed(json!({"kind": "Secret", "n": key.name})));
         }
-        let sample = set.sample(40);
+        let mut sample = Samples::default();
+        set.sample(40, &mut sample);
         let kinds: Vec<Value> = sample
-            .iter()
+            .texts()
             .map(|t| serde_json::from_slice::<Value>(t).unwrap()["kind"].clone())
             .collect();
         let count = |kind: &str| kinds.iter().filter(|k| *k == kind).count();
         assert_eq!(count("ConfigMap"), 30, "three quarters of the objects");
         assert_eq!(count("Secret"), 10, "a quarter, from the 20 held");
         let names: BTreeSet<String> = sample
-            .iter()
+            .texts()
             .map(|t| serde_json::from_slice::<Value>(t).unwrap()["n"].to_string())
             .collect();
         assert_eq!(names.len(), 40, "no copy twice");
@@ -298,6 +299,8 @@ mod tests {
             names.contains("\"c290\""),
             "spread over all the copies held"
         );
-        assert!(set.sample(0).is_empty());
+        let mut none = Samples::default();
+        set.sample(0, &mut none);
+        assert_eq!(none.len(), 0);
     }
 }

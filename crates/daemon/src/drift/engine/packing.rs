@@ -33,9 +33,11 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         if packed::trained() {
             return false;
         }
-        let mut samples = self.tracked.sample(packed::SAMPLES);
+        let mut samples = packed::Samples::default();
+        self.tracked.sample(packed::SAMPLES, &mut samples);
         if samples.len() < packed::SAMPLES {
-            samples.extend(self.desired.sample(packed::SAMPLES - samples.len()));
+            self.desired
+                .sample(packed::SAMPLES - samples.len(), &mut samples);
         }
         packed::train(&samples)
     }
