@@ -452,7 +452,8 @@ fn message(kind: &TypeKey, watcher: WatcherId, event: WatchEvent) -> WatchMessag
 
 fn main() {
     // As `driftd` runs.
-    driftd_daemon::drift::tune_memory();
+    driftd_daemon::drift::small_pages_only();
+    driftd_daemon::drift::return_freed_pages_promptly();
     // With `harness = false` cargo passes `--bench`; numbers are object counts.
     let mut counts: Vec<usize> = std::env::args()
         .skip(1)

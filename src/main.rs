@@ -62,7 +62,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    driftd_daemon::drift::tune_memory();
+    driftd_daemon::drift::small_pages_only();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Commit(a) => cmd::commit::run(a),

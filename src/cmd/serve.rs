@@ -22,6 +22,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    driftd_daemon::drift::return_freed_pages_promptly();
     super::init_logging();
     let mut config = Config::load(args.config.as_deref())?;
     if let Some(db) = args.db {

@@ -5,8 +5,8 @@
 //! mapped: measured with `driftd bench` at 10,000 objects, `driftd serve` held 149 MiB of
 //! RSS, 62 MiB after a `malloc_trim`. So the engine trims after its first lists, after each
 //! desired-state reload, and once a minute. `driftd` allocates with mimalloc, which returns
-//! freed pages by itself after a short delay ([`tune_memory`] shortens it); it is asked to
-//! collect at once too, and glibc's heap (SQLite's) is trimmed.
+//! freed pages by itself after a delay ([`return_freed_pages_promptly`] shortens it); it is
+//! asked to collect at once too, and glibc's heap (SQLite's) is trimmed.
 
 /// mimalloc's `mi_option_purge_delay` (its index in `mimalloc.h`'s `mi_option_e`; the Rust
 /// bindings name no constant for it).
@@ -18,20 +18,22 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// this, at the same events per second.
 const PURGE_DELAY_MS: std::ffi::c_long = 10;
 
-/// Sets the allocator up for a long-running daemon, for the whole process; call it first.
-///
-/// - Small pages only: mimalloc advises transparent huge pages on its arenas, and the first
-///   touch of each zeroes 2 MiB: `perf` on the engine bench at 100,000 objects put the
-///   kernel's `clear_page_erms` at 31% of all CPU, and an empty `driftd serve` peaked at
-///   72 MiB of RSS instead of 35 MiB.
-/// - Freed pages go back within [`PURGE_DELAY_MS`], unless `MIMALLOC_PURGE_DELAY` says
-///   otherwise.
-pub fn tune_memory() {
+/// Asks the kernel for small pages only, for the whole process. mimalloc advises
+/// transparent huge pages on its arenas, and the first touch of each zeroes 2 MiB: `perf` on
+/// the engine bench at 100,000 objects put the kernel's `clear_page_erms` at 31% of all CPU,
+/// and an empty `driftd serve` peaked at 72 MiB of RSS instead of 35 MiB. Call it first.
+pub fn small_pages_only() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_THP_DISABLE takes integers only; it sets a flag of this process.
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
+}
+
+/// Has mimalloc give freed pages back within [`PURGE_DELAY_MS`] (unless
+/// `MIMALLOC_PURGE_DELAY` says otherwise), for the daemon: its peak RSS is what a pod's
+/// memory limit must hold. Short-lived commands keep mimalloc's default.
+pub fn return_freed_pages_promptly() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets one integer option; mimalloc reads options as it runs.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };

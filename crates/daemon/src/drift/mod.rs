@@ -43,6 +43,6 @@ pub(crate) use engine::kept_copy;
 pub use engine::{Engine, EngineError};
 pub use index::{DriftIndex, SharedIndex, WatchHealth};
 pub use locks::PodRef;
-pub use memory::tune_memory;
+pub use memory::{return_freed_pages_promptly, small_pages_only};
 pub use outputs::{Announcement, LiveIdentity, LockAnnouncement, Outputs};
 pub(crate) use packed::Packed;
