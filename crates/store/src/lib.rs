@@ -36,7 +36,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use config_content::{ConfigContent, ContentChange};
+pub use config_content::{ConfigContent, ContentChange, ContentWriter};
 pub use episodes::EpisodeWrite;
 pub use files::{insecure_files, insecure_warning, InsecureFile};
 pub use helm::{HelmOutcome, HelmSync, HelmVersion, HELM_ID_BASE};
@@ -696,6 +696,28 @@ impl Store {
     /// Records new or changed config contents and forgets deleted configs, in one write.
     pub fn record_config_contents(&self, changes: &[ContentChange]) -> Result<(), StoreError> {
         config_content::record(&self.conn, changes)
+    }
+
+    /// A writer of config contents on a connection and thread of its own (see
+    /// [`ContentWriter`]); `None` for a database in memory, which no other connection reaches.
+    pub fn content_writer(&self) -> Result<Option<ContentWriter>, StoreError> {
+        let Some(path) = &self.path else {
+            return Ok(None);
+        };
+        let display = self.display();
+        let open_err = |e| open_error(&display, e);
+        let conn = Connection::open(path).map_err(open_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        // As `setup` sets them for this handle (the file is in WAL mode already).
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "secure_delete", true)
+            .map_err(open_err)?;
+        let writer = ContentWriter::start(conn).map_err(|e| StoreError::Open {
+            path: display.clone(),
+            message: format!("cannot start the config contents' writer: {e}"),
+        })?;
+        Ok(Some(writer))
     }
 }
 

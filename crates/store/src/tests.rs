@@ -660,3 +660,84 @@ fn new_databases_keep_object_rows_on_their_pages_and_old_ones_still_open() {
     drop(store);
     assert_eq!(page_size(&old), 4096);
 }
+
+#[test]
+fn the_content_writer_writes_in_order_on_its_own_connection_and_reports_failures() {
+    assert!(
+        Store::open_in_memory()
+            .unwrap()
+            .content_writer()
+            .unwrap()
+            .is_none(),
+        "no other connection reaches a database in memory"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.db");
+    let store = Store::open(&path).unwrap();
+    let at = |s: &str| -> Timestamp { s.parse().unwrap() };
+    let seen = |name: &str, hash: &str| {
+        ContentChange::Seen(ConfigContent {
+            namespace: "shop".into(),
+            kind: "ConfigMap".into(),
+            name: name.into(),
+            hash: hash.into(),
+            first_seen: at("2026-02-01T00:00:00Z"),
+            earlier: Vec::new(),
+        })
+    };
+    let gone = |name: &str| ContentChange::Gone {
+        namespace: "shop".into(),
+        kind: "ConfigMap".into(),
+        name: name.into(),
+    };
+    let writer = store
+        .content_writer()
+        .unwrap()
+        .expect("a file has a writer");
+    // Later batches win over earlier ones: the order is kept across batches.
+    writer.record(vec![seen("a", "h1"), seen("b", "h1")]);
+    writer.record(vec![seen("a", "h2"), gone("b")]);
+    writer.record(vec![seen("b", "h3")]);
+    writer.record(Vec::new());
+    drop(writer);
+    let hashes: Vec<(String, String)> = store
+        .config_contents()
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.name, c.hash))
+        .collect();
+    assert_eq!(
+        hashes,
+        [("a".into(), "h2".into()), ("b".into(), "h3".into())],
+        "everything queued is written before the writer is gone"
+    );
+
+    // A write that fails is reported, and the writer goes on.
+    let writer = store.content_writer().unwrap().unwrap();
+    store
+        .conn
+        .execute_batch("ALTER TABLE config_contents RENAME TO moved")
+        .unwrap();
+    writer.record(vec![seen("c", "h1")]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let failures = loop {
+        let failures = writer.failures();
+        if !failures.is_empty() || std::time::Instant::now() > deadline {
+            break failures;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(
+        failures[0].to_string().contains("config_contents"),
+        "{}",
+        failures[0]
+    );
+    store
+        .conn
+        .execute_batch("ALTER TABLE moved RENAME TO config_contents")
+        .unwrap();
+    writer.record(vec![seen("c", "h1")]);
+    drop(writer);
+    assert_eq!(store.config_contents().unwrap().len(), 3);
+}

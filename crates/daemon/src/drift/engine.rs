@@ -127,6 +127,9 @@ pub struct Engine<W, O> {
     dry_run_answers: Option<mpsc::UnboundedReceiver<DryRunAnswer>>,
     /// Pods running on stale config (`stale_config`).
     stale_configs: StaleConfigs,
+    /// Writes the Secret/ConfigMap content records off the engine's thread (`None`: in
+    /// memory, or `stale_config` off).
+    content_writer: Option<driftd_store::ContentWriter>,
     /// More settled states are due than the last step took (`settle_some`).
     settle_backlog: bool,
     /// The minute's `last_seen` update under way: its time, and the last episode id moved.
@@ -148,7 +151,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, EngineError> {
         let key = store.installation_key()?;
-        let stale_configs = stale_config::start(&store, config, &key)?;
+        let (stale_configs, content_writer) = stale_config::start(&store, config, &key)?;
         let mut settling = Settling::new(config.settle());
         let mut open_since = HashMap::new();
         for episode in store.open_episodes()? {
@@ -185,6 +188,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             dry_runs: DryRuns::new(config.dry_run_sources(), config.dry_run.refresh()),
             dry_run_answers: None,
             stale_configs,
+            content_writer,
             settle_backlog: false,
             touching: None,
             held: judging::Held::default(),

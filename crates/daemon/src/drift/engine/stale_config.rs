@@ -9,19 +9,22 @@
 
 use super::*;
 use driftd_core::report::StaleConfigNote;
+use driftd_store::ContentWriter;
 
-/// The judgement as `config` sets it up, with the content records of earlier runs.
+/// The judgement as `config` sets it up, with the content records of earlier runs, and the
+/// writer of new records (none in memory: the engine's own connection writes them).
 pub(super) fn start(
     store: &Store,
     config: &Config,
     key: &[u8],
-) -> Result<StaleConfigs, StoreError> {
+) -> Result<(StaleConfigs, Option<ContentWriter>), StoreError> {
     let c = &config.stale_config;
-    let records = match c.enabled {
-        true => store.config_contents()?,
-        false => Vec::new(),
+    let (records, writer) = match c.enabled {
+        true => (store.config_contents()?, store.content_writer()?),
+        false => (Vec::new(), None),
     };
-    Ok(StaleConfigs::new(c.enabled, c.kubelet_sync(), key, records))
+    let judgement = StaleConfigs::new(c.enabled, c.kubelet_sync(), key, records);
+    Ok((judgement, writer))
 }
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
@@ -32,7 +35,19 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             return;
         }
         let writes = self.stale_configs.take_writes();
-        if let Err(err) = self.store.record_config_contents(&writes) {
+        let failures = match &self.content_writer {
+            Some(writer) => {
+                writer.record(writes);
+                writer.failures()
+            }
+            None => self
+                .store
+                .record_config_contents(&writes)
+                .err()
+                .into_iter()
+                .collect(),
+        };
+        for err in failures {
             tracing::error!(error = %err, "cannot record Secret/ConfigMap content hashes");
             self.outputs
                 .store_error("cannot record Secret/ConfigMap content hashes", &err);

@@ -176,3 +176,47 @@ fn only_the_tracked_kinds_watchers_pack_copies() {
     // Pods, ReplicaSets and Secrets are watched for stale config, and dropped on arrival.
     assert_eq!(copies, ["Deployment"]);
 }
+
+/// On a database file the content records are written on a thread of their own: they are
+/// in the file once the engine is gone (the next start reads them), and a write that fails
+/// there is reported as the engine's own failed writes are.
+#[test]
+fn content_records_reach_a_database_file_from_their_own_thread_and_failures_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("driftd.db");
+    let mut store = Store::open(&path).unwrap();
+    commit(&mut store, "shop", &web("nginx"));
+    let mut h = Harness::new(store, &stale_config_on(), "2026-11-30T10:00:00Z");
+    h.load();
+    h.list(&kind("v1", "Secret"), vec![secret("b2xk")]);
+    h.clock.advance(Duration::from_secs(60));
+    h.apply(secret("bmV3"));
+    let changed_at = h.clock.wall();
+    drop(h);
+    let records = Store::open(&path).unwrap().config_contents().unwrap();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0].name, "db");
+    assert_eq!(records[0].first_seen, changed_at);
+    assert_eq!(records[0].earlier.len(), 1, "the content before the change");
+
+    let mut h = Harness::new(
+        Store::open(&path).unwrap(),
+        &stale_config_on(),
+        "2026-11-30T11:00:00Z",
+    );
+    h.load();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("DROP TABLE config_contents")
+        .unwrap();
+    h.list(&kind("v1", "Secret"), vec![secret("YWdhaW4=")]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while h.engine.outputs.store_errors.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+        h.engine.stale_config_flush();
+    }
+    assert_eq!(
+        h.engine.outputs.store_errors,
+        ["cannot record Secret/ConfigMap content hashes: database: no such table: config_contents"]
+    );
+}
