@@ -68,6 +68,20 @@ const LOCK_PERIOD: Duration = Duration::from_secs(1);
 /// How often recently ended intents are counted again for `driftd_intents`.
 const RECOUNT_PERIOD: Duration = Duration::from_secs(60);
 
+/// The engine's [`Publishing`] parts, borrowed field by field (so judging may borrow the rest).
+macro_rules! publishing {
+    ($engine:expr) => {
+        Publishing {
+            index: &$engine.index,
+            open_since: &mut $engine.open_since,
+            settling: &mut $engine.settling,
+            tracked: &$engine.tracked,
+            stale_configs: &$engine.stale_configs,
+            clock: &*$engine.clock,
+        }
+    };
+}
+
 mod dry_run;
 mod episodes;
 mod health;
@@ -681,30 +695,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// Puts `entry` in the index with its `since` (kept while it drifts, across classes and
     /// restarts) and tells settling what the comparison said.
-    fn publish_entry(&mut self, key: &ObjectKey, mut entry: DriftEntry) {
-        self.stale_config_decorate(key, &mut entry);
-        let mut index = self.index.write().unwrap();
-        entry.since = match entry.class {
-            DriftClass::InSync => {
-                self.open_since.remove(key);
-                None
-            }
-            _ => index
-                .get(key)
-                .filter(|e| e.class != DriftClass::InSync)
-                .and_then(|e| e.since)
-                .or_else(|| self.open_since.get(key).copied())
-                .or_else(|| Some(self.clock.wall())),
-        };
-        let observed =
-            (entry.class != DriftClass::InSync).then(|| Drift::new(entry.class, &entry.paths()));
-        let shared = self
-            .tracked
-            .shared_key(key)
-            .unwrap_or_else(|| Arc::new(key.clone()));
-        index.upsert(shared.clone(), entry);
-        drop(index);
-        self.settling.observe(&shared, observed, self.clock.now());
+    fn publish_entry(&mut self, key: &ObjectKey, entry: DriftEntry) {
+        publishing!(self).publish(key, entry);
     }
 
     /// Logs ignore rules that expired since the last check and publishes how many are.
@@ -745,5 +737,46 @@ fn entry_of(desired: &Desired, key: &ObjectKey, class: DriftClass) -> DriftEntry
         dry_run: None,
         stale_config: None,
         stale: false,
+    }
+}
+
+/// What publishing a judged entry reads and changes: none of what judging reads, so the
+/// entries of a burst are published while the rest of it is still being judged
+/// (`judge_held`).
+struct Publishing<'a> {
+    index: &'a SharedIndex,
+    open_since: &'a mut HashMap<ObjectKey, Timestamp>,
+    settling: &'a mut Settling,
+    tracked: &'a TrackedSet,
+    stale_configs: &'a StaleConfigs,
+    clock: &'a dyn Clock,
+}
+
+impl Publishing<'_> {
+    /// See [`Engine::publish_entry`].
+    fn publish(&mut self, key: &ObjectKey, mut entry: DriftEntry) {
+        stale_config::decorate(self.stale_configs, key, &mut entry);
+        let mut index = self.index.write().unwrap();
+        entry.since = match entry.class {
+            DriftClass::InSync => {
+                self.open_since.remove(key);
+                None
+            }
+            _ => index
+                .get(key)
+                .filter(|e| e.class != DriftClass::InSync)
+                .and_then(|e| e.since)
+                .or_else(|| self.open_since.get(key).copied())
+                .or_else(|| Some(self.clock.wall())),
+        };
+        let observed =
+            (entry.class != DriftClass::InSync).then(|| Drift::new(entry.class, &entry.paths()));
+        let shared = self
+            .tracked
+            .shared_key(key)
+            .unwrap_or_else(|| Arc::new(key.clone()));
+        index.upsert(shared.clone(), entry);
+        drop(index);
+        self.settling.observe(&shared, observed, self.clock.now());
     }
 }

@@ -4,15 +4,16 @@
 //! thread was what limited driftd (issue #11: comparing, unpacking the desired side and
 //! freeing the trees were three quarters of it, while the watchers' threads had room), so
 //! the events of one batch that only need a comparison are held, compared together on
-//! [`par::map_owned`]'s threads, and their entries published in the events' order. Anything
-//! else the engine does first judges what is held, so it sees the same state as if every
-//! event had been judged on arrival.
+//! [`par::map_consumed`]'s threads, and their entries published in the events' order by the
+//! engine's thread as they come, while the rest are still compared. Anything else the
+//! engine does first judges what is held, so it sees the same state as if every event had
+//! been judged on arrival.
 
 use super::*;
 use driftd_core::par;
 
-/// Held events compared per thread at least: a comparison takes 30-100 µs, starting a
-/// thread some tens.
+/// Held events compared per thread at least, and taken at a time by a thread (a chunk of
+/// [`par::map_consumed`]): a comparison takes 30-100 µs, starting a thread some tens.
 const MIN_JUDGED_PER_THREAD: usize = 16;
 
 /// Held events judged together at most: bounds the live trees held (about 10 KB each).
@@ -129,7 +130,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         Route::Compare(desired)
     }
 
-    /// Judges the held events on every core, then publishes their entries in order.
+    /// Judges the held events on every core and publishes their entries in order.
     pub(super) fn judge_held(&mut self) {
         if self.held.events.is_empty() {
             return;
@@ -141,17 +142,25 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             intents: &self.intents,
         };
         let desired = &self.desired;
-        let judged = par::map_owned(events, MIN_JUDGED_PER_THREAD, |(key, live)| {
-            // Nothing that held events changes the desired state (a commit is polled
-            // between batches).
-            let desired = desired.get(&key)?;
-            let (entry, took) = judging.entry(&key, desired, live.as_ref());
-            Some((key, entry, took))
-        });
-        for (key, entry, took) in judged.into_iter().flatten() {
-            self.outputs.compared(took);
-            self.publish_entry(&key, entry);
-        }
+        let mut publishing = publishing!(self);
+        let outputs = &mut self.outputs;
+        par::map_consumed(
+            events,
+            MIN_JUDGED_PER_THREAD,
+            |(key, live)| {
+                // Nothing that held events changes the desired state (a commit is polled
+                // between batches).
+                let desired = desired.get(&key)?;
+                let (entry, took) = judging.entry(&key, desired, live.as_ref());
+                Some((key, entry, took))
+            },
+            |judged| {
+                if let Some((key, entry, took)) = judged {
+                    outputs.compared(took);
+                    publishing.publish(&key, entry);
+                }
+            },
+        );
     }
 
     /// Compares one tracked object with `live` and updates the index; what is held is

@@ -27,6 +27,17 @@ pub(super) fn start(
     Ok((judgement, writer))
 }
 
+/// Adds the stale pods of workload `key` to its entry; `in_sync` becomes `stale_config`.
+pub(super) fn decorate(stale_configs: &StaleConfigs, key: &ObjectKey, entry: &mut DriftEntry) {
+    let Some(note) = stale_configs.note(key) else {
+        return;
+    };
+    entry.stale_config = Some(Box::new(note.clone()));
+    if entry.class == DriftClass::InSync {
+        entry.class = DriftClass::StaleConfig;
+    }
+}
+
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Writes the content records gathered since the last call and publishes every workload
     /// whose stale pods changed (or whose volume readers' sync period ended).
@@ -67,17 +78,6 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             } else {
                 self.stale_config_untracked(&key, note);
             }
-        }
-    }
-
-    /// Adds the stale pods of workload `key` to its entry; `in_sync` becomes `stale_config`.
-    pub(super) fn stale_config_decorate(&self, key: &ObjectKey, entry: &mut DriftEntry) {
-        let Some(note) = self.stale_configs.note(key) else {
-            return;
-        };
-        entry.stale_config = Some(Box::new(note.clone()));
-        if entry.class == DriftClass::InSync {
-            entry.class = DriftClass::StaleConfig;
         }
     }
 
