@@ -288,20 +288,8 @@ impl Store {
                 })
                 .map_err(open_err)?;
             }
-            conn.pragma_update(None, "synchronous", "NORMAL")
-                .map_err(open_err)?;
         }
-        conn.pragma_update(None, "foreign_keys", true)
-            .map_err(open_err)?;
-        // Plans that never depend on bound values: otherwise SQLite (built with STAT4)
-        // re-prepares a cached statement whenever some parameters change, which was most of
-        // a commit's time (`perf`: `sqlite3Reprepare` under the per-object ownership check).
-        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
-            .map_err(open_err)?;
-        // What is deleted or rewritten (a value replaced by its hash, a rotated ciphertext)
-        // is overwritten with zeros, not left in free pages of the file.
-        conn.pragma_update(None, "secure_delete", true)
-            .map_err(open_err)?;
+        connection_settings(&conn, path.is_some()).map_err(open_err)?;
         let rewrote = schema::migrate(&mut conn, &display, &keys).map_err(|e| match e {
             StoreError::Sqlite(e) => open_error(&display, e),
             other => other,
@@ -708,17 +696,31 @@ impl Store {
         let open_err = |e| open_error(&display, e);
         let conn = Connection::open(path).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
-        // As `setup` sets them for this handle (the file is in WAL mode already).
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(open_err)?;
-        conn.pragma_update(None, "secure_delete", true)
-            .map_err(open_err)?;
+        // The file is in WAL mode already: this handle made it so.
+        connection_settings(&conn, true).map_err(open_err)?;
         let writer = ContentWriter::start(conn).map_err(|e| StoreError::Open {
             path: display.clone(),
             message: format!("cannot start the config contents' writer: {e}"),
         })?;
         Ok(Some(writer))
     }
+}
+
+/// What every connection to a database sets for itself (SQLite keeps these per connection),
+/// once the file's journal mode is settled; `file` is false in memory.
+fn connection_settings(conn: &Connection, file: bool) -> rusqlite::Result<()> {
+    if file {
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+    }
+    conn.pragma_update(None, "foreign_keys", true)?;
+    // Plans that never depend on bound values: otherwise SQLite (built with STAT4)
+    // re-prepares a cached statement whenever some parameters change, which was most of
+    // a commit's time (`perf`: `sqlite3Reprepare` under the per-object ownership check).
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    // What is deleted or rewritten (a value replaced by its hash, a rotated ciphertext)
+    // is overwritten with zeros, not left in free pages of the file.
+    conn.pragma_update(None, "secure_delete", true)?;
+    Ok(())
 }
 
 /// The keys a write stores Secret values with, the hash key checked against the database's.

@@ -80,7 +80,7 @@ impl Samples {
     }
 
     /// Adds `text`, or its first [`SAMPLE_BYTES`] (enough to learn an object's shape).
-    pub fn add_text(&mut self, text: &[u8]) {
+    fn add_text(&mut self, text: &[u8]) {
         let text = &text[..text.len().min(SAMPLE_BYTES)];
         self.texts.extend_from_slice(text);
         self.sizes.push(text.len());

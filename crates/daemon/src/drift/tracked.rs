@@ -138,9 +138,10 @@ impl TrackedSet {
         self.objects.values().map(|t| &*t.kind)
     }
 
-    /// Adds the texts of up to about `limit` live copies to `samples`, for training the packing dictionary:
-    /// from every kind in proportion to how many of its objects are tracked, spread evenly
-    /// over the copies held (so a kind whose list came last is not left out).
+    /// Adds the texts of up to about `limit` live copies to `samples`, for training the
+    /// packing dictionary: from every kind in proportion to how many of its objects are
+    /// tracked, spread evenly over the copies held (so a kind whose list came last is not
+    /// left out).
     pub fn sample(&self, limit: usize, samples: &mut Samples) {
         let mut by_kind: BTreeMap<&TypeKey, (usize, Vec<&Packed>)> = BTreeMap::new();
         for (_, tracked) in self.sorted() {
