@@ -356,6 +356,14 @@ impl Lists {
         self.kinds.get(kind).is_some_and(|w| w.state.judges(key))
     }
 
+    /// Whether a list of `kind` delivered objects the engine took in: only then may it have
+    /// passed over objects that matter now ([`Lists::relist`] does nothing otherwise).
+    pub fn delivered(&self, kind: &TypeKey) -> bool {
+        self.kinds
+            .get(kind)
+            .is_some_and(|w| !matches!(w.state, ListState::Resolving | ListState::NotServed))
+    }
+
     /// Whether `kind` is watched and was listed at least once.
     pub fn listed_once(&self, kind: &TypeKey) -> bool {
         self.kinds.get(kind).is_some_and(|w| w.state.listed_once())

@@ -12,10 +12,14 @@
 
 use super::outputs::{Identified, LiveIdentity};
 use super::packed::{Packed, Samples};
+use driftd_core::par;
 use driftd_k8s::{ObjectKey, TypeKey};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+
+/// Copies repacked per thread at least, on every core (repacking one takes about 10 µs).
+const REPACKED_PER_THREAD: usize = 256;
 
 /// One judged object.
 #[derive(Debug)]
@@ -24,6 +28,9 @@ struct Tracked {
     /// `None`: not seen live (yet, or deleted).
     live: Option<Packed>,
 }
+
+/// A tracked object's kind and key, shared with the tracked set.
+pub type KindAndKey = (Arc<TypeKey>, Arc<ObjectKey>);
 
 /// Every judged object.
 #[derive(Debug, Default)]
@@ -37,14 +44,14 @@ impl TrackedSet {
     pub fn replace(
         &mut self,
         wanted: impl IntoIterator<Item = (Arc<ObjectKey>, Arc<TypeKey>)>,
-    ) -> (Vec<ObjectKey>, Vec<(TypeKey, ObjectKey)>) {
+    ) -> (Vec<ObjectKey>, Vec<KindAndKey>) {
         let mut before = std::mem::take(&mut self.objects);
         let mut added = Vec::new();
         for (key, kind) in wanted {
             let live = match before.remove(&*key) {
                 Some(old) => old.live,
                 None => {
-                    added.push(((*kind).clone(), (*key).clone()));
+                    added.push((kind.clone(), key.clone()));
                     None
                 }
             };
@@ -76,16 +83,23 @@ impl TrackedSet {
         }
     }
 
-    /// Repacks live copies packed before the newest dictionary; how many were.
+    /// Repacks live copies packed before the newest dictionary, on every core; how many were.
     pub fn repack(&mut self) -> usize {
-        let mut count = 0;
-        for tracked in self.objects.values_mut() {
-            if let Some(newer) = tracked.live.as_ref().and_then(Packed::repacked) {
-                tracked.live = Some(newer);
-                count += 1;
+        let copies: Vec<&mut Packed> = self
+            .objects
+            .values_mut()
+            .filter_map(|t| t.live.as_mut())
+            .collect();
+        par::map_owned(copies, REPACKED_PER_THREAD, |live| match live.repacked() {
+            Some(newer) => {
+                *live = newer;
+                true
             }
-        }
-        count
+            None => false,
+        })
+        .into_iter()
+        .filter(|repacked| *repacked)
+        .count()
     }
 
     /// The live copy of `key`, unpacked (`None`: not seen live, or not tracked).

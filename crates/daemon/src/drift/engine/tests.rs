@@ -217,8 +217,7 @@ impl Harness {
     /// Loads the desired state as the run loop's poll does when someone committed (a commit
     /// through the engine's own connection does not move `data_version`).
     fn load(&mut self) {
-        let change = self.engine.desired.load(&self.engine.store).unwrap();
-        if change.is_some() {
+        if self.engine.desired.load(&self.engine.store).unwrap() {
             self.engine.desired_loaded();
             self.engine.tracking_changed();
         }
