@@ -26,6 +26,9 @@
 //!   `serde_json::Value` of the line, the baseline.
 //!
 //! Growth in N is linear when `heap_B/obj` and `µs/event` stay flat across the rows.
+//!
+//! `ENGINE_BENCH_COVERAGE=ConfigMap,Secret` turns on unmanaged coverage (`[unmanaged] kinds`)
+//! for those kinds, whose count of owned live objects is kept per burst of events.
 
 use driftd_core::diff::{ClusterFacts, CompareInput, Differ};
 use driftd_core::report::DriftClass;
@@ -246,6 +249,9 @@ fn run(n: usize, dir: &std::path::Path) -> Row {
 
     let mut config = Config::default();
     config.events.enabled = false;
+    if let Ok(kinds) = std::env::var("ENGINE_BENCH_COVERAGE") {
+        config.unmanaged.kinds = kinds.split(',').map(str::to_string).collect();
+    }
     let heap0 = heap();
     let index = Arc::new(RwLock::new(DriftIndex::new(10_000)));
     let watchers = Watchers::default();

@@ -121,6 +121,10 @@ pub struct Engine<W, O> {
     /// The CRDs custom resources are compared by (their schemas are in `facts`).
     crds: Crds,
     coverage: Coverage,
+    /// Of the tracked objects with a live copy, how many are of a covered kind and
+    /// namespace (`driftd_coverage_ratio`'s numerator), kept as copies come and go: counted
+    /// anew per burst, it cost a pass over every tracked object per watch event.
+    owned_covered: usize,
     settling: Settling,
     /// First-seen times of episodes still open at start, so a restart keeps "since".
     open_since: HashMap<ObjectKey, Timestamp>,
@@ -188,6 +192,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             autoscalers: Autoscalers::default(),
             crds: Crds::default(),
             coverage: Coverage::new(&config.unmanaged)?,
+            owned_covered: 0,
             settling,
             open_since,
             expired_reported: BTreeSet::new(),
@@ -382,6 +387,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             .typed_keys()
             .map(|(key, kind)| (key.clone(), kind.clone()));
         let (removed, added) = self.tracked.replace(intent_only.chain(desired));
+        self.owned_covered = self.coverage.owned(self.tracked.live_keys()).unwrap_or(0);
         for key in &removed {
             self.forget(key, now);
         }
@@ -472,8 +478,23 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// Drops everything known about `key` and closes its episode.
     fn forget(&mut self, key: &ObjectKey, now: Timestamp) {
-        self.tracked.set_live(key, None);
+        self.set_live_copy(key, None);
         self.drop_entry(key, now);
+    }
+
+    /// Keeps `live` as the live copy of tracked `key` (`None`: gone), and the count of
+    /// covered objects a source owns with it.
+    fn set_live_copy(&mut self, key: &ObjectKey, live: Option<Packed>) {
+        let now_live = live.is_some();
+        let Some(was_live) = self.tracked.set_live(key, live) else {
+            return;
+        };
+        if was_live != now_live && self.coverage.covers_key(key) {
+            match now_live {
+                true => self.owned_covered += 1,
+                false => self.owned_covered -= 1,
+            }
+        }
     }
 
     /// Withdraws the drift entry of `key` (not an `unmanaged` one) and closes its episode.
@@ -614,7 +635,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 .as_ref()
                 .map(|o| kept.flatten().unwrap_or_else(|| kept_copy(o)));
             let object = object.map(as_compared);
-            self.tracked.set_live(&key, kept);
+            self.set_live_copy(&key, kept);
             self.judge_event(key, object);
         } else if self.coverage.covers_type(kind) {
             let change = match &object {
@@ -639,7 +660,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let keys = self.tracked.keys_of(|t| t == kind);
         for key in &keys {
             if !listed.contains(&**key) {
-                self.tracked.set_live(key, None);
+                self.set_live_copy(key, None);
             } else if judged_as_listed {
                 continue;
             }

@@ -76,11 +76,11 @@ impl TrackedSet {
         self.objects.get_key_value(key).map(|(k, _)| k.clone())
     }
 
-    /// Keeps `live` as the live copy of `key` (`None`: it is gone), if `key` is tracked.
-    pub fn set_live(&mut self, key: &ObjectKey, live: Option<Packed>) {
-        if let Some(tracked) = self.objects.get_mut(key) {
-            tracked.live = live;
-        }
+    /// Keeps `live` as the live copy of `key` (`None`: it is gone), if `key` is tracked;
+    /// whether it had a live copy before (`None`: not tracked).
+    pub fn set_live(&mut self, key: &ObjectKey, live: Option<Packed>) -> Option<bool> {
+        let tracked = self.objects.get_mut(key)?;
+        Some(std::mem::replace(&mut tracked.live, live).is_some())
     }
 
     /// Repacks live copies packed before the newest dictionary, on every core; how many were.

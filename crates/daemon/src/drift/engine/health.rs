@@ -50,7 +50,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// Publishes what is derived from all live state: coverage and readiness.
     pub(super) fn publish_state(&mut self) {
-        let owned = self.coverage.owned(self.tracked.live_keys());
+        let owned = self.coverage.is_on().then_some(self.owned_covered);
         let ready = self.lists.all_listed();
         let health = self.lists.health();
         let was_ready = self.index.read().unwrap().ready();

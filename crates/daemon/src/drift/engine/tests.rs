@@ -792,8 +792,28 @@ fn coverage_reports_unmanaged_objects_and_owned_ones() {
     assert_eq!(h.engine.watches.log[started..], ["restart ConfigMap"]);
     h.list(&configmaps(), live(&(cm("a", "1") + &cm("stray", "1"))));
     assert_eq!(h.class("stray"), Some(DriftClass::Unmanaged));
+    assert_eq!(h.index.read().unwrap().owned_covered(), Some(1), "a alone");
     h.advance(SETTLE);
     assert!(h.announced().is_empty(), "unmanaged objects make no Events");
+
+    // Kept as live copies come and go, by watch events and by lists.
+    let a = live(&cm("a", "1")).remove(0);
+    h.delete(a.clone());
+    assert_eq!(
+        h.index.read().unwrap().owned_covered(),
+        Some(0),
+        "a deleted"
+    );
+    h.apply(a.clone());
+    assert_eq!(h.index.read().unwrap().owned_covered(), Some(1), "a back");
+    h.list(&configmaps(), live(&cm("stray", "1")));
+    assert_eq!(
+        h.index.read().unwrap().owned_covered(),
+        Some(0),
+        "a not listed"
+    );
+    h.list(&configmaps(), vec![a]);
+    assert_eq!(h.index.read().unwrap().owned_covered(), Some(1), "a listed");
 }
 
 #[test]
