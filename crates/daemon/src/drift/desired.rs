@@ -7,7 +7,7 @@
 //! (`Differ::prepare_with`) on the spot: that costs about what the comparison itself does,
 //! where keeping the prepared tree cost ten times the manifest's text per object.
 
-use super::packed::{Packed, Samples};
+use super::packed::{self, Packed, Samples};
 use driftd_core::par;
 use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::{DesiredText, RevisionInfo, Store, StoreError};
@@ -50,10 +50,6 @@ impl Desired {
 /// that their texts stay small next to the packed state (a few MB).
 const PACKED_TOGETHER: usize = 1024;
 
-/// Objects packed per thread at least: packing one takes about 10 µs, starting a thread some
-/// tens.
-const PACKED_PER_THREAD: usize = 256;
-
 /// A desired state being loaded, one run of stored objects at a time.
 struct Loaded {
     /// One shared copy of every source name and kind.
@@ -86,7 +82,7 @@ impl Loaded {
     /// Packs `run` on every core and takes it in; keys already in `shared` stay shared (the
     /// index keeps the first one it got).
     fn take(&mut self, run: Vec<DesiredText>, shared: &HashMap<Arc<ObjectKey>, Desired>) {
-        let packed = par::map_owned(run, PACKED_PER_THREAD, |object| PackedText {
+        let run = par::map_owned(run, packed::PER_THREAD, |object| PackedText {
             manifest: Packed::from_text(&object.body),
             previous: object.previous.as_deref().map(Packed::from_text),
             source: object.source,
@@ -94,7 +90,7 @@ impl Loaded {
             key: object.key,
             api_version: object.api_version,
         });
-        for object in packed {
+        for object in run {
             let kind = TypeKey {
                 api_version: object.api_version,
                 kind: object.key.kind.clone(),
@@ -228,7 +224,7 @@ impl DesiredSet {
     /// Repacks manifests packed before the newest dictionary, on every core; how many were.
     pub fn repack(&mut self) -> usize {
         let objects: Vec<&mut Desired> = self.objects.values_mut().collect();
-        par::map_owned(objects, PACKED_PER_THREAD, |desired| {
+        par::map_owned(objects, packed::PER_THREAD, |desired| {
             if let Some(newer) = desired.previous.as_ref().and_then(Packed::repacked) {
                 desired.previous = Some(newer);
             }
@@ -341,7 +337,7 @@ mod tests {
     #[test]
     fn a_state_of_many_runs_loads_whole_with_each_previous_revision() {
         // More objects than one run packed together, so runs and threads meet.
-        let count = PACKED_TOGETHER * 2 + PACKED_PER_THREAD + 7;
+        let count = PACKED_TOGETHER * 2 + packed::PER_THREAD + 7;
         let state = |value: &str| {
             (0..count)
                 .map(|i| cm(&format!("c{i}"), value))

@@ -16,7 +16,7 @@
 //! ([`Engine::run`]) only feeds it; tests call the same steps directly.
 
 use super::clock::Clock;
-use super::coverage::{self, Coverage};
+use super::coverage::Coverage;
 use super::crds::{crd_kind, group_kind, is_crd_kind, is_custom, Crds, GroupKind};
 use super::desired::{Desired, DesiredSet};
 use super::dry_run::{DryRunAnswer, DryRunOutcome, DryRunRequest, DryRuns};
@@ -91,6 +91,7 @@ mod packing;
 mod stale;
 mod stale_config;
 mod uncommitted;
+mod unmanaged;
 
 pub(crate) use live::kept_copy;
 use live::{as_compared, Live};
@@ -387,7 +388,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             .typed_keys()
             .map(|(key, kind)| (key.clone(), kind.clone()));
         let (removed, added) = self.tracked.replace(intent_only.chain(desired));
-        self.owned_covered = self.coverage.owned(self.tracked.live_keys()).unwrap_or(0);
+        self.count_owned_covered();
         for key in &removed {
             self.forget(key, now);
         }
@@ -480,21 +481,6 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     fn forget(&mut self, key: &ObjectKey, now: Timestamp) {
         self.set_live_copy(key, None);
         self.drop_entry(key, now);
-    }
-
-    /// Keeps `live` as the live copy of tracked `key` (`None`: gone), and the count of
-    /// covered objects a source owns with it.
-    fn set_live_copy(&mut self, key: &ObjectKey, live: Option<Packed>) {
-        let now_live = live.is_some();
-        let Some(was_live) = self.tracked.set_live(key, live) else {
-            return;
-        };
-        if was_live != now_live && self.coverage.covers_key(key) {
-            match now_live {
-                true => self.owned_covered += 1,
-                false => self.owned_covered -= 1,
-            }
-        }
     }
 
     /// Withdraws the drift entry of `key` (not an `unmanaged` one) and closes its episode.
@@ -638,19 +624,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             self.set_live_copy(&key, kept);
             self.judge_event(key, object);
         } else if self.coverage.covers_type(kind) {
-            let change = match &object {
-                Some(object) => self.coverage.observe(kind, &key, object, self.clock.wall()),
-                None if self.coverage.forget(&key) => coverage::Change::Removed,
-                None => coverage::Change::None,
-            };
-            match change {
-                coverage::Change::Added(mut entry) => {
-                    entry.stale_config = self.stale_configs.note(&key).cloned().map(Box::new);
-                    self.index.write().unwrap().upsert(key, *entry);
-                }
-                coverage::Change::Removed => self.withdraw_unmanaged(&key),
-                coverage::Change::None => {}
-            }
+            self.covered_changed(kind, key, object.as_ref());
         }
     }
 
@@ -698,16 +672,6 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         self.facts.hpa_targets = self.autoscalers.targets();
         for key in affected {
             self.evaluate(&key);
-        }
-    }
-
-    fn withdraw_unmanaged(&mut self, key: &ObjectKey) {
-        let mut index = self.index.write().unwrap();
-        if index
-            .get(key)
-            .is_some_and(|e| e.class == DriftClass::Unmanaged)
-        {
-            index.remove(key);
         }
     }
 

@@ -11,15 +11,12 @@
 //! engine's thread (issue #11). What is listed for people or re-evaluated is sorted by key.
 
 use super::outputs::{Identified, LiveIdentity};
-use super::packed::{Packed, Samples};
+use super::packed::{self, Packed, Samples};
 use driftd_core::par;
 use driftd_k8s::{ObjectKey, TypeKey};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-
-/// Copies repacked per thread at least, on every core (repacking one takes about 10 µs).
-const REPACKED_PER_THREAD: usize = 256;
 
 /// One judged object.
 #[derive(Debug)]
@@ -90,7 +87,7 @@ impl TrackedSet {
             .values_mut()
             .filter_map(|t| t.live.as_mut())
             .collect();
-        par::map_owned(copies, REPACKED_PER_THREAD, |live| match live.repacked() {
+        par::map_owned(copies, packed::PER_THREAD, |live| match live.repacked() {
             Some(newer) => {
                 *live = newer;
                 true
