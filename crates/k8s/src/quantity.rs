@@ -298,8 +298,15 @@ pub fn parse(s: &str) -> Option<Quantity> {
     let (base, exponent, format) = interpret_suffix(parts.suffix)?;
     let digits = format!("{}{}", parts.num, parts.denom);
     let denom_len = i32::try_from(parts.denom.len()).ok()?;
-    let mut mantissa: u128 = digits.parse().ok()?;
-    let mut exp = -denom_len;
+    // Trailing zeros go to the exponent before the digits are read: an amount near u128's
+    // limit has canonical forms with more digits than u128 holds ("3402...00100m").
+    let significant = digits.trim_end_matches('0');
+    let zeros = i32::try_from(digits.len() - significant.len()).ok()?;
+    let mut mantissa: u128 = match significant {
+        "" => 0,
+        digits => digits.parse().ok()?,
+    };
+    let mut exp = zeros.checked_sub(denom_len)?;
     if base == 10 {
         exp = exp.checked_add(exponent)?;
     } else {
@@ -432,6 +439,17 @@ mod tests {
 
     fn canon(s: &str) -> String {
         canonicalize(s).unwrap_or_else(|| panic!("{s:?} should parse"))
+    }
+
+    #[test]
+    fn a_canonical_form_with_more_digits_than_u128_holds_parses_again() {
+        // Found by fuzz_quantity_parser: the amount fits, its milli form's 39 digits do not.
+        let q = parse("340283000000000000.0000000000000000001E").unwrap();
+        let canonical = q.canonical();
+        assert!(canonical.len() > 39, "{canonical}");
+        let again = parse(&canonical).expect("the canonical form parses");
+        assert!(again.same_amount(&q));
+        assert_eq!(again.canonical(), canonical);
     }
 
     #[test]
