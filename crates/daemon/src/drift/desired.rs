@@ -223,22 +223,13 @@ impl DesiredSet {
 
     /// Repacks manifests packed before the newest dictionary, on every core; how many were.
     pub fn repack(&mut self) -> usize {
-        let objects: Vec<&mut Desired> = self.objects.values_mut().collect();
-        par::map_owned(objects, packed::PER_THREAD, |desired| {
-            if let Some(newer) = desired.previous.as_ref().and_then(Packed::repacked) {
-                desired.previous = Some(newer);
-            }
-            match desired.manifest.repacked() {
-                Some(newer) => {
-                    desired.manifest = newer;
-                    true
-                }
-                None => false,
-            }
-        })
-        .into_iter()
-        .filter(|repacked| *repacked)
-        .count()
+        let previous = self
+            .objects
+            .values_mut()
+            .filter_map(|d| d.previous.as_mut())
+            .collect();
+        packed::repack_all(previous);
+        packed::repack_all(self.objects.values_mut().map(|d| &mut d.manifest).collect())
     }
 
     /// The committed CustomResourceDefinitions.

@@ -21,6 +21,7 @@
 //! they parse events, with whatever dictionary exists then: copies still on their way when
 //! it is trained are repacked with the rest when every list is in.
 
+use driftd_core::par;
 use serde_json::Value;
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -41,6 +42,21 @@ const SAMPLE_BYTES: usize = 16 * 1024;
 /// Objects packed per thread at least when many are packed on every core (a load, a
 /// repack): packing one takes about 10 µs, starting a thread some tens.
 pub const PER_THREAD: usize = 256;
+
+/// Repacks those of `copies` packed before the newest dictionary, on every core; how many
+/// were.
+pub fn repack_all(copies: Vec<&mut Packed>) -> usize {
+    par::map_owned(copies, PER_THREAD, |copy| match copy.repacked() {
+        Some(newer) => {
+            *copy = newer;
+            true
+        }
+        None => false,
+    })
+    .into_iter()
+    .filter(|repacked| *repacked)
+    .count()
+}
 
 /// Fewer samples than this make no useful dictionary: training waits for more.
 const MIN_SAMPLES: usize = 64;
@@ -419,6 +435,17 @@ mod tests {
         let fresh = Packed::new(&deployment(7));
         assert_eq!(fresh.unpack(), deployment(7));
         assert_eq!(fresh.repacked(), None);
+        // All at once, on every core: the older copies are counted and replaced, newer stay.
+        let mut copies: Vec<Packed> = before.iter().map(|(_, p)| p.clone()).collect();
+        copies.push(fresh.clone());
+        let repacked = repack_all(copies.iter_mut().collect());
+        if trained_here {
+            assert_eq!(repacked, before.len(), "each older copy, not the fresh one");
+        }
+        assert_eq!(repack_all(copies.iter_mut().collect()), 0, "repacked once");
+        for (copy, (value, _)) in copies.iter().zip(&before) {
+            assert_eq!(&copy.unpack(), value);
+        }
         assert_ne!(fresh, Packed::new(&deployment(8)));
     }
 

@@ -12,7 +12,6 @@
 
 use super::outputs::{Identified, LiveIdentity};
 use super::packed::{self, Packed, Samples};
-use driftd_core::par;
 use driftd_k8s::{ObjectKey, TypeKey};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -82,21 +81,12 @@ impl TrackedSet {
 
     /// Repacks live copies packed before the newest dictionary, on every core; how many were.
     pub fn repack(&mut self) -> usize {
-        let copies: Vec<&mut Packed> = self
-            .objects
-            .values_mut()
-            .filter_map(|t| t.live.as_mut())
-            .collect();
-        par::map_owned(copies, packed::PER_THREAD, |live| match live.repacked() {
-            Some(newer) => {
-                *live = newer;
-                true
-            }
-            None => false,
-        })
-        .into_iter()
-        .filter(|repacked| *repacked)
-        .count()
+        packed::repack_all(
+            self.objects
+                .values_mut()
+                .filter_map(|t| t.live.as_mut())
+                .collect(),
+        )
     }
 
     /// The live copy of `key`, unpacked (`None`: not seen live, or not tracked).
