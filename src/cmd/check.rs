@@ -11,8 +11,8 @@
 //! manifest plus kube-apiserver's deterministic defaults (see `driftd_core::diff`).
 //!
 //! Custom resources are compared by the structural schema of their CRD when a
-//! CustomResourceDefinition of their kind is among the `--live` inputs (the cluster's) or,
-//! failing that, the `--desired` ones; a drifting custom resource's JSON entry says
+//! CustomResourceDefinition of their kind is among the `--desired` inputs (committed) or,
+//! failing that, the `--live` ones (the cluster's); a drifting custom resource's JSON entry says
 //! `"schema": "crd"` or `"schema": "none"` (no CRD found: the plain rules applied).
 //!
 //! `--expected` takes server-side dry-run answers (`kubectl apply --server-side
@@ -148,8 +148,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .collect();
     let mut facts = cluster_facts(desired.iter().chain(live.iter()));
     facts.controller_managers = config.controller_managers.clone();
-    // The cluster's CRDs win over the desired ones (added last).
-    for bad in facts.add_crds(desired.iter().chain(live.iter()).map(|o| &o.object)) {
+    // A committed CRD wins over the cluster's (added last), as in `serve`: a custom
+    // resource was defaulted when it was created, so a `default:` changed live since then
+    // is drift of the CRD, not of its objects.
+    for bad in facts.add_crds(live.iter().chain(desired.iter()).map(|o| &o.object)) {
         eprintln!("warning: a CustomResourceDefinition is compared without its schema: {bad}");
     }
     // Hashes only need to be consistent within one run unless a key is given.

@@ -396,3 +396,68 @@ fn the_daemon_config_file_serves_as_rules_file() {
         json!([{"rule": "ignore[0] (\"on-call debugging\")", "count": 2}])
     );
 }
+
+/// The Widget CRD with `spec.size` defaulting to `default`, as `kubectl get -o json` shows
+/// it once kube-apiserver has defaulted it (`names.singular`, `names.listKind` and
+/// `conversion.strategy: None`: `SetDefaults_CustomResourceDefinitionSpec` in
+/// apiextensions-apiserver `pkg/apis/apiextensions/v1/defaults.go`).
+fn widget_crd(default: &str) -> Value {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget",
+                      "listKind": "WidgetList"},
+            "conversion": {"strategy": "None"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "size": {"type": "string", "default": default}}}}}}}]}})
+}
+
+#[test]
+fn a_crd_default_changed_live_is_drift_of_the_crd_not_of_its_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "default"}, "spec": {}});
+    let desired = dir.path().join("desired.json");
+    let list = |items: Vec<Value>| json!({"apiVersion": "v1", "kind": "List", "items": items});
+    std::fs::write(
+        &desired,
+        list(vec![widget_crd("small"), widget.clone()]).to_string(),
+    )
+    .unwrap();
+    // The widget was created while the CRD said `small`, so it stored `small` (defaulting
+    // only fills absent fields: apiextensions-apiserver
+    // `pkg/apiserver/schema/defaulting/algorithm.go`); someone then edited the CRD.
+    let mut stored = widget;
+    stored["spec"]["size"] = json!("small");
+    let live = dir.path().join("live.json");
+    std::fs::write(&live, list(vec![widget_crd("large"), stored]).to_string()).unwrap();
+    let o = check(&[
+        "--desired",
+        desired.to_str().unwrap(),
+        "--live",
+        live.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let report = json_of(&o);
+    let drifting: Vec<&str> = report["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(drifting, ["CustomResourceDefinition"], "{report:#}");
+    let paths: Vec<&str> = report["objects"][0]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        paths.iter().all(|p| p.starts_with("/spec/versions")),
+        "{report:#}"
+    );
+}

@@ -142,6 +142,51 @@ fn field_at(ty: &str, path: &[&str]) -> Option<&'static Field> {
 }
 
 const QUANTITY: &str = "apimachinery/pkg/api/resource.Quantity";
+/// The child the table names for a `[]byte` field: base64 text in JSON.
+const BYTES: &str = "[]byte";
+
+/// What a scalar at some path of a built-in object is to kube-apiserver, where its JSON
+/// spelling is not the value: see [`scalar_type`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalarType {
+    /// A `resource.Quantity`: stored in canonical form, so "1Gi", "1024Mi" and 1073741824
+    /// are one value.
+    Quantity,
+    /// A Go `[]byte` (a Secret's `data` value, a ConfigMap's `binaryData` value, a
+    /// webhook's `caBundle`): base64 text decoded to bytes and printed in canonical base64,
+    /// so two spellings of the same bytes (wrapped over lines, as `base64` prints them) are
+    /// one value.
+    Bytes,
+    /// Anything else: the JSON value is the value.
+    Plain,
+}
+
+/// The [`ScalarType`] of the value at `path` (field names and map keys; list positions left
+/// out) of an object of `api_version`/`kind`; `None` for kinds the table does not know
+/// (custom resources).
+pub fn scalar_type(api_version: &str, kind: &str, path: &[&str]) -> Option<ScalarType> {
+    let (group, version) = crate::kinds::split_api_version(api_version);
+    let mut ty = *TABLE.kinds.get(&(group, version, kind))?;
+    let mut rest = path;
+    loop {
+        let Some((first, tail)) = rest.split_first() else {
+            return Some(ScalarType::Plain);
+        };
+        let Some(field) = TABLE.types.get(ty).and_then(|t| t.get(*first)) else {
+            return Some(ScalarType::Plain);
+        };
+        let at_value = tail.len() == field.maps;
+        match field.child {
+            Some(QUANTITY) if at_value => return Some(ScalarType::Quantity),
+            Some(BYTES) if at_value => return Some(ScalarType::Bytes),
+            Some(child) if tail.len() > field.maps => {
+                ty = child;
+                rest = &tail[field.maps..];
+            }
+            _ => return Some(ScalarType::Plain),
+        }
+    }
+}
 
 /// Whether the Go type of a built-in kind has a `status` field: kube-apiserver serves a
 /// `/status` subresource for each such kind (its registry's status strategy).
@@ -243,6 +288,46 @@ mod tests {
     fn omitted(api_version: &str, kind: &str, path: &str, v: Value) -> bool {
         let path: Vec<&str> = path.split('.').collect();
         omitted_when_zero(api_version, kind, &path, &v)
+    }
+
+    #[test]
+    fn scalars_are_typed_by_their_go_type() {
+        use ScalarType::{Bytes, Plain, Quantity};
+        let t = |av: &str, kind: &str, path: &str| {
+            let path: Vec<&str> = path.split('.').collect();
+            scalar_type(av, kind, &path)
+        };
+        // core/v1 types.go: `Data map[string][]byte` (Secret), `BinaryData map[string][]byte`
+        // (ConfigMap); admissionregistration/v1 types.go: `CABundle []byte` in
+        // WebhookClientConfig; certificates/v1 types.go: `Request []byte`.
+        assert_eq!(t("v1", "Secret", "data.tls~crt"), Some(Bytes));
+        assert_eq!(t("v1", "Secret", "data"), Some(Plain));
+        assert_eq!(t("v1", "Secret", "stringData.a"), Some(Plain));
+        assert_eq!(t("v1", "ConfigMap", "binaryData.logo"), Some(Bytes));
+        assert_eq!(t("v1", "ConfigMap", "data.app"), Some(Plain));
+        let webhook = "webhooks.clientConfig.caBundle";
+        let mwc = "MutatingWebhookConfiguration";
+        assert_eq!(
+            t("admissionregistration.k8s.io/v1", mwc, webhook),
+            Some(Bytes)
+        );
+        let csr = "CertificateSigningRequest";
+        assert_eq!(
+            t("certificates.k8s.io/v1", csr, "spec.request"),
+            Some(Bytes)
+        );
+        // `Limits ResourceList` (map[ResourceName]resource.Quantity) in ResourceRequirements;
+        // storage/v1 CSIStorageCapacity: `Capacity *resource.Quantity`.
+        let limits = "spec.template.spec.containers.resources.limits.cpu";
+        assert_eq!(t("apps/v1", "Deployment", limits), Some(Quantity));
+        assert_eq!(t("apps/v1", "Deployment", "spec.replicas"), Some(Plain));
+        let capacity = "CSIStorageCapacity";
+        assert_eq!(t("storage.k8s.io/v1", capacity, "capacity"), Some(Quantity));
+        assert_eq!(
+            t("v1", "LimitRange", "spec.limits.max.memory"),
+            Some(Quantity)
+        );
+        assert_eq!(t("example.com/v1", "Widget", "data.a"), None);
     }
 
     #[test]

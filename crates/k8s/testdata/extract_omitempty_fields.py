@@ -23,7 +23,8 @@ out) and one F row per field of every struct reachable from a kind. `zero` is th
 of a value left out when zero (bool, number, string, list, map; `any` for omitzero), or `-`
 when the field is always printed. `maps` counts the map levels between the field and
 `child` (map keys are path steps, list positions are not), `child` is the struct type the
-field leads to, or `-`.
+field leads to, `[]byte` for bytes (a base64 string in JSON, compared by what it decodes
+to), or `-`.
 
 Usage (bare git directories, e.g. from `fetch github:kubernetes/api`):
     extract_omitempty_fields.py API_GIT API_REV MACHINERY_GIT MACHINERY_REV \
@@ -35,6 +36,9 @@ import subprocess
 import sys
 
 API, MACHINERY, APIEXT = 0, 1, 2
+
+# The child type written for a `[]byte` field (base64 in JSON), which has no fields.
+BYTES = ("", "[]byte")
 
 # Packages besides k8s.io/api's group/versions: (import path, repository, directory).
 EXTRA = [
@@ -120,8 +124,11 @@ def shape(go_type, package, imports, types, seen=()):
         if t.startswith("*"):
             pointer = pointer or outer is None
             t = t[1:]
+        elif t == "[]byte":
+            # Bytes are a base64 string in JSON: marked so readers compare decoded bytes.
+            return ("pointer" if pointer else outer or "string"), maps, BYTES
         elif t.startswith("[]"):
-            outer = outer or ("string" if t == "[]byte" else "list")
+            outer = outer or "list"
             t = t[2:]
         elif t.startswith("map["):
             outer = outer or "map"
@@ -210,10 +217,10 @@ def main():
                 omitted = zero
             else:
                 omitted = "-"
-            if child:
+            if child and child != BYTES:
                 todo.append(child)
             rows.append((short(types, target), json_name, omitted, str(maps),
-                         short(types, child) if child else "-"))
+                         "[]byte" if child == BYTES else short(types, child) if child else "-"))
 
     commits = [git(r, "rev-parse", f"{rev}^{{commit}}").strip() for r, rev in repos]
     upstream = re.findall(r"Kubernetes-commit: (\w+)",
@@ -226,7 +233,7 @@ def main():
     print(f"#   k8s.io/apimachinery {commits[1]} (meta/v1, types, resource, intstr, runtime)")
     print(f"#   k8s.io/apiextensions-apiserver {commits[2]} (pkg/apis/apiextensions/v1)")
     print("# K\tgroup\tversion\tkind\troot type")
-    print("# F\ttype\tjson name\tzero shape or -\tmap levels\tchild type or -")
+    print("# F\ttype\tjson name\tzero shape or -\tmap levels\tchild type, []byte or -")
     for group, version, name, target in sorted(kinds):
         print("\t".join(["K", group, version, name, short(types, target)]))
     for row in sorted(rows):

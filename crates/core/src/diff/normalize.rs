@@ -2,7 +2,6 @@
 //! kube-apiserver (quantities, Secret `stringData` vs `data`, empty vs absent, the default
 //! namespace), they must not show up as drift.
 
-use base64::Engine;
 use driftd_k8s::quantity;
 use serde_json::Value;
 
@@ -86,15 +85,16 @@ pub fn scalars_equal(desired: &Value, live: &Value) -> bool {
     }
 }
 
-/// Decodes a Secret `data` value; `None` if it is not valid base64.
+/// The bytes a `[]byte` field's base64 text stands for, decoded as kube-apiserver's JSON
+/// decoder does (Go's `base64.StdEncoding`: padding required, `\r` and `\n` skipped, so a
+/// value wrapped over lines is the same bytes); `None` if Go would refuse it.
 pub fn decode_secret_value(v: &Value) -> Option<Vec<u8>> {
-    let s = v.as_str()?;
-    let engine = base64::engine::general_purpose::STANDARD;
-    engine.decode(s.trim()).ok()
+    driftd_k8s::validation::base64_decode(v.as_str()?).ok()
 }
 
-/// Equality of two Secret `data` values by their decoded bytes.
-pub fn secret_values_equal(desired: &Value, live: &Value) -> bool {
+/// Equality of two `[]byte` values (Secret `data`, ConfigMap `binaryData`, `caBundle`) by
+/// their decoded bytes; text that does not decode is equal only to itself.
+pub fn bytes_equal(desired: &Value, live: &Value) -> bool {
     match (decode_secret_value(desired), decode_secret_value(live)) {
         (Some(a), Some(b)) => a == b,
         _ => desired == live,
@@ -191,7 +191,7 @@ mod tests {
         let s = desired_as_stored("Secret", &d);
         assert_eq!(s["data"], json!({"a":"eQ==","b":"cHc="}));
         assert!(s.get("stringData").is_none());
-        assert!(secret_values_equal(&json!("cHc="), &json!("cHc=")));
-        assert!(!secret_values_equal(&json!("cHc="), &json!("cQ==")));
+        assert!(bytes_equal(&json!("cHc="), &json!("cHc=")));
+        assert!(!bytes_equal(&json!("cHc="), &json!("cQ==")));
     }
 }

@@ -5,11 +5,11 @@
 
 use super::lists;
 use super::normalize::{
-    is_omitted_zero, is_quantity_field, is_vacuous, quantities_equal, scalars_equal,
-    secret_values_equal,
+    bytes_equal, is_omitted_zero, is_quantity_field, is_vacuous, quantities_equal, scalars_equal,
 };
 use super::pointer::{field_names, with_field_names, Seg};
 use super::ChangeOp;
+use driftd_k8s::api_types::ScalarType;
 use driftd_k8s::crd::{MapType, Step, Structural};
 use serde_json::Value;
 
@@ -291,15 +291,21 @@ impl<'a> Walker<'a> {
             })
     }
 
+    /// Equal as kube-apiserver stores them: values of the same spelling always are, so the
+    /// field's type is only looked up for the few that differ.
     fn scalar_equal(&self, segs: &[Seg], d: &Value, l: &Value) -> bool {
+        if scalars_equal(d, l) {
+            return true;
+        }
         with_field_names(segs, |names| {
-            if is_quantity_field(self.kind, names) {
-                return quantities_equal(d, l);
+            match driftd_k8s::api_types::scalar_type(self.ctx.api_version, self.kind, names) {
+                Some(ScalarType::Quantity) => quantities_equal(d, l),
+                Some(ScalarType::Bytes) => bytes_equal(d, l),
+                Some(ScalarType::Plain) => false,
+                // A custom resource is stored as written; quantities where a pod spec's
+                // sit are still read as quantities (operators canonicalize what they copy).
+                None => is_quantity_field(self.kind, names) && quantities_equal(d, l),
             }
-            if self.kind == "Secret" && names.len() == 2 && names[0] == "data" {
-                return secret_values_equal(d, l);
-            }
-            scalars_equal(d, l)
         })
     }
 

@@ -300,3 +300,66 @@ fn generic_omitempty_names_only_count_where_they_are_struct_fields() {
         vec![("/data/value".to_string(), ChangeOp::Add)]
     );
 }
+
+/// A `[]byte` value wrapped as GNU `base64` prints it (76 columns): the text below is
+/// `printf 'driftd-wrapped-value: %s' "$(seq -s, 1 40)" | base64`, and the one-line form
+/// is the same command with `-w0`, which is how kube-apiserver prints the bytes it stored
+/// (Go's `base64.StdEncoding` decoder skips `\r` and `\n`: `encoding/base64/base64.go`,
+/// `decodeQuantum`; its encoder never wraps).
+const WRAPPED: &str =
+    "ZHJpZnRkLXdyYXBwZWQtdmFsdWU6IDEsMiwzLDQsNSw2LDcsOCw5LDEwLDExLDEyLDEzLDE0LDE1\n\
+LDE2LDE3LDE4LDE5LDIwLDIxLDIyLDIzLDI0LDI1LDI2LDI3LDI4LDI5LDMwLDMxLDMyLDMzLDM0\n\
+LDM1LDM2LDM3LDM4LDM5LDQw\n";
+const ONE_LINE: &str = "ZHJpZnRkLXdyYXBwZWQtdmFsdWU6IDEsMiwzLDQsNSw2LDcsOCw5LDEwLDExLDEyLDEzLDE0LDE1LDE2LDE3LDE4LDE5LDIwLDIxLDIyLDIzLDI0LDI1LDI2LDI3LDI4LDI5LDMwLDMxLDMyLDMzLDM0LDM1LDM2LDM3LDM4LDM5LDQw";
+
+#[test]
+fn bytes_wrapped_over_lines_are_the_bytes_they_decode_to() {
+    let meta = json!({"name": "c", "namespace": "default"});
+    let webhook = |ca: &str| {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1",
+               "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "w"},
+               "webhooks": [{"name": "w.example.com", "sideEffects": "None",
+                             "admissionReviewVersions": ["v1"],
+                             // Spelled out, so this case does not depend on the defaults
+                             // table (admissionregistration/v1 SetDefaults_ValidatingWebhook).
+                             "failurePolicy": "Fail", "matchPolicy": "Equivalent",
+                             "namespaceSelector": {}, "objectSelector": {}, "timeoutSeconds": 10,
+                             "clientConfig": {"url": "https://example.com", "caBundle": ca}}]})
+    };
+    for (what, desired, live) in [
+        (
+            "Secret data",
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": "Opaque",
+                   "data": {"k": WRAPPED}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": "Opaque",
+                   "data": {"k": ONE_LINE}}),
+        ),
+        (
+            "ConfigMap binaryData",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+                   "binaryData": {"k": WRAPPED}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+                   "binaryData": {"k": ONE_LINE}}),
+        ),
+        ("webhook caBundle", webhook(WRAPPED), webhook(ONE_LINE)),
+    ] {
+        let c = cmp(&desired, &live);
+        assert_eq!(c.class, DriftClass::InSync, "{what}: {:?}", c.changes);
+    }
+    // Other bytes are drift; so is the same text in a field that is not bytes.
+    let cm = |v: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+               "binaryData": {"k": v}, "data": {"t": v}})
+    };
+    let mut live = cm(ONE_LINE);
+    live["binaryData"]["k"] = json!("eA==");
+    let mut got = paths(&cmp(&cm(WRAPPED), &live));
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("/binaryData/k".to_string(), ChangeOp::Replace),
+            ("/data/t".to_string(), ChangeOp::Replace)
+        ]
+    );
+}
