@@ -4,7 +4,9 @@
 //! The `--format json` shape is a contract (golden tests and scripts read it):
 //! `{"objects":[{"apiVersion","kind","namespace","name","class","changes":[{"path","op",
 //! "desired","live","field","manager","changed_at"}]}]}` with only drifting objects, in
-//! desired input order (custom resources also carry `"schema"`). `desired`/`live` are `null` where the op has no such side.
+//! desired input order (custom resources also carry `"schema"`, and `"scope": "unresolved"`
+//! when neither a CRD nor a live object of their kind tells their scope). `desired`/`live`
+//! are `null` where the op has no such side.
 //!
 //! Live objects that no desired object names are not reported: check answers "does the
 //! cluster match what we committed", not "what else is running". What was committed is the
@@ -247,6 +249,11 @@ fn json_report(drifting: &[Drifting]) -> Value {
             }
             if let Some(schema) = d.comparison.schema {
                 obj["schema"] = serde_json::to_value(schema).unwrap_or_default();
+            }
+            // A custom kind no CRD here defines and no live object tells the scope of: it
+            // is keyed as namespaced, which nothing could confirm.
+            if d.desired.scope_unresolved {
+                obj["scope"] = json!("unresolved");
             }
             obj
         })

@@ -7,7 +7,7 @@
 use super::cluster::{records, ClusterArgs};
 use super::store::{self, KeyArgs};
 use anyhow::Context;
-use driftd_core::manifest::{self, Cause, LoadOptions, Loaded, ManifestError, ManifestObject};
+use driftd_core::manifest::{self, LoadOptions, Loaded, ManifestObject};
 use driftd_daemon::cluster_log::NewRevision;
 use driftd_store::{validate_source_name, CommitOutcome, CommitRequest, Store};
 use std::path::{Path, PathBuf};
@@ -113,9 +113,9 @@ fn parse_size(text: &str) -> Result<usize, String> {
 }
 
 /// Reads the input as `commit` and `check` read it: warnings and skipped objects are
-/// printed on stderr, an unknown kind's error says how to declare its scope.
+/// printed on stderr.
 pub fn read_input(paths: &[PathBuf], options: &LoadOptions) -> anyhow::Result<Loaded> {
-    let loaded = manifest::load(paths, options).map_err(with_scope_hint)?;
+    let loaded = manifest::load(paths, options)?;
     for warning in &loaded.warnings {
         eprintln!("warning: {warning}");
     }
@@ -125,14 +125,24 @@ pub fn read_input(paths: &[PathBuf], options: &LoadOptions) -> anyhow::Result<Lo
     Ok(loaded)
 }
 
-/// An unknown kind's error with the flags that declare its scope.
-fn with_scope_hint(err: ManifestError) -> anyhow::Error {
-    match &err.cause {
-        Cause::UnknownKind { kind_group } => {
-            anyhow::anyhow!("{err} (--namespaced {kind_group} or --cluster-scoped {kind_group})")
-        }
-        _ => anyhow::Error::new(err),
+/// Says (on stderr) which custom kinds no CRD here defines: their objects are committed with
+/// their scope and schema to be resolved from the cluster.
+pub fn note_unresolved(loaded: &Loaded) {
+    let kinds = loaded.unresolved_kinds();
+    if kinds.is_empty() {
+        return;
     }
+    let list: Vec<String> = kinds
+        .iter()
+        .map(|(kind, n)| format!("{kind} ({})", count(*n, "object")))
+        .collect();
+    eprintln!(
+        "note: no CustomResourceDefinition committed or in the input defines {}: their scope \
+         (namespaced until the cluster says otherwise) and schema are taken from the cluster \
+         (`serve` asks discovery and reads the live CRD); --namespaced/--cluster-scoped \
+         KIND.GROUP declare a scope",
+        list.join(", ")
+    );
 }
 
 /// The refusal of an input without objects, the same for `commit` and `check`.
@@ -170,6 +180,7 @@ impl DesiredArgs {
         if loaded.objects.is_empty() && !self.allow_empty {
             return Err(no_objects(&self.files, loaded.skipped.len()));
         }
+        note_unresolved(&loaded);
         warn_pruned_fields(&committed_crds, &loaded.objects);
         let store = open_or_create(store, &self.db, &self.keys)?;
         Ok((store, loaded))

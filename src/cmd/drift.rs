@@ -115,9 +115,10 @@ pub fn render_table(body: &DriftResponse) -> String {
             o.namespace.clone().unwrap_or_default(),
             o.kind.clone(),
             o.name.clone(),
-            match o.stale {
-                true => format!("{} (stale)", o.class),
-                false => o.class.to_string(),
+            match (o.stale, o.scope.is_some()) {
+                (true, _) => format!("{} (stale)", o.class),
+                (false, true) => format!("{} (scope unresolved)", o.class),
+                (false, false) => o.class.to_string(),
             },
             o.since.map(drifting_for).unwrap_or_default(),
         ];

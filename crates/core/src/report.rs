@@ -131,6 +131,20 @@ pub struct DriftEntry {
     /// [`DriftResponse::stale`]). Set when answered, never stored.
     #[serde(default, skip_serializing_if = "is_false")]
     pub stale: bool,
+    /// For a custom resource whose CRD is neither committed nor served by the cluster:
+    /// `unresolved`, as nothing tells whether its kind is namespaced (it is keyed with the
+    /// namespace it was committed with until something does). Set when answered, never
+    /// stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ScopeNote>,
+}
+
+/// What is known of a custom kind's scope (see [`DriftEntry::scope`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScopeNote {
+    /// No committed CRD and no cluster tells it.
+    Unresolved,
 }
 
 /// How the server-side dry run of one object went (`compare = "dry-run"`).

@@ -11,7 +11,7 @@
 use crate::config::HelmConfig;
 use crate::watch::secrets::{self, Change, Followed};
 use driftd_core::helm::{self, PendingLock, Release, Standing};
-use driftd_core::manifest::{self, Cause, LoadOptions, ManifestError, ManifestObject};
+use driftd_core::manifest::{self, LoadOptions, ManifestError, ManifestObject};
 use driftd_store::{HelmSync, HelmVersion, Store};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Secret;
@@ -269,8 +269,10 @@ impl Importer {
     }
 
     /// The desired objects of one version; the error names release, version, document and
-    /// field. A custom resource whose kind is unknown is read again with the scopes of the
-    /// CustomResourceDefinitions committed so far (a chart's `crds/` are not in its manifest).
+    /// field. A release with custom resources of a kind its manifest does not define is
+    /// read again with the scopes of the CustomResourceDefinitions committed so far (a
+    /// chart's `crds/` are not in its manifest); what stays unresolved is resolved by
+    /// discovery.
     fn objects_of(&self, release: &Release) -> Result<Vec<ManifestObject>, String> {
         let fail = |err: ManifestError| {
             format!(
@@ -278,12 +280,11 @@ impl Importer {
                 helm::source_name(&release.namespace, &release.name)
             )
         };
-        match helm::desired_objects(release, &LoadOptions::default()) {
-            Err(err) if matches!(err.cause, Cause::UnknownKind { .. }) => {
-                helm::desired_objects(release, &self.committed_scopes()).map_err(fail)
-            }
-            other => other.map_err(fail),
+        let objects = helm::desired_objects(release, &LoadOptions::default()).map_err(fail)?;
+        if !objects.iter().any(|o| o.scope_unresolved) {
+            return Ok(objects);
         }
+        helm::desired_objects(release, &self.committed_scopes()).map_err(fail)
     }
 
     fn committed_scopes(&self) -> LoadOptions {

@@ -36,6 +36,7 @@ pub fn entry(source: &str, key: &ObjectKey, class: DriftClass, since: Timestamp)
         dry_run: None,
         stale_config: None,
         stale: false,
+        scope: None,
     }
 }
 

@@ -47,7 +47,10 @@ fn skipped(segs: &[Seg], key: &str) -> bool {
     match segs {
         // Identity and status: apiVersion/kind select the object, status is the controllers'.
         [] => matches!(key, "apiVersion" | "kind" | "status"),
-        [Seg::Field(m)] if m == "metadata" => SERVER_METADATA.contains(&key),
+        // The namespace is part of the object's key: a desired object is only ever compared
+        // with the live one of its namespace, and kube-apiserver clears it on cluster-scoped
+        // objects (which a manifest may still name one on).
+        [Seg::Field(m)] if m == "metadata" => SERVER_METADATA.contains(&key) || key == "namespace",
         [Seg::Field(m), Seg::Field(a)] if m == "metadata" && a == "annotations" => {
             SERVER_ANNOTATIONS.contains(&key) || key.starts_with("driftd.io/")
         }

@@ -6,8 +6,12 @@
 //! kube-apiserver's own words, so nothing is stored that a cluster could never hold.
 //! Scope is never guessed: built-in kinds take theirs from the kinds table, custom resources
 //! from a CustomResourceDefinition in the same input or known from elsewhere
-//! ([`LoadOptions::custom_scopes`]: CRDs committed earlier, declared scopes, a cluster's); any
-//! other kind is refused as unknown.
+//! ([`LoadOptions::custom_scopes`]: CRDs committed earlier, declared scopes, a cluster's).
+//! A custom resource whose CRD is known nowhere is valid input all the same (its operator
+//! was installed by someone else): it is accepted with its scope marked unresolved
+//! ([`ManifestObject::scope_unresolved`]) and keyed as namespaced, as most custom resources
+//! are, until the cluster tells: `serve` takes the scope from discovery, `check` from the
+//! live objects, and a cluster-scoped kind's objects then lose the namespace.
 //!
 //! Loading happens in two steps: every file is split into raw documents (with their origin),
 //! then the whole input is validated at once, because a CustomResourceDefinition in one
@@ -56,6 +60,10 @@ pub struct ManifestObject {
     pub key: ObjectKey,
     pub api_version: String,
     pub object: Value,
+    /// A custom resource whose CRD was known nowhere: keyed as namespaced until the cluster
+    /// tells its scope (see the module doc), and compared without a schema until its CRD is
+    /// found.
+    pub scope_unresolved: bool,
 }
 
 /// What kind of problem a [`ManifestError`] is, which decides how it reads.
@@ -67,9 +75,6 @@ pub enum Cause {
     /// kube-apiserver would refuse the object; the reason is its message, which names the
     /// field itself (`metadata.name: Invalid value: ...`).
     Rejected,
-    /// A kind neither built in nor defined by a CustomResourceDefinition known here, as
-    /// `Kind.group` (`Widget.example.com`).
-    UnknownKind { kind_group: String },
 }
 
 /// A rejected input: names the file, the document and (when known) the field.
@@ -186,6 +191,20 @@ pub struct Loaded {
     pub objects: Vec<ManifestObject>,
     pub skipped: Vec<Skipped>,
     pub warnings: Vec<Warning>,
+}
+
+impl Loaded {
+    /// The custom kinds whose scope is unresolved (`Kind.group`), with how many objects
+    /// each has: what `commit` and `check` tell the user they take from the cluster.
+    pub fn unresolved_kinds(&self) -> BTreeMap<String, usize> {
+        let mut kinds = BTreeMap::new();
+        for o in self.objects.iter().filter(|o| o.scope_unresolved) {
+            *kinds
+                .entry(format!("{}.{}", o.key.kind, o.key.group))
+                .or_default() += 1;
+        }
+        kinds
+    }
 }
 
 /// Name used in origins and errors for standard input.

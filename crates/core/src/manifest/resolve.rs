@@ -72,7 +72,11 @@ pub(super) fn finish(input: RawInput, options: &LoadOptions) -> Result<Loaded, M
     // the one a single pass would have met first.
     let mut scoped = Vec::with_capacity(checked.len());
     for mut item in checked {
-        let namespaced = scope(&item, &crds, options);
+        let scope = scope(&item, &crds, options);
+        let unresolved = matches!(scope, Ok(Scope::Unresolved));
+        // Until the cluster tells, an unresolved kind is keyed as namespaced, as most custom
+        // resources are; a cluster-scoped one loses the namespace when its scope is known.
+        let namespaced = scope.map(|s| s != Scope::Cluster);
         let namespace = match namespaced {
             Ok(true) => {
                 let ns = item
@@ -98,17 +102,17 @@ pub(super) fn finish(input: RawInput, options: &LoadOptions) -> Result<Loaded, M
             }
             Err(_) => None,
         };
-        scoped.push((item, namespaced, namespace));
+        scoped.push((item, namespaced, namespace, unresolved));
     }
     let validated = match options.from_cluster {
         true => Vec::new(),
-        false => par::map_ordered(&scoped, |(item, namespaced, _)| match namespaced {
+        false => par::map_ordered(&scoped, |(item, namespaced, _, _)| match namespaced {
             Ok(namespaced) => validate(item, *namespaced),
             Err(_) => Ok(()),
         }),
     };
     let mut validated = validated.into_iter();
-    for (item, namespaced, namespace) in scoped {
+    for (item, namespaced, namespace, scope_unresolved) in scoped {
         namespaced?;
         if let Some(valid) = validated.next() {
             valid?;
@@ -150,6 +154,7 @@ pub(super) fn finish(input: RawInput, options: &LoadOptions) -> Result<Loaded, M
             key,
             api_version: item.api_version,
             object: item.object,
+            scope_unresolved,
         });
     }
     Ok(loaded)
@@ -171,13 +176,34 @@ fn validate(item: &Checked, namespaced: bool) -> Result<(), ManifestError> {
         .map_err(|rejection| item.error(rejection.field(), rejection.to_string(), Cause::Rejected))
 }
 
-/// Whether the item's kind is namespaced: built in (any version kube-apiserver knows),
-/// defined by a CRD in the input, or known from `options`. Never a guess.
+/// Where a kind's objects live, as far as this input and `options` tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Namespaced,
+    Cluster,
+    /// A custom kind whose CRD is neither in the input nor known from `options` (its
+    /// operator was installed by someone else): valid input whose scope only the cluster
+    /// can tell. Never guessed, never refused.
+    Unresolved,
+}
+
+impl From<bool> for Scope {
+    fn from(namespaced: bool) -> Scope {
+        if namespaced {
+            Scope::Namespaced
+        } else {
+            Scope::Cluster
+        }
+    }
+}
+
+/// The item's scope: built in (any version kube-apiserver knows), defined by a CRD in the
+/// input or known from `options`; else unresolved. Never a guess.
 fn scope(
     item: &Checked,
     crds: &[CustomResourceTypes],
     options: &LoadOptions,
-) -> Result<bool, ManifestError> {
+) -> Result<Scope, ManifestError> {
     let (group, _) = kinds::split_api_version(&item.api_version);
     let no_match = |served: Vec<String>| {
         let mut reason = format!(
@@ -193,9 +219,12 @@ fn scope(
         }
         item.error(Some("apiVersion"), reason, Cause::Rejected)
     };
-    if kinds::is_builtin_group(group) {
+    // A CRD's group needs a dot (apiextensions-apiserver `ValidateCustomResourceDefinitionSpec`:
+    // "should be a domain with at least one dot"), so a group without one that is not
+    // built in (`extensions`, long removed) is served by no cluster.
+    if kinds::is_builtin_group(group) || !group.contains('.') {
         return match kinds::builtin(&item.api_version, &item.kind) {
-            Some(t) => Ok(t.namespaced),
+            Some(t) => Ok(t.namespaced.into()),
             None => Err(no_match(kinds::builtin_api_versions(&item.kind))),
         };
     }
@@ -208,27 +237,18 @@ fn scope(
         if !listed {
             return Err(no_match(served));
         }
-        return Ok(crd.namespaced);
+        return Ok(crd.namespaced.into());
     }
     if let Some(namespaced) = options
         .custom_scopes
         .get(&(group.to_string(), item.kind.clone()))
     {
-        return Ok(*namespaced);
+        return Ok((*namespaced).into());
     }
     if options.from_cluster {
-        return Ok(item.namespace.is_some());
+        return Ok(item.namespace.is_some().into());
     }
-    Err(item.error(
-        None,
-        format!(
-            "kind {} in group {:?} is neither built in nor defined by a CustomResourceDefinition in this input or committed earlier: commit its CustomResourceDefinition first (or with it), or declare its scope",
-            item.kind, group
-        ),
-        Cause::UnknownKind {
-            kind_group: format!("{}.{group}", item.kind),
-        },
-    ))
+    Ok(Scope::Unresolved)
 }
 
 fn flatten(

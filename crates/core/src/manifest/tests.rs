@@ -264,18 +264,27 @@ fn folders_are_walked_recursively_in_sorted_order() {
 }
 
 #[test]
-fn unknown_kinds_are_refused_never_assumed_namespaced() {
-    let err = parse("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n").unwrap_err();
+fn custom_kinds_without_a_crd_are_accepted_with_their_scope_unresolved() {
+    let text = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: v, namespace: x}\n";
+    let loaded = read_text(text, "in.yaml", &LoadOptions::default()).unwrap();
+    let objs = &loaded.objects;
+    assert!(objs.iter().all(|o| o.scope_unresolved));
+    // Keyed as namespaced until the cluster tells: the default namespace, or its own.
+    assert_eq!(objs[0].key.namespace.as_deref(), Some("default"));
+    assert_eq!(objs[1].key.namespace.as_deref(), Some("x"));
     assert_eq!(
-        err.cause,
-        Cause::UnknownKind {
-            kind_group: "Widget.example.com".into()
-        }
+        loaded.unresolved_kinds(),
+        [("Widget.example.com".to_string(), 2)].into()
     );
-    assert!(
-        err.to_string().starts_with("in.yaml: document 0: kind Widget in group \"example.com\" is neither built in nor defined by a CustomResourceDefinition"),
-        "{err}"
-    );
+    // A declared scope resolves it.
+    let mut declared = LoadOptions::default();
+    declared
+        .custom_scopes
+        .insert(("example.com".into(), "Widget".into()), false);
+    let objs = parse_text(text, "in.yaml", &declared).unwrap();
+    assert!(objs
+        .iter()
+        .all(|o| !o.scope_unresolved && o.key.namespace.is_none()));
     // Read back from a cluster, an object's namespace tells its scope.
     let live = LoadOptions {
         from_cluster: true,
@@ -285,6 +294,7 @@ fn unknown_kinds_are_refused_never_assumed_namespaced() {
     let objs = parse_text(text, "live.yaml", &live).unwrap();
     assert_eq!(objs[0].key.namespace.as_deref(), Some("x"));
     assert_eq!(objs[1].key.namespace, None);
+    assert!(objs.iter().all(|o| !o.scope_unresolved));
 }
 
 #[test]
@@ -297,8 +307,15 @@ fn wrong_group_or_version_of_a_built_in_kind_names_the_served_ones() {
         "in.yaml: document 0: no matches for kind \"Deployment\" in version \"v1\"; Deployment is served as apps/v1"
     );
     let err = parse("apiVersion: extensions/v1beta1\nkind: Ingress\nmetadata: {name: i}\n");
-    // `extensions` is no longer a group kube-apiserver serves at all: an unknown kind.
-    assert!(err.is_err());
+    // `extensions` is no longer a group kube-apiserver serves, and no CRD can define a
+    // group without a dot: no cluster serves it.
+    let err = err.unwrap_err();
+    assert_eq!(err.cause, Cause::Rejected);
+    assert!(
+        err.reason
+            .ends_with("Ingress is served as networking.k8s.io/v1"),
+        "{err}"
+    );
     let err = parse("apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata: {name: p}\n")
         .unwrap_err();
     assert!(

@@ -36,6 +36,8 @@ impl From<RecordObject> for ManifestObject {
             key: o.key,
             api_version: o.api_version,
             object: o.object,
+            // Recorded as committed; `serve` resolves scopes from discovery either way.
+            scope_unresolved: false,
         }
     }
 }

@@ -101,6 +101,7 @@ impl Coverage {
             dry_run: None,
             stale_config: None,
             stale: false,
+            scope: None,
         }))
     }
 

@@ -7,6 +7,7 @@
 //! (`Differ::prepare_with`) on the spot: that costs about what the comparison itself does,
 //! where keeping the prepared tree cost ten times the manifest's text per object.
 
+use super::crds::GroupKind;
 use super::packed::{self, Packed, Samples};
 use driftd_core::par;
 use driftd_k8s::{ObjectKey, TypeKey};
@@ -80,8 +81,14 @@ impl Loaded {
     }
 
     /// Packs `run` on every core and takes it in; keys already in `shared` stay shared (the
-    /// index keeps the first one it got).
-    fn take(&mut self, run: Vec<DesiredText>, shared: &HashMap<Arc<ObjectKey>, Desired>) {
+    /// index keeps the first one it got). Objects of the custom kinds in `cluster_scoped`
+    /// lose the namespace they were committed with (see [`DesiredSet::learn_scope`]).
+    fn take(
+        &mut self,
+        run: Vec<DesiredText>,
+        shared: &HashMap<Arc<ObjectKey>, Desired>,
+        scopes: &HashMap<GroupKind, bool>,
+    ) {
         let run = par::map_owned(run, packed::PER_THREAD, |object| PackedText {
             manifest: Packed::from_text(&object.body),
             previous: object.previous.as_deref().map(Packed::from_text),
@@ -90,7 +97,16 @@ impl Loaded {
             key: object.key,
             api_version: object.api_version,
         });
-        for object in run {
+        for mut object in run {
+            if object.key.namespace.is_some()
+                && scopes.get(&(object.key.group.clone(), object.key.kind.clone())) == Some(&false)
+            {
+                object.key.namespace = None;
+                if self.objects.contains_key(&object.key) {
+                    tracing::warn!(object = %object.key, "two committed objects become one once their kind is known to be cluster-scoped; the first is compared");
+                    continue;
+                }
+            }
             let kind = TypeKey {
                 api_version: object.api_version,
                 kind: object.key.kind.clone(),
@@ -140,6 +156,9 @@ pub struct DesiredSet {
     /// The newest revision of every source (number, author, message): what the drift page
     /// shows people.
     revisions: Vec<RevisionInfo>,
+    /// Custom kinds the cluster serves, with their scope (namespaced): a custom resource
+    /// committed without its CRD is keyed as namespaced until discovery tells.
+    scopes: HashMap<GroupKind, bool>,
 }
 
 impl DesiredSet {
@@ -179,10 +198,10 @@ impl DesiredSet {
         let revisions = store.each_desired_object(|object| {
             run.push(object);
             if run.len() == PACKED_TOGETHER {
-                loaded.take(std::mem::take(&mut run), &self.objects);
+                loaded.take(std::mem::take(&mut run), &self.objects, &self.scopes);
             }
         })?;
-        loaded.take(run, &self.objects);
+        loaded.take(run, &self.objects, &self.scopes);
         let Loaded {
             objects, by_kind, ..
         } = loaded;
@@ -200,6 +219,37 @@ impl DesiredSet {
         self.sources = sources;
         self.revisions = revisions;
         Ok(true)
+    }
+
+    /// Discovery says the cluster serves custom kind `kind` with this scope. True when the
+    /// keys of its committed objects change with it (a cluster-scoped kind's objects were
+    /// keyed with the namespace they were committed with, or the other way round): the
+    /// caller loads the desired state again.
+    pub fn learn_scope(&mut self, kind: GroupKind, namespaced: bool) -> bool {
+        let before = self.scopes.insert(kind.clone(), namespaced);
+        let of_kind = |k: &&Arc<ObjectKey>| k.group == kind.0 && k.kind == kind.1;
+        match (before, namespaced) {
+            (Some(false), false) | (Some(true) | None, true) => false,
+            (_, false) => self
+                .objects
+                .keys()
+                .filter(of_kind)
+                .any(|k| k.namespace.is_some()),
+            // Served cluster-scoped before, namespaced now (its CRD made anew): the keys
+            // they were committed with come back.
+            (Some(false), true) => self.objects.keys().any(|k| of_kind(&k)),
+        }
+    }
+
+    /// Whether discovery told the scope of custom kind `kind`.
+    pub fn scope_known(&self, kind: &GroupKind) -> bool {
+        self.scopes.contains_key(kind)
+    }
+
+    /// The next [`DesiredSet::poll`] loads again, whatever was committed.
+    pub fn reload_needed(&mut self) {
+        self.data_version = None;
+        self.loaded = false;
     }
 
     /// Adds the texts of up to `limit` manifests, spread evenly, to `samples`: what the

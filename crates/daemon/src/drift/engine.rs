@@ -366,6 +366,43 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
     }
 
+    /// Discovery says the cluster serves `kind` with this scope. A custom resource committed
+    /// without its CRD was keyed as namespaced: if the kind is cluster-scoped, its objects
+    /// are keyed again without a namespace (the desired state is loaded again to do so).
+    fn scope_learned(&mut self, kind: &TypeKey, namespaced: bool) {
+        if !is_custom(kind) {
+            return;
+        }
+        if self.desired.learn_scope(group_kind(kind), namespaced) {
+            tracing::info!(kind = %kind, namespaced, "the cluster serves this kind with another scope than its objects were keyed with: keying them again");
+            if let Err(err) = self.desired.load(&self.store) {
+                tracing::warn!(error = %err, "cannot load the desired state again; the next poll tries");
+                self.desired.reload_needed();
+                return;
+            }
+            self.desired_loaded();
+            self.tracking_changed();
+        } else {
+            self.publish_unresolved_scopes();
+        }
+    }
+
+    /// Tells the index which tracked custom kinds nothing has given a scope yet (no CRD
+    /// committed, not served by the cluster): their `/drift` entries say `scope: unresolved`.
+    fn publish_unresolved_scopes(&mut self) {
+        let unresolved: BTreeSet<GroupKind> = self
+            .tracked
+            .kinds()
+            .filter(|t| is_custom(t))
+            .map(group_kind)
+            .filter(|gk| !self.crds.is_committed(gk) && !self.desired.scope_known(gk))
+            .collect();
+        self.index
+            .write()
+            .unwrap()
+            .set_unresolved_scopes(unresolved);
+    }
+
     /// Whether a custom resource of `kind` must wait for the cluster's CRDs to be listed
     /// before it is compared (else it would be compared schema-less first).
     fn awaits_crds(&self, kind: &TypeKey) -> bool {
@@ -461,6 +498,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             index.set_sources(self.desired.sources().clone());
             index.set_revisions(self.desired.revisions().to_vec());
         }
+        self.publish_unresolved_scopes();
         tracing::info!(
             objects = self.desired.len(),
             kinds = self.desired.kinds().count(),
@@ -568,6 +606,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 }
             }
             WatchEvent::InitDone => self.step_list(&kind, ListEvent::Done),
+            WatchEvent::Served { namespaced } => self.scope_learned(&kind, namespaced),
             WatchEvent::NotServed => self.step_list(&kind, ListEvent::NotServed),
             WatchEvent::Position(rv) | WatchEvent::Bookmark(rv) => {
                 if self
@@ -729,6 +768,7 @@ fn entry_of(desired: &Desired, key: &ObjectKey, class: DriftClass) -> DriftEntry
         dry_run: None,
         stale_config: None,
         stale: false,
+        scope: None,
     }
 }
 

@@ -173,6 +173,7 @@ impl Named {
                 true
             }
             WatchEvent::NotServed
+            | WatchEvent::Served { .. }
             | WatchEvent::Error(_)
             | WatchEvent::Opened
             | WatchEvent::Position(_)

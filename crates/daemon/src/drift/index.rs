@@ -2,7 +2,7 @@
 //! `/metrics` renders its families from it at scrape time, as kube-state-metrics renders
 //! from its store.
 
-use driftd_core::report::{DriftClass, DriftEntry, DriftFilter, StaleKind, StaleLock};
+use driftd_core::report::{DriftClass, DriftEntry, DriftFilter, ScopeNote, StaleKind, StaleLock};
 use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::RevisionInfo;
 use jiff::Timestamp;
@@ -44,6 +44,8 @@ pub struct DriftIndex {
     locks_ready: bool,
     /// How the watch of every watched kind stands, in kind order.
     watch_health: Vec<WatchHealth>,
+    /// Custom kinds (group, kind) whose scope nothing tells yet: `/drift`'s `scope`.
+    unresolved_scopes: BTreeSet<(String, String)>,
 }
 
 /// How the watch of one kind stands: what `driftd_watch_healthy`, the last-event
@@ -94,6 +96,7 @@ impl DriftIndex {
             locks: Vec::new(),
             locks_ready: false,
             watch_health: Vec::new(),
+            unresolved_scopes: BTreeSet::new(),
             series: SeriesSlots {
                 cap: max_object_series,
                 holders: BTreeSet::new(),
@@ -184,6 +187,21 @@ impl DriftIndex {
         series.holders.extend(next);
     }
 
+    /// The custom kinds whose scope nothing tells yet (no committed CRD, not served).
+    pub fn set_unresolved_scopes(&mut self, kinds: BTreeSet<(String, String)>) {
+        self.unresolved_scopes = kinds;
+    }
+
+    fn scope_of(&self, entry: &DriftEntry) -> Option<ScopeNote> {
+        if self.unresolved_scopes.is_empty() {
+            return None;
+        }
+        let group = driftd_k8s::kinds::split_api_version(&entry.api_version).0;
+        self.unresolved_scopes
+            .contains(&(group.to_string(), entry.kind.clone()))
+            .then_some(ScopeNote::Unresolved)
+    }
+
     pub fn get(&self, key: &ObjectKey) -> Option<&DriftEntry> {
         self.entries.get(key).map(|entry| &**entry)
     }
@@ -212,6 +230,7 @@ impl DriftIndex {
             .map(|e| {
                 let mut e = e.clone();
                 e.stale = stale.contains(&(e.api_version.as_str(), e.kind.as_str()));
+                e.scope = self.scope_of(&e);
                 e
             })
             .collect();

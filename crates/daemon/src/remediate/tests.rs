@@ -17,6 +17,7 @@ fn entry(source: &str, class: DriftClass, drifting_for: i64) -> DriftEntry {
         schema: None,
         dry_run: None,
         stale: false,
+        scope: None,
         stale_config: None,
     }
 }

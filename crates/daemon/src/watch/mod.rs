@@ -42,6 +42,9 @@ pub enum WatchEvent {
     Position(String),
     /// A watch bookmark at this resourceVersion: the watch works, and where the server is.
     Bookmark(String),
+    /// Discovery found the kind served, with this scope: a custom kind committed without its
+    /// CRD learns here whether its objects are namespaced. Sent before every (re-)list.
+    Served { namespaced: bool },
     /// The kind is not served by the cluster (no CRD yet): its objects cannot exist.
     NotServed,
     /// The watch failed; the watcher retries with backoff.

@@ -248,7 +248,13 @@ async fn step(state: WatcherState, client: &Client, outbox: &Outbox) -> WatcherS
             let (group, version) = driftd_k8s::kinds::split_api_version(&key.api_version);
             let gvk = GroupVersionKind::gvk(group, version, &key.kind);
             match kube::discovery::pinned_kind(client, &gvk).await {
-                Ok((resource, _caps)) => WatcherState::Watching(resource),
+                Ok((resource, caps)) => {
+                    let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
+                    if !outbox.send(WatchEvent::Served { namespaced }).await {
+                        return WatcherState::Done;
+                    }
+                    WatcherState::Watching(resource)
+                }
                 Err(err) if is_not_found(&err) => {
                     tracing::warn!(kind = %key, "the cluster does not serve this kind");
                     if !outbox.send(WatchEvent::NotServed).await {

@@ -7,6 +7,7 @@ use crate::drift::clock::ManualClock;
 use crate::drift::index::DriftIndex;
 use crate::test_support::commit;
 use crate::watch::{WatchError, WatcherId};
+use driftd_core::report::{DriftFilter, ScopeNote};
 use serde_json::json;
 use std::sync::RwLock;
 
@@ -1032,4 +1033,65 @@ fn a_burst_judged_on_every_core_ends_as_its_events_judged_one_by_one() {
         together.engine.outputs.comparisons,
         one_by_one.engine.outputs.comparisons
     );
+}
+
+#[test]
+fn a_custom_kind_committed_without_its_crd_takes_its_scope_from_discovery() {
+    // A cluster-scoped kind written without a namespace, committed before anyone told its
+    // scope: keyed as namespaced (in `default`) until discovery answers.
+    let gizmos = kind("example.org/v1", "Gizmo");
+    let gizmo = "apiVersion: example.org/v1\nkind: Gizmo\nmetadata: {name: g}\nspec: {size: 1}\n";
+    let mut h = Harness::start_with(&config(), gizmo);
+    h.list(&crate::drift::crds::crd_kind(), vec![]);
+    // As `/drift?kind=Gizmo` answers (drifting, else in sync).
+    let entry = |h: &Harness| {
+        let index = h.index.read().unwrap();
+        [None, Some(DriftClass::InSync)]
+            .into_iter()
+            .flat_map(|class| {
+                index.query(&DriftFilter {
+                    kind: Some("Gizmo".into()),
+                    class,
+                    ..DriftFilter::default()
+                })
+            })
+            .next()
+            .unwrap()
+    };
+    h.send(&gizmos, vec![WatchEvent::NotServed]);
+    let e = entry(&h);
+    assert_eq!(e.class, DriftClass::Missing);
+    assert_eq!(e.namespace.as_deref(), Some("default"));
+    assert_eq!(
+        e.scope,
+        Some(ScopeNote::Unresolved),
+        "nothing told its scope"
+    );
+
+    // The operator's CRD is installed: discovery says cluster-scoped, and the object the
+    // cluster holds has no namespace. It is the committed one, in sync.
+    h.send(&gizmos, vec![WatchEvent::Served { namespaced: false }]);
+    let stored = json!({"apiVersion": "example.org/v1", "kind": "Gizmo",
+        "metadata": {"name": "g"}, "spec": {"size": 1}});
+    h.list(&gizmos, vec![stored.clone()]);
+    let e = entry(&h);
+    assert_eq!((e.class, e.namespace.clone()), (DriftClass::InSync, None));
+    assert_eq!(e.scope, None);
+    let keys: Vec<String> = h
+        .engine
+        .tracked
+        .keys()
+        .iter()
+        .map(|k| k.to_string())
+        .collect();
+    assert!(
+        keys.iter().all(|k| !k.contains("default/g")),
+        "the namespaced key is gone: {keys:?}"
+    );
+
+    // A person edits it: drift, on the cluster-scoped key.
+    let mut edited = stored;
+    edited["spec"]["size"] = json!(2);
+    h.apply(edited);
+    assert_eq!(entry(&h).class, DriftClass::Modified);
 }

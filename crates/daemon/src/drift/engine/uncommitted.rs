@@ -79,6 +79,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             dry_run: None,
             stale_config: None,
             stale: false,
+            scope: None,
         };
         self.publish_entry(key, entry);
     }
