@@ -11,14 +11,24 @@
 //! state in v1.32, the version the table models (the simulator is a v1.32 server); cases
 //! for the other state are skipped with the reason beside them.
 
+mod admissionregistration_v1;
+mod admissionregistration_v1alpha1;
+mod admissionregistration_v1beta1;
 mod apiextensions_v1;
+mod apiregistration_v1;
 mod apps_v1;
+mod autoscaling_v1;
 mod autoscaling_v2;
 mod batch_v1;
 mod core_v1_objects;
 mod core_v1_pods;
+mod discovery_v1;
+mod flowcontrol_v1;
 mod networking_v1;
 mod rbac_v1;
+mod scheduling_v1;
+mod storage_v1;
+mod upstream_table;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,104 @@
+//! admissionregistration.k8s.io/v1: kubernetes/kubernetes
+//! `pkg/apis/admissionregistration/v1/defaults_test.go` (commit 0a74a85e), whose cases
+//! compare the whole object, and so do their ports. That file's version has no policy
+//! cases; `set_defaults_validating_admission_policy_spec` and `set_defaults_match_resources`
+//! are read off `pkg/apis/admissionregistration/v1/defaults.go` (the VAP defaults, GA in
+//! v1.30) and the order of `zz_generated.defaults.go` (commit 2595aa13), an oracle of the
+//! source rather than of a kube test.
+
+use serde_json::{json, Value};
+
+use super::defaulted;
+
+const API: &str = "admissionregistration.k8s.io/v1";
+
+/// What every v1 webhook gets (`SetDefaults_ValidatingWebhook`), plus the mutating one's
+/// `reinvocationPolicy`, merged over `given`.
+fn webhook(given: Value, mutating: bool) -> Value {
+    let mut w = json!({"failurePolicy": "Fail", "matchPolicy": "Equivalent",
+        "timeoutSeconds": 10, "namespaceSelector": {}, "objectSelector": {}});
+    if mutating {
+        w["reinvocationPolicy"] = json!("Never");
+    }
+    for (k, v) in given.as_object().into_iter().flatten() {
+        w[k] = v.clone();
+    }
+    w
+}
+
+#[test]
+fn test_default_admission_webhook() {
+    for (name, kind, original, want) in [
+        (
+            "ValidatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+            json!({}),
+            webhook(json!({}), false),
+        ),
+        (
+            "MutatingWebhookConfiguration",
+            "MutatingWebhookConfiguration",
+            json!({}),
+            webhook(json!({}), true),
+        ),
+        (
+            "scope=*",
+            "MutatingWebhookConfiguration",
+            json!({"rules": [{}]}),
+            webhook(json!({"rules": [{"scope": "*"}]}), true),
+        ),
+        (
+            "port=443",
+            "MutatingWebhookConfiguration",
+            json!({"clientConfig": {"service": {}}}),
+            webhook(json!({"clientConfig": {"service": {"port": 443}}}), true),
+        ),
+    ] {
+        let got = defaulted(API, kind, json!({"webhooks": [original]}));
+        assert_eq!(got, json!({"webhooks": [want]}), "{name}");
+    }
+}
+
+#[test]
+fn set_defaults_validating_admission_policy_spec() {
+    // `if obj.FailurePolicy == nil { Fail }`; a given policy stays.
+    let got = defaulted(API, "ValidatingAdmissionPolicy", json!({"spec": {}}));
+    assert_eq!(got, json!({"spec": {"failurePolicy": "Fail"}}));
+    let got = defaulted(
+        API,
+        "ValidatingAdmissionPolicy",
+        json!({"spec": {"failurePolicy": "Ignore"}}),
+    );
+    assert_eq!(got, json!({"spec": {"failurePolicy": "Ignore"}}));
+}
+
+#[test]
+fn set_defaults_match_resources() {
+    // SetDefaults_MatchResources on a policy's matchConstraints and a binding's
+    // matchResources, SetDefaults_Rule on both rule lists of each.
+    let given = json!({"resourceRules": [{"operations": ["CREATE"]}],
+                       "excludeResourceRules": [{"scope": "Namespaced"}]});
+    let want = json!({"matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {},
+        "resourceRules": [{"operations": ["CREATE"], "scope": "*"}],
+        "excludeResourceRules": [{"scope": "Namespaced"}]});
+    let got = defaulted(
+        API,
+        "ValidatingAdmissionPolicy",
+        json!({"spec": {"matchConstraints": given}}),
+    );
+    assert_eq!(
+        got,
+        json!({"spec": {"failurePolicy": "Fail", "matchConstraints": want}})
+    );
+    let got = defaulted(
+        API,
+        "ValidatingAdmissionPolicyBinding",
+        json!({"spec": {"policyName": "p", "matchResources": given,
+                        "paramRef": {"name": "x"}}}),
+    );
+    // v1 has no SetDefaults_ParamRef: `parameterNotFoundAction` is required.
+    assert_eq!(
+        got,
+        json!({"spec": {"policyName": "p", "matchResources": want, "paramRef": {"name": "x"}}})
+    );
+}

@@ -1,0 +1,70 @@
+//! admissionregistration.k8s.io/v1beta1: kubernetes/kubernetes
+//! `pkg/apis/admissionregistration/v1beta1/defaults_test.go` (commit 0a74a85e). v1beta1
+//! keeps the pre-GA webhook defaults (`Ignore`, `Exact`, 30 s, `Unknown` side effects,
+//! `[v1beta1]` review versions); each case compares the whole object.
+
+use serde_json::{json, Value};
+
+use super::defaulted;
+
+const API: &str = "admissionregistration.k8s.io/v1beta1";
+
+fn webhook(given: Value, mutating: bool) -> Value {
+    let mut w = json!({"failurePolicy": "Ignore", "matchPolicy": "Exact", "timeoutSeconds": 30,
+        "namespaceSelector": {}, "objectSelector": {}, "sideEffects": "Unknown",
+        "admissionReviewVersions": ["v1beta1"]});
+    if mutating {
+        w["reinvocationPolicy"] = json!("Never");
+    }
+    for (k, v) in given.as_object().into_iter().flatten() {
+        w[k] = v.clone();
+    }
+    w
+}
+
+#[test]
+fn test_default_admission_webhook() {
+    for (name, kind, original, want) in [
+        (
+            "ValidatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+            json!({}),
+            webhook(json!({}), false),
+        ),
+        (
+            "MutatingWebhookConfiguration",
+            "MutatingWebhookConfiguration",
+            json!({}),
+            webhook(json!({}), true),
+        ),
+        (
+            "scope=*",
+            "MutatingWebhookConfiguration",
+            json!({"rules": [{}]}),
+            webhook(json!({"rules": [{"scope": "*"}]}), true),
+        ),
+        (
+            "port=443",
+            "MutatingWebhookConfiguration",
+            json!({"clientConfig": {"service": {}}}),
+            webhook(json!({"clientConfig": {"service": {"port": 443}}}), true),
+        ),
+    ] {
+        let got = defaulted(API, kind, json!({"webhooks": [original]}));
+        assert_eq!(got, json!({"webhooks": [want]}), "{name}");
+    }
+}
+
+#[test]
+fn set_defaults_validating_admission_policy_spec() {
+    // v1beta1's SetDefaults_ValidatingAdmissionPolicySpec and SetDefaults_MatchResources
+    // are v1's (`pkg/apis/admissionregistration/v1beta1/defaults.go`).
+    let got = defaulted(
+        API,
+        "ValidatingAdmissionPolicy",
+        json!({"spec": {"matchConstraints": {}}}),
+    );
+    let want = json!({"spec": {"failurePolicy": "Fail", "matchConstraints": {
+        "matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {}}}});
+    assert_eq!(got, want);
+}
