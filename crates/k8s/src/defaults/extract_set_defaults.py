@@ -68,20 +68,27 @@ def group_version(group_dir, version):
     return f"{GROUPS.get(group_dir, group_dir)}/{version}"
 
 
-def functions(root):
-    """(group/version, file, function) of every SetDefaults_ function."""
-    out = []
-    apis = os.path.join(root, "pkg", "apis")
-    for group_dir in sorted(os.listdir(apis)):
-        gdir = os.path.join(apis, group_dir)
+def version_files(base, name):
+    """(group dir, version, path) of every `<group>/<version>/<name>` below `base`."""
+    if not os.path.isdir(base):
+        return
+    for group_dir in sorted(os.listdir(base)):
+        gdir = os.path.join(base, group_dir)
         if not os.path.isdir(gdir):
             continue
         for version in sorted(os.listdir(gdir)):
-            path = os.path.join(gdir, version, "defaults.go")
+            path = os.path.join(gdir, version, name)
             if re.fullmatch(r"v\d+((alpha|beta)\d+)?", version) and os.path.isfile(path):
-                rel = os.path.relpath(path, root)
-                for name in FUNC.findall(open(path, encoding="utf-8").read()):
-                    out.append((group_version(group_dir, version), rel, name))
+                yield group_dir, version, path
+
+
+def functions(root):
+    """(group/version, file, function) of every SetDefaults_ function."""
+    out = []
+    for group_dir, version, path in version_files(os.path.join(root, "pkg", "apis"), "defaults.go"):
+        rel = os.path.relpath(path, root)
+        for name in FUNC.findall(open(path, encoding="utf-8").read()):
+            out.append((group_version(group_dir, version), rel, name))
     for rel, gv in STAGING_DEFAULTS.items():
         path = os.path.join(root, rel)
         if os.path.isfile(path):
@@ -94,31 +101,22 @@ def markers(root):
     """(group/version, file, '+default Type.field') of every +default= marker."""
     out = []
     api = os.path.join(root, "staging", "src", "k8s.io", "api")
-    if not os.path.isdir(api):
-        return out
-    for group_dir in sorted(os.listdir(api)):
-        gdir = os.path.join(api, group_dir)
-        if not os.path.isdir(gdir):
-            continue
-        for version in sorted(os.listdir(gdir)):
-            path = os.path.join(gdir, version, "types.go")
-            if not os.path.isfile(path):
-                continue
-            rel = os.path.relpath(path, root)
-            current, pending = None, False
-            for line in open(path, encoding="utf-8"):
-                line = line.strip()
-                t = TYPE.match(line)
-                if t:
-                    current, pending = t.group(1), False
-                elif line.startswith("// +default="):
-                    pending = True
-                elif pending and not line.startswith("//"):
-                    j = FIELD_JSON.search(line)
-                    if j and current:
-                        gv = group_version(group_dir, version)
-                        out.append((gv, rel, f"+default {current}.{j.group(1)}"))
-                    pending = False
+    for group_dir, version, path in version_files(api, "types.go"):
+        rel = os.path.relpath(path, root)
+        current, pending = None, False
+        for line in open(path, encoding="utf-8"):
+            line = line.strip()
+            t = TYPE.match(line)
+            if t:
+                current, pending = t.group(1), False
+            elif line.startswith("// +default="):
+                pending = True
+            elif pending and not line.startswith("//"):
+                j = FIELD_JSON.search(line)
+                if j and current:
+                    gv = group_version(group_dir, version)
+                    out.append((gv, rel, f"+default {current}.{j.group(1)}"))
+                pending = False
     return out
 
 

@@ -15,12 +15,17 @@
 //! Where a default sits inside `status` (a PVC's or Namespace's `phase`), it is applied when
 //! the object carries a `status`, never by creating one.
 //!
-//! Sources, all in kubernetes/kubernetes: `pkg/apis/core/v1/defaults.go`,
-//! `pkg/apis/apps/v1/defaults.go`, `pkg/apis/batch/v1/defaults.go`,
-//! `pkg/apis/autoscaling/v2/defaults.go`, `pkg/apis/rbac/v1/defaults.go`,
-//! `pkg/apis/networking/v1/defaults.go`,
-//! `staging/src/k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1/defaults.go`, and
-//! the generated `zz_generated.defaults.go` beside each (which nested types get defaulted).
+//! Sources, all in kubernetes/kubernetes: `pkg/apis/<group>/<version>/defaults.go` of every
+//! group kube-apiserver v1.32 defaults (core, apps, batch, autoscaling, networking, rbac,
+//! storage, scheduling, flowcontrol, discovery, admissionregistration),
+//! `staging/src/k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1/defaults.go`,
+//! `staging/src/k8s.io/kube-aggregator/pkg/apis/apiregistration/v1/defaults.go`, the
+//! `+default=` markers of `staging/src/k8s.io/api/core/v1/types.go`, and the generated
+//! `zz_generated.defaults.go` beside each (which nested types get defaulted).
+//! `upstream.tsv` lists every one of those functions with the function here that
+//! implements it and the oracle tests that check it, or why it has no effect in driftd;
+//! `extract_set_defaults.py` re-checks that list against a Kubernetes checkout. Feature
+//! gates are taken at their v1.32 default, each named beside the default it decides.
 //!
 //! Admission plugins are out of scope (they are not defaulting): DefaultStorageClass,
 //! DefaultIngressClass, ServiceAccount (pod `serviceAccountName`, token volume), Priority and

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::defaulted;
+use super::{check_admission_webhook_cases, defaulted};
 
 const API: &str = "admissionregistration.k8s.io/v1beta1";
 
@@ -24,35 +24,7 @@ fn webhook(given: Value, mutating: bool) -> Value {
 
 #[test]
 fn test_default_admission_webhook() {
-    for (name, kind, original, want) in [
-        (
-            "ValidatingWebhookConfiguration",
-            "ValidatingWebhookConfiguration",
-            json!({}),
-            webhook(json!({}), false),
-        ),
-        (
-            "MutatingWebhookConfiguration",
-            "MutatingWebhookConfiguration",
-            json!({}),
-            webhook(json!({}), true),
-        ),
-        (
-            "scope=*",
-            "MutatingWebhookConfiguration",
-            json!({"rules": [{}]}),
-            webhook(json!({"rules": [{"scope": "*"}]}), true),
-        ),
-        (
-            "port=443",
-            "MutatingWebhookConfiguration",
-            json!({"clientConfig": {"service": {}}}),
-            webhook(json!({"clientConfig": {"service": {"port": 443}}}), true),
-        ),
-    ] {
-        let got = defaulted(API, kind, json!({"webhooks": [original]}));
-        assert_eq!(got, json!({"webhooks": [want]}), "{name}");
-    }
+    check_admission_webhook_cases(API, webhook);
 }
 
 #[test]

@@ -106,3 +106,39 @@ fn check_no_template_requests(api_version: &str, kind: &str) {
     let requests = "/spec/template/spec/containers/0/resources/requests";
     expect(kind, &got, &[(requests, None)]);
 }
+
+/// The four cases both admissionregistration `TestDefaultAdmissionWebhook`s share (v1 and
+/// v1beta1, same names and inputs): `webhook(given, mutating)` is the version's expected
+/// webhook, its defaults merged over `given`. Each compares the whole object.
+fn check_admission_webhook_cases(api_version: &str, webhook: fn(Value, bool) -> Value) {
+    let mutating = "MutatingWebhookConfiguration";
+    for (name, kind, original, want) in [
+        (
+            "ValidatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+            json!({}),
+            webhook(json!({}), false),
+        ),
+        (
+            "MutatingWebhookConfiguration",
+            mutating,
+            json!({}),
+            webhook(json!({}), true),
+        ),
+        (
+            "scope=*",
+            mutating,
+            json!({"rules": [{}]}),
+            webhook(json!({"rules": [{"scope": "*"}]}), true),
+        ),
+        (
+            "port=443",
+            mutating,
+            json!({"clientConfig": {"service": {}}}),
+            webhook(json!({"clientConfig": {"service": {"port": 443}}}), true),
+        ),
+    ] {
+        let got = defaulted(api_version, kind, json!({"webhooks": [original]}));
+        assert_eq!(got, json!({"webhooks": [want]}), "{api_version} {name}");
+    }
+}
