@@ -108,9 +108,20 @@ fn check_no_template_requests(api_version: &str, kind: &str) {
 }
 
 /// The four cases both admissionregistration `TestDefaultAdmissionWebhook`s share (v1 and
-/// v1beta1, same names and inputs): `webhook(given, mutating)` is the version's expected
-/// webhook, its defaults merged over `given`. Each compares the whole object.
-fn check_admission_webhook_cases(api_version: &str, webhook: fn(Value, bool) -> Value) {
+/// v1beta1, same names and inputs). `defaults` is what the version gives every webhook; a
+/// mutating one also gets `reinvocationPolicy: Never` in both. Each compares the whole
+/// object.
+fn check_admission_webhook_cases(api_version: &str, defaults: Value) {
+    let webhook = |given: Value, mutating: bool| {
+        let mut w = defaults.clone();
+        if mutating {
+            w["reinvocationPolicy"] = json!("Never");
+        }
+        for (k, v) in given.as_object().into_iter().flatten() {
+            w[k] = v.clone();
+        }
+        w
+    };
     let mutating = "MutatingWebhookConfiguration";
     for (name, kind, original, want) in [
         (
