@@ -1,5 +1,6 @@
-//! core/v1 (`pkg/apis/core/v1/defaults.go`): pods and pod templates, ReplicationController,
-//! Service, Secret, PersistentVolumeClaim, Namespace.
+//! core/v1 (`pkg/apis/core/v1/defaults.go`): pods, pod templates and ReplicationController,
+//! with what they contain (containers, probes, volumes, the PVC spec of ephemeral volumes).
+//! The other core kinds are in `core_objects`.
 
 use serde_json::{json, Map, Value};
 
@@ -10,6 +11,22 @@ use super::fields::{
 
 pub(super) fn pod(object: &mut Value) {
     let Some(m) = map(object) else { return };
+    // The ResourceList defaults inside a status the manifest carries: each container's
+    // allocated and actual resources.
+    if let Some(status) = declared_status(m) {
+        for list in [
+            "containerStatuses",
+            "initContainerStatuses",
+            "ephemeralContainerStatuses",
+        ] {
+            for_each_item(status.get_mut(list), |cs| {
+                if let Some(cs) = map(cs) {
+                    resource_list(cs.get_mut("allocatedResources"));
+                    resource_requirements(cs.get_mut("resources"));
+                }
+            });
+        }
+    }
     let Some(spec) = map(child(m, "spec")) else {
         return;
     };
@@ -175,10 +192,31 @@ fn volume(v: &mut Value) {
             downward_api_items(s.get_mut("downwardAPI"));
         });
     }
+    in_tree_sources(v);
+    if let Some(e) = v.get_mut("emptyDir").and_then(map) {
+        quantity_field(e, "sizeLimit");
+    }
+    if let Some(tpl) = v
+        .get_mut("ephemeral")
+        .and_then(map)
+        .and_then(|e| e.get_mut("volumeClaimTemplate"))
+        .and_then(map)
+    {
+        child(tpl, "metadata");
+        if let Some(spec) = map(child(tpl, "spec")) {
+            pvc_spec(spec);
+        }
+    }
+}
+
+/// The in-tree sources' own defaults, shared by a pod's volumes and a PersistentVolume's
+/// spec (whose RBD, iSCSI and ScaleIO sources are the `*PersistentVolumeSource` twins with
+/// the same defaults): SetDefaults_HostPathVolumeSource, SetDefaults_AzureDiskVolumeSource,
+/// and the `+default` markers of RBD, iSCSI and ScaleIO that defaulter-gen turns into code.
+pub(super) fn in_tree_sources(v: &mut Map<String, Value>) {
     if let Some(h) = v.get_mut("hostPath").and_then(map) {
         default_ptr(h, "type", json!(""));
     }
-    // The in-tree sources' own SetDefaults_*VolumeSource.
     if let Some(a) = v.get_mut("azureDisk").and_then(map) {
         default_ptr(a, "cachingMode", json!("ReadWrite"));
         default_ptr(a, "kind", json!("Shared"));
@@ -196,20 +234,6 @@ fn volume(v: &mut Value) {
     if let Some(s) = v.get_mut("scaleIO").and_then(map) {
         default_str(s, "storageMode", "ThinProvisioned");
         default_str(s, "fsType", "xfs");
-    }
-    if let Some(e) = v.get_mut("emptyDir").and_then(map) {
-        quantity_field(e, "sizeLimit");
-    }
-    if let Some(tpl) = v
-        .get_mut("ephemeral")
-        .and_then(map)
-        .and_then(|e| e.get_mut("volumeClaimTemplate"))
-        .and_then(map)
-    {
-        child(tpl, "metadata");
-        if let Some(spec) = map(child(tpl, "spec")) {
-            pvc_spec(spec);
-        }
     }
 }
 
@@ -250,124 +274,8 @@ pub(super) fn replication_controller(object: &mut Value) {
     }
 }
 
-/// SetDefaults_Service. What kube-apiserver allocates on create (clusterIP(s), ipFamilies,
-/// ipFamilyPolicy, nodePorts, healthCheckNodePort) is not a default of the manifest.
-pub(super) fn service(object: &mut Value) {
-    let Some(m) = map(object) else { return };
-    let Some(spec) = map(child(m, "spec")) else {
-        return;
-    };
-    default_str(spec, "sessionAffinity", "None");
-    match spec["sessionAffinity"].as_str() {
-        Some("None") => {
-            spec.remove("sessionAffinityConfig");
-        }
-        Some("ClientIP") => {
-            let has_timeout = spec
-                .get("sessionAffinityConfig")
-                .and_then(|c| c.get("clientIP"))
-                .and_then(|c| c.get("timeoutSeconds"))
-                .is_some_and(|t| !t.is_null());
-            if !has_timeout {
-                spec.insert(
-                    "sessionAffinityConfig".into(),
-                    json!({"clientIP": {"timeoutSeconds": 10800}}),
-                );
-            }
-        }
-        _ => {}
-    }
-    default_str(spec, "type", "ClusterIP");
-    let svc_type = spec["type"].as_str().unwrap_or("ClusterIP").to_string();
-    for_each_item(spec.get_mut("ports"), |p| {
-        let Some(p) = map(p) else { return };
-        default_str(p, "protocol", "TCP");
-        let unset = match p.get("targetPort") {
-            None | Some(Value::Null) => true,
-            Some(t) => t.as_i64() == Some(0) || t.as_str() == Some(""),
-        };
-        if unset {
-            if let Some(port) = p.get("port").cloned() {
-                p.insert("targetPort".into(), port);
-            }
-        }
-    });
-    let has_external_ips = spec
-        .get("externalIPs")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty());
-    // service.ExternallyAccessible
-    let external = svc_type == "LoadBalancer"
-        || svc_type == "NodePort"
-        || (svc_type == "ClusterIP" && has_external_ips);
-    if external {
-        default_str(spec, "externalTrafficPolicy", "Cluster");
-    }
-    if matches!(svc_type.as_str(), "ClusterIP" | "NodePort" | "LoadBalancer") {
-        default_ptr(spec, "internalTrafficPolicy", json!("Cluster"));
-    }
-    if svc_type == "LoadBalancer" {
-        default_ptr(spec, "allocateLoadBalancerNodePorts", json!(true));
-    }
-    // LoadBalancerIPMode (on by default since v1.30): an ingress IP is a VIP unless said.
-    let ingress = declared_status(m)
-        .and_then(|s| s.get_mut("loadBalancer"))
-        .and_then(|lb| lb.get_mut("ingress"));
-    for_each_item(ingress, |i| {
-        if let Some(i) = map(i) {
-            if i.get("ip")
-                .and_then(Value::as_str)
-                .is_some_and(|ip| !ip.is_empty())
-            {
-                default_ptr(i, "ipMode", json!("VIP"));
-            }
-        }
-    });
-}
-
-/// SetDefaults_Secret. (`stringData` is folded into `data` by conversion when the server
-/// stores the object, see [`crate::secret`]; a manifest keeps it.)
-pub(super) fn secret(object: &mut Value) {
-    if let Some(m) = map(object) {
-        default_str(m, "type", "Opaque");
-    }
-}
-
 /// SetDefaults_PersistentVolumeClaimSpec and the ResourceList defaults of its resources.
 pub(super) fn pvc_spec(spec: &mut Map<String, Value>) {
     default_ptr(spec, "volumeMode", json!("Filesystem"));
     resource_requirements(spec.get_mut("resources"));
-}
-
-pub(super) fn pvc(object: &mut Value) {
-    let Some(m) = map(object) else { return };
-    if let Some(spec) = map(child(m, "spec")) {
-        pvc_spec(spec);
-    }
-    // SetDefaults_PersistentVolumeClaim
-    if let Some(status) = declared_status(m) {
-        default_str(status, "phase", "Pending");
-    }
-}
-
-/// SetDefaults_Namespace (the `kubernetes.io/metadata.name` label) and
-/// SetDefaults_NamespaceStatus.
-pub(super) fn namespace(object: &mut Value) {
-    let Some(m) = map(object) else { return };
-    if let Some(name) = m
-        .get("metadata")
-        .and_then(|md| md.get("name"))
-        .and_then(Value::as_str)
-        .filter(|n| !n.is_empty())
-        .map(str::to_string)
-    {
-        if let Some(labels) = map(child(m, "metadata")).map(|md| child(md, "labels")) {
-            if let Some(labels) = map(labels) {
-                labels.insert("kubernetes.io/metadata.name".into(), json!(name));
-            }
-        }
-    }
-    if let Some(status) = declared_status(m) {
-        default_str(status, "phase", "Active");
-    }
 }

@@ -54,6 +54,18 @@ pub fn default_int(m: &mut Map<String, Value>, key: &str, value: i64) {
     }
 }
 
+/// Sets `key` if missing, null or an empty list (a Go slice compared with `len(...) == 0`).
+pub fn default_list(m: &mut Map<String, Value>, key: &str, value: Value) {
+    let unset = match m.get(key) {
+        None | Some(Value::Null) => true,
+        Some(Value::Array(a)) => a.is_empty(),
+        _ => false,
+    };
+    if unset {
+        m.insert(key.to_string(), value);
+    }
+}
+
 /// Calls `f` on every item of the list `v`, if it is a list.
 pub fn for_each_item(v: Option<&mut Value>, mut f: impl FnMut(&mut Value)) {
     if let Some(Value::Array(items)) = v {

@@ -1,10 +1,10 @@
-//! networking.k8s.io/v1 (`pkg/apis/networking/v1/defaults.go`): NetworkPolicy. (Ingress has
-//! no defaults in v1: `pathType` is required.)
+//! networking.k8s.io/v1 (`pkg/apis/networking/v1/defaults.go`): NetworkPolicy and
+//! IngressClass. (Ingress has no defaults in v1: `pathType` is required.)
 
 use serde_json::{json, Value};
 
 use super::apps::spec_of;
-use super::fields::{default_str, for_each_item, map};
+use super::fields::{default_ptr, default_str, for_each_item, map};
 
 pub(super) fn network_policy(object: &mut Value) {
     let Some(spec) = spec_of(object) else { return };
@@ -32,5 +32,12 @@ pub(super) fn network_policy(object: &mut Value) {
             json!(["Ingress"])
         };
         spec.insert("policyTypes".into(), types);
+    }
+}
+
+/// SetDefaults_IngressClass: parameters that name no scope are cluster-scoped.
+pub(super) fn ingress_class(object: &mut Value) {
+    if let Some(p) = object.pointer_mut("/spec/parameters").and_then(map) {
+        default_ptr(p, "scope", json!("Cluster"));
     }
 }

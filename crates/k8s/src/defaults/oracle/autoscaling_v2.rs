@@ -144,3 +144,26 @@ fn test_generate_scale_up_rules() {
         assert_eq!(up["selectPolicy"], select, "{name}");
     }
 }
+
+#[test]
+fn set_defaults_horizontal_pod_autoscaler() {
+    // Read off `pkg/apis/autoscaling/v2/defaults.go` (an oracle of the source, not of a
+    // kube test): `MinReplicas == nil` -> 1; no metrics -> one Resource metric on cpu at
+    // `autoscaling.DefaultCPUUtilization` (80) average utilization; no behavior, none made.
+    let got = defaulted(
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        json!({"spec": {"maxReplicas": 5}}),
+    );
+    assert_eq!(
+        got,
+        json!({"spec": {"maxReplicas": 5, "minReplicas": 1, "metrics": [{"type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization",
+                "averageUtilization": 80}}}]}})
+    );
+    let given = json!({"spec": {"maxReplicas": 5, "minReplicas": 2, "metrics": [{
+        "type": "Resource", "resource": {"name": "memory",
+            "target": {"type": "AverageValue", "averageValue": "1Gi"}}}]}});
+    let got = defaulted("autoscaling/v2", "HorizontalPodAutoscaler", given.clone());
+    assert_eq!(got, given, "given minReplicas and metrics stay");
+}

@@ -2,10 +2,7 @@
 //! kubernetes/kubernetes `pkg/apis/core/v1/defaults_test.go` (commit b0d609f0) about them.
 //! The Service, Secret, PVC and Namespace cases of that file are in `core_v1_objects`.
 //!
-//! Skipped from that file: `TestSetDefaultPersistentVolume`, `TestSetDefaultEndpointsProtocol`,
-//! `TestSetDefaultNodeStatusAllocatable` and `TestSetDefaultLimitRangeItem` (PersistentVolume,
-//! Endpoints, Node and LimitRange are kinds the table does not cover: driftd neither
-//! commits nor serves them); `TestSetDefaultResizePolicy` (InPlacePodVerticalScaling is
+//! Skipped from that file: `TestSetDefaultResizePolicy` (InPlacePodVerticalScaling is
 //! alpha, off, in v1.32, so no resize policy is defaulted).
 
 use serde_json::{json, Value};

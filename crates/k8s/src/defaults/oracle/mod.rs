@@ -11,14 +11,24 @@
 //! state in v1.32, the version the table models (the simulator is a v1.32 server); cases
 //! for the other state are skipped with the reason beside them.
 
+mod admissionregistration_v1;
+mod admissionregistration_v1alpha1;
+mod admissionregistration_v1beta1;
 mod apiextensions_v1;
+mod apiregistration_v1;
 mod apps_v1;
+mod autoscaling_v1;
 mod autoscaling_v2;
 mod batch_v1;
 mod core_v1_objects;
 mod core_v1_pods;
+mod discovery_v1;
+mod flowcontrol_v1;
 mod networking_v1;
 mod rbac_v1;
+mod scheduling_v1;
+mod storage_v1;
+mod upstream_table;
 
 use std::collections::BTreeMap;
 
@@ -95,4 +105,51 @@ fn check_no_template_requests(api_version: &str, kind: &str) {
     let got = defaulted(api_version, kind, object);
     let requests = "/spec/template/spec/containers/0/resources/requests";
     expect(kind, &got, &[(requests, None)]);
+}
+
+/// The four cases both admissionregistration `TestDefaultAdmissionWebhook`s share (v1 and
+/// v1beta1, same names and inputs). `defaults` is what the version gives every webhook; a
+/// mutating one also gets `reinvocationPolicy: Never` in both. Each compares the whole
+/// object.
+fn check_admission_webhook_cases(api_version: &str, defaults: Value) {
+    let webhook = |given: Value, mutating: bool| {
+        let mut w = defaults.clone();
+        if mutating {
+            w["reinvocationPolicy"] = json!("Never");
+        }
+        for (k, v) in given.as_object().into_iter().flatten() {
+            w[k] = v.clone();
+        }
+        w
+    };
+    let mutating = "MutatingWebhookConfiguration";
+    for (name, kind, original, want) in [
+        (
+            "ValidatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+            json!({}),
+            webhook(json!({}), false),
+        ),
+        (
+            "MutatingWebhookConfiguration",
+            mutating,
+            json!({}),
+            webhook(json!({}), true),
+        ),
+        (
+            "scope=*",
+            mutating,
+            json!({"rules": [{}]}),
+            webhook(json!({"rules": [{"scope": "*"}]}), true),
+        ),
+        (
+            "port=443",
+            mutating,
+            json!({"clientConfig": {"service": {}}}),
+            webhook(json!({"clientConfig": {"service": {"port": 443}}}), true),
+        ),
+    ] {
+        let got = defaulted(api_version, kind, json!({"webhooks": [original]}));
+        assert_eq!(got, json!({"webhooks": [want]}), "{api_version} {name}");
+    }
 }
