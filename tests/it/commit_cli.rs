@@ -510,18 +510,23 @@ fn custom_resources_take_their_scope_from_crds_committed_by_another_source() {
         &["commit", "--db", "d.db", "--source", "platform", "-f", "-"],
         Some(crd),
     ));
-    // Widget has no CRD anywhere: refused, never assumed namespaced, until declared.
+    // Widget has no CRD anywhere (its operator was installed by someone else): committed,
+    // and the user is told its scope and schema come from the cluster.
     let out = driftd(
         dir.path(),
         &["commit", "--db", "d.db", "--source", "app", "-f", "-"],
         Some(crs),
     );
-    assert_eq!(out.status.code(), Some(2));
+    assert_ok(&out);
     let err = stderr(&out);
     assert!(
-        err.contains("<stdin>: document 1: kind Widget in group \"example.com\" is neither built in nor defined by a CustomResourceDefinition")
-            && err.contains("--namespaced Widget.example.com or --cluster-scoped Widget.example.com"),
+        err.contains("no CustomResourceDefinition committed or in the input defines Widget.example.com (1 object)")
+            && err.contains("--namespaced/--cluster-scoped KIND.GROUP declare a scope"),
         "{err}"
+    );
+    assert!(
+        !err.contains("ClusterWidget"),
+        "its CRD is committed: {err}"
     );
     assert_ok(&driftd(
         dir.path(),

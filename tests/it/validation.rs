@@ -70,7 +70,8 @@ pub(crate) fn refused() -> Vec<(&'static str, String, Vec<String>)> {
         ("secret-key.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {'bad key': hunter2}\n".into(), vec!["data[bad key]: Invalid value: \"bad key\": a valid config key must consist of".into()]),
         ("generate-name.yaml", "apiVersion: batch/v1\nkind: Job\nmetadata: {generateName: Migrate-}\nspec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: i}]}}}\n".into(), vec!["metadata.generateName: Invalid value: \"Migrate-\"".into()]),
         ("crd-name.yaml", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widget.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n  versions: [{name: v1, served: true, storage: true}]\n".into(), vec!["metadata.name: Invalid value: \"widget.example.com\": must be spec.names.plural+\".\"+spec.group".into()]),
-        ("unknown-kind.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n".into(), vec!["kind Widget in group \"example.com\" is neither built in nor defined by a CustomResourceDefinition".into()]),
+        // A group without a dot that is not built in: no CRD can define it.
+        ("unserved-group.yaml", "apiVersion: extensions/v1beta1\nkind: Ingress\nmetadata: {name: i}\n".into(), vec!["no matches for kind \"Ingress\" in version \"extensions/v1beta1\"; Ingress is served as networking.k8s.io/v1".into()]),
     ]
 }
 
@@ -297,14 +298,57 @@ fn check_takes_a_custom_kinds_scope_from_the_live_objects() {
         "{}",
         stdout(&out)
     );
-    // With no live object and no CRD, the kind is unknown.
+    // With no live object and no CRD, nothing tells its scope: missing, keyed as
+    // namespaced, and the JSON says the scope is unresolved.
     std::fs::write(dir.path().join("none.json"), EMPTY_LIVE).unwrap();
-    assert_refused(
-        &driftd(
-            dir.path(),
-            &["check", "--desired", "desired.yaml", "--live", "none.json"],
-            None,
+    let out = driftd(
+        dir.path(),
+        &[
+            "check",
+            "--desired",
+            "desired.yaml",
+            "--live",
+            "none.json",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let o = &report["objects"][0];
+    assert_eq!(
+        (&o["class"], &o["namespace"], &o["scope"]),
+        (
+            &serde_json::json!("missing"),
+            &serde_json::json!("shop"),
+            &serde_json::json!("unresolved")
         ),
-        "--namespaced Widget.example.com",
+        "{report}"
+    );
+    // A cluster-scoped kind: a live object without a namespace tells, and the namespace the
+    // manifest names is dropped (kube-apiserver clears it), so the two are one object.
+    std::fs::write(
+        dir.path().join("cluster.json"),
+        r#"{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 2}}"#,
+    )
+    .unwrap();
+    let out = driftd(
+        dir.path(),
+        &[
+            "check",
+            "--desired",
+            "desired.yaml",
+            "--live",
+            "cluster.json",
+        ],
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
     );
 }

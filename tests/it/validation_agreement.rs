@@ -38,7 +38,7 @@ fn commit_refusal(dir: &Path, file: &str) -> String {
 /// `422 Invalid` from its causes (`The Kind "name" is invalid: field: ...`), so the part
 /// after `is invalid: `; a `400` as the server's message. A kind discovery does not serve
 /// never reaches the server: kubectl says `no matches for kind`, which `commit` follows with
-/// the apiVersion to use, or, for a custom kind, with how to declare its scope.
+/// the apiVersion to use.
 fn kubectl_words(message: &str) -> String {
     if let Some((_, causes)) = message.split_once(" is invalid: ") {
         // Several causes: kubectl lists them one per line (`* field: ...`); the first one's
@@ -48,9 +48,6 @@ fn kubectl_words(message: &str) -> String {
             return parts[..3.min(parts.len())].join(": ");
         }
         return causes.to_string();
-    }
-    if message.contains("is neither built in nor defined by a CustomResourceDefinition") {
-        return "no matches for kind".to_string();
     }
     match message.split_once("; ") {
         Some((head, _)) if head.starts_with("no matches for kind") => head.to_string(),

@@ -353,16 +353,110 @@ fn restored(c: &Comparison, live: &Value) -> Result<Value, String> {
     Ok(patched)
 }
 
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop::sample::select(vec![
-        Mutation::ChangeLive,
-        Mutation::ChangeKey,
-        Mutation::RemoveLive,
-        Mutation::AddItem,
-        Mutation::AddField,
-        Mutation::TypeChange,
-        Mutation::ChangeDesired,
-    ])
+const MUTATIONS: [Mutation; 7] = [
+    Mutation::ChangeLive,
+    Mutation::ChangeKey,
+    Mutation::RemoveLive,
+    Mutation::AddItem,
+    Mutation::AddField,
+    Mutation::TypeChange,
+    Mutation::ChangeDesired,
+];
+
+/// The (kind, mutation) pairs no generated case can have a site for: a ConfigMap holds no
+/// keyed list, no list at all and no IntOrString.
+const NO_SITE: [(&str, &str); 3] = [
+    ("ConfigMap", "ChangeKey"),
+    ("ConfigMap", "AddItem"),
+    ("ConfigMap", "TypeChange"),
+];
+
+/// Cases each (kind, mutation) pair gets: each is a case of that kind with a site for that
+/// mutation (cases without one are rejected, not counted), so every pair is exercised.
+const CASES_PER_PAIR: u32 = 24;
+
+/// One mutated case: the differ reports the change where the oracle says, the class
+/// follows, and the restoring patch gives back what the mutation started from.
+fn check_mutation(c: &Case, m: Mutation, pick: prop::sample::Index) -> Result<(), TestCaseError> {
+    let mutated = mutate(c, m, pick);
+    prop_assume!(mutated.is_some(), "no site for the mutation in this case");
+    let (desired, live, want) = mutated.unwrap();
+    let cmp = compare(&desired, &live, None);
+    let got = reported(&cmp);
+    prop_assert!(
+        same_changes(c.kind, &c.defaulted, &got, &want),
+        "{:?} on {}: got {:#?}\nwant {:#?}",
+        m,
+        c.kind,
+        got,
+        want
+    );
+    let class = if want.is_empty() {
+        DriftClass::InSync
+    } else {
+        DriftClass::Modified
+    };
+    prop_assert_eq!(cmp.class, class);
+    let patched = restored(&cmp, &live).map_err(TestCaseError::fail)?;
+    prop_assert_eq!(compare(&desired, &patched, None).class, DriftClass::InSync);
+    if !want.is_empty() && !matches!(m, Mutation::ChangeDesired) {
+        prop_assert!(
+            equivalent(c.kind, &patched, &patched, &c.live, ""),
+            "the patch does not give back the live object it started from: {:?}",
+            cmp.patch
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_mutation_is_reported_where_the_generator_made_it() {
+    use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
+    for kind in gen::KINDS {
+        for m in MUTATIONS {
+            if NO_SITE.contains(&(kind, format!("{m:?}").as_str())) {
+                continue;
+            }
+            let mut runner = TestRunner::new(Config {
+                cases: CASES_PER_PAIR,
+                source_file: Some(file!()),
+                failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel(
+                    "proptest-regressions",
+                ))),
+                ..Config::default()
+            });
+            let cases = (gen::case_of(kind), any::<prop::sample::Index>());
+            runner
+                .run(&cases, |(c, pick)| check_mutation(&c, m, pick))
+                .unwrap_or_else(|e| panic!("{m:?} on {kind}: {e}"));
+        }
+    }
+}
+
+/// The pairs [`NO_SITE`] leaves out really have no site: were one to appear (the
+/// generator grew), it must be tested, not skipped.
+#[test]
+fn the_pairs_left_out_have_no_site() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    for (kind, m) in NO_SITE {
+        let m = MUTATIONS
+            .into_iter()
+            .find(|x| format!("{x:?}") == m)
+            .unwrap();
+        for _ in 0..200 {
+            let c = gen::case_of(kind).new_tree(&mut runner).unwrap().current();
+            let pick = any::<prop::sample::Index>()
+                .new_tree(&mut runner)
+                .unwrap()
+                .current();
+            assert!(
+                mutate(&c, m, pick).is_none(),
+                "{m:?} found a site in a {kind}"
+            );
+        }
+    }
 }
 
 proptest! {
@@ -375,31 +469,6 @@ proptest! {
         prop_assert!(cmp.patch.0.is_empty());
     }
 
-    #[test]
-    fn a_mutation_is_reported_where_the_generator_made_it(
-        c in gen::case(), m in mutation(), pick in any::<prop::sample::Index>()
-    ) {
-        let Some((desired, live, want)) = mutate(&c, m, pick) else {
-            return Ok(());
-        };
-        let cmp = compare(&desired, &live, None);
-        let got = reported(&cmp);
-        prop_assert!(
-            same_changes(c.kind, &c.defaulted, &got, &want),
-            "{:?} on {}: got {:#?}\nwant {:#?}", m, c.kind, got, want
-        );
-        let class = if want.is_empty() { DriftClass::InSync } else { DriftClass::Modified };
-        prop_assert_eq!(cmp.class, class);
-        let patched = restored(&cmp, &live).map_err(TestCaseError::fail)?;
-        prop_assert_eq!(compare(&desired, &patched, None).class, DriftClass::InSync);
-        if !want.is_empty() && !matches!(m, Mutation::ChangeDesired) {
-            prop_assert!(
-                equivalent(c.kind, &patched, &patched, &c.live, ""),
-                "the patch does not give back the live object it started from: {:?}", cmp.patch
-            );
-        }
-    }
-
     /// A field the previous revision committed and the new one dropped is drift while live
     /// still has it (`kubectl apply` would delete it), and not once it is gone.
     #[test]
@@ -407,7 +476,9 @@ proptest! {
         c in gen::case(), extra in Extra::strategy()
     ) {
         let (with, previous) = gen::with_previous(&c, &extra);
-        let Some(at) = extra.pointer(c.kind, &previous) else { return Ok(()); };
+        let at = extra.pointer(c.kind, &previous);
+        prop_assume!(at.is_some(), "the dropped field has no place in this case");
+        let at = at.unwrap();
         let path = match &extra {
             Extra::Env(_) => {
                 let (list, _) = parent(&at);

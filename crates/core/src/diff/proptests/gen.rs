@@ -509,16 +509,29 @@ fn config_map() -> impl Strategy<Value = (Value, Quantities)> {
 
 /// Any generated object, with `salt` choosing the live order of its keyed lists.
 pub fn case() -> impl Strategy<Value = Case> {
-    (
-        prop_oneof![
-            deployment().prop_map(|(v, q)| ("Deployment", v, q)),
-            service().prop_map(|(v, q)| ("Service", v, q)),
-            config_map().prop_map(|(v, q)| ("ConfigMap", v, q)),
-            pod().prop_map(|(v, q)| ("Pod", v, q)),
-        ],
-        any::<u64>(),
-    )
-        .prop_map(|((kind, typed, qs), salt)| build(kind, typed, &qs, salt))
+    prop_oneof![
+        case_of("Deployment"),
+        case_of("Service"),
+        case_of("ConfigMap"),
+        case_of("Pod"),
+    ]
+}
+
+/// The kinds [`case_of`] generates.
+pub const KINDS: [&str; 4] = ["Deployment", "Service", "ConfigMap", "Pod"];
+
+/// A case of one kind of [`KINDS`].
+pub fn case_of(kind: &'static str) -> BoxedStrategy<Case> {
+    let typed = match kind {
+        "Deployment" => deployment().boxed(),
+        "Service" => service().boxed(),
+        "ConfigMap" => config_map().boxed(),
+        "Pod" => pod().boxed(),
+        other => panic!("the generator makes no {other}"),
+    };
+    (typed, any::<u64>())
+        .prop_map(move |((typed, qs), salt)| build(kind, typed, &qs, salt))
+        .boxed()
 }
 
 /// The three forms of `typed` (JSON of a k8s-openapi object with quantity placeholders).
