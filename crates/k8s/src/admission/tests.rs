@@ -1,5 +1,5 @@
-//! The admission chain on Pods, PVCs and Ingresses, with the cases of the plugins' own
-//! behaviour their sources describe (see the module doc for the files).
+//! The admission chain on Pods, PVCs and Ingresses as a whole; each plugin against its
+//! upstream `admission_test.go` in `tests/<plugin>.rs`.
 
 use serde_json::{json, Value};
 
@@ -188,3 +188,9 @@ fn token_volume_names_use_the_name_generator_alphabet() {
         .chars()
         .all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
 }
+
+mod classes;
+mod limit_ranger;
+mod priority;
+mod service_account;
+mod tolerations;
