@@ -131,8 +131,8 @@ fn automounts(spec: &Value) -> bool {
 
 /// Whether `item`, an item of the live list at `path` (field names) of a Pod that is not in
 /// the desired list, is one the default admission chain appends to the desired Pod
-/// `desired`: the ServiceAccount plugin's token volume or its mount in a container, or a
-/// DefaultTolerationSeconds toleration. The plugins' conditions are checked against the
+/// `desired`: the ServiceAccount plugin's token volume, its mount in a container or its
+/// account's image pull secrets, or a DefaultTolerationSeconds toleration. The plugins' conditions are checked against the
 /// desired Pod, so an item they would not have added is still drift. (What LimitRanger
 /// adds are keys of maps the manifest leaves out or does not set, which the differ never
 /// reports, so it needs nothing here.)
@@ -165,6 +165,16 @@ pub fn appended_by_admission(kind: &str, path: &[&str], desired: &Value, item: &
             automounts(spec)
                 && token_name(item)
                 && *item == service_account::token_mount(item["name"].as_str().unwrap_or(""))
+        }
+        ["spec", "imagePullSecrets"] => {
+            // The ServiceAccount plugin copies its account's list into a pod whose list is
+            // empty (`len(pod.Spec.ImagePullSecrets) == 0`, so also `[]`), never into one
+            // that names a secret.
+            spec["imagePullSecrets"]
+                .as_array()
+                .is_none_or(Vec::is_empty)
+                && item.as_object().is_some_and(|o| o.len() == 1)
+                && item["name"].is_string()
         }
         ["spec", "tolerations"] => {
             let desired_list = spec["tolerations"]

@@ -194,3 +194,28 @@ mod limit_ranger;
 mod priority;
 mod service_account;
 mod tolerations;
+
+#[test]
+fn an_accounts_pull_secrets_are_admissions_only_where_the_pod_listed_none() {
+    // Hand derivation from the ServiceAccount plugin's `Admit`: `if
+    // len(pod.Spec.ImagePullSecrets) == 0` it copies the account's list, so a manifest
+    // with `imagePullSecrets: []` (as charts render it) gets them too.
+    let secret = json!({"name": "registry"});
+    let path = ["spec", "imagePullSecrets"];
+    for listed in [json!(null), json!([])] {
+        let mut desired = pod(json!({"containers": [{"name": "c"}]}));
+        if !listed.is_null() {
+            desired["spec"]["imagePullSecrets"] = listed;
+        }
+        assert!(appended_by_admission("Pod", &path, &desired, &secret));
+    }
+    let named = pod(json!({"imagePullSecrets": [{"name": "mine"}]}));
+    assert!(!appended_by_admission("Pod", &path, &named, &secret));
+    let empty = pod(json!({"imagePullSecrets": []}));
+    assert!(!appended_by_admission(
+        "Pod",
+        &path,
+        &empty,
+        &json!({"name": "x", "extra": 1})
+    ));
+}
