@@ -294,6 +294,34 @@ fn enforced_values(
     }
 }
 
+/// One side of a bound check: what the value is called in messages, the value, and its
+/// amount in the compared unit.
+type Side<'a> = (&'static str, Option<&'a Quantity>, i128);
+
+/// The shape `minConstraint`, `maxConstraint` and `maxRequestConstraint` share: a value
+/// that must be given and within the bound, then one that may be given and must be too.
+fn bounded(
+    head: String,
+    outside: impl Fn(i128) -> bool,
+    required: Side,
+    optional: Option<Side>,
+) -> Option<String> {
+    let (what, value, amount) = required;
+    let Some(value) = value else {
+        return Some(format!("{head}.  No {what} is specified"));
+    };
+    if outside(amount) {
+        return Some(format!("{head}, but {what} is {value}"));
+    }
+    match optional {
+        Some((what, Some(value), amount)) if outside(amount) => {
+            Some(format!("{head}, but {what} is {value}"))
+        }
+        _ => None,
+    }
+}
+
+/// `minConstraint`: the request must be given and at least the bound, the limit too if given.
 fn min_constraint(
     kind: &str,
     name: &str,
@@ -303,24 +331,16 @@ fn min_constraint(
 ) -> Option<String> {
     let (req, lim) = (requests.get(name), limits.get(name));
     let (r, l, e) = enforced_values(req, lim, enforced);
-    let Some(req) = req else {
-        return Some(format!(
-            "minimum {name} usage per {kind} is {enforced}.  No request is specified"
-        ));
-    };
-    if r < e {
-        return Some(format!(
-            "minimum {name} usage per {kind} is {enforced}, but request is {req}"
-        ));
-    }
-    match lim {
-        Some(lim) if l < e => Some(format!(
-            "minimum {name} usage per {kind} is {enforced}, but limit is {lim}"
-        )),
-        _ => None,
-    }
+    let head = format!("minimum {name} usage per {kind} is {enforced}");
+    bounded(
+        head,
+        |v| v < e,
+        ("request", req, r),
+        Some(("limit", lim, l)),
+    )
 }
 
+/// `maxConstraint`: the limit must be given and at most the bound, the request too if given.
 fn max_constraint(
     kind: &str,
     name: &str,
@@ -330,22 +350,13 @@ fn max_constraint(
 ) -> Option<String> {
     let (req, lim) = (requests.get(name), limits.get(name));
     let (r, l, e) = enforced_values(req, lim, enforced);
-    let Some(lim) = lim else {
-        return Some(format!(
-            "maximum {name} usage per {kind} is {enforced}.  No limit is specified"
-        ));
-    };
-    if l > e {
-        return Some(format!(
-            "maximum {name} usage per {kind} is {enforced}, but limit is {lim}"
-        ));
-    }
-    match req {
-        Some(req) if r > e => Some(format!(
-            "maximum {name} usage per {kind} is {enforced}, but request is {req}"
-        )),
-        _ => None,
-    }
+    let head = format!("maximum {name} usage per {kind} is {enforced}");
+    bounded(
+        head,
+        |v| v > e,
+        ("limit", lim, l),
+        Some(("request", req, r)),
+    )
 }
 
 /// `maxRequestConstraint`, for kinds whose limits are not the user's (claims).
@@ -357,12 +368,8 @@ fn max_request_constraint(
 ) -> Option<String> {
     let req = requests.get(name);
     let (r, _, e) = enforced_values(req, None, enforced);
-    let Some(req) = req else {
-        return Some(format!(
-            "maximum {name} usage per {kind} is {enforced}.  No request is specified"
-        ));
-    };
-    (r > e).then(|| format!("maximum {name} usage per {kind} is {enforced}, but request is {req}"))
+    let head = format!("maximum {name} usage per {kind} is {enforced}");
+    bounded(head, |v| v > e, ("request", req, r), None)
 }
 
 fn ratio_constraint(
