@@ -74,6 +74,86 @@ impl Quantity {
         }
     }
 
+    /// The sum, as apimachinery's `Quantity.Add`: exact, in the receiver's format unless the
+    /// receiver is zero (then the other's). `None` past the 128-bit mantissa.
+    pub fn add(&self, other: &Quantity) -> Option<Quantity> {
+        let exp = self.exp.min(other.exp);
+        let signed = |q: &Quantity| -> Option<i128> {
+            let m = 10u128
+                .checked_pow((q.exp - exp) as u32)
+                .and_then(|p| q.mantissa.checked_mul(p))?;
+            let m = i128::try_from(m).ok()?;
+            Some(if q.negative { -m } else { m })
+        };
+        let sum = signed(self)?.checked_add(signed(other)?)?;
+        let (mut mantissa, mut exp) = (sum.unsigned_abs(), exp);
+        normalize(&mut mantissa, &mut exp);
+        Some(Quantity {
+            negative: sum < 0,
+            mantissa,
+            exp,
+            format: if self.is_zero() {
+                other.format
+            } else {
+                self.format
+            },
+            verbatim: None,
+        })
+    }
+
+    /// Orders two amounts, as apimachinery's `Quantity.Cmp` (spelling aside).
+    pub fn cmp_amount(&self, other: &Quantity) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        let sign = |q: &Quantity| match (q.mantissa, q.negative) {
+            (0, _) => 0,
+            (_, true) => -1,
+            _ => 1,
+        };
+        let (sa, sb) = (sign(self), sign(other));
+        if sa != sb || sa == 0 {
+            return sa.cmp(&sb);
+        }
+        // Same sign: compare magnitudes at the smaller exponent; a magnitude that overflows
+        // when scaled is the larger one.
+        let exp = self.exp.min(other.exp);
+        let scaled = |q: &Quantity| {
+            10u128
+                .checked_pow((q.exp - exp) as u32)
+                .and_then(|p| q.mantissa.checked_mul(p))
+        };
+        let magnitude = match (scaled(self), scaled(other)) {
+            (Some(a), Some(b)) => a.cmp(&b),
+            (None, _) => Ordering::Greater,
+            (_, None) => Ordering::Less,
+        };
+        if sa < 0 {
+            magnitude.reverse()
+        } else {
+            magnitude
+        }
+    }
+
+    /// The amount in units of `10^scale`, rounded up away from zero, as apimachinery's
+    /// `ScaledValue` ("ceil(q / 10^scale)"): `scaled_value(0)` is `Value()`,
+    /// `scaled_value(-3)` is `MilliValue()`. LimitRanger compares requests and limits in
+    /// these units, so an exact amount is not what it sees. `None` past `i128`.
+    pub fn scaled_value(&self, scale: i32) -> Option<i128> {
+        let shift = self.exp.checked_sub(scale)?;
+        let magnitude = if shift >= 0 {
+            10u128
+                .checked_pow(shift as u32)
+                .and_then(|p| self.mantissa.checked_mul(p))?
+        } else {
+            match 10u128.checked_pow(shift.unsigned_abs()) {
+                Some(p) => self.mantissa.div_ceil(p),
+                // A divisor past u128 leaves less than one unit: any amount rounds up to 1.
+                None => u128::from(self.mantissa != 0),
+            }
+        };
+        let magnitude = i128::try_from(magnitude).ok()?;
+        Some(if self.negative { -magnitude } else { magnitude })
+    }
+
     /// The quantity rounded up (away from zero) to a multiple of 1m, as
     /// `SetDefaults_ResourceList` does for every container resource (`RoundUp(-3)`).
     /// Rounding that changes nothing keeps the stored spelling, like apimachinery.
@@ -439,6 +519,53 @@ mod tests {
 
     fn canon(s: &str) -> String {
         canonicalize(s).unwrap_or_else(|| panic!("{s:?} should parse"))
+    }
+
+    #[test]
+    fn sums_and_order_follow_the_amounts() {
+        // Hand-derived from `Quantity.Add`/`Cmp` in apimachinery `pkg/api/resource/
+        // quantity.go`: exact sums that keep the first operand's format (unless it is zero),
+        // comparison by amount.
+        let q = |s: &str| parse(s).unwrap();
+        assert_eq!(q("500Mi").add(&q("1000Mi")).unwrap().canonical(), "1500Mi");
+        assert_eq!(q("100m").add(&q("1")).unwrap().canonical(), "1100m");
+        assert_eq!(q("0").add(&q("1Ki")).unwrap().canonical(), "1Ki");
+        assert_eq!(q("1").add(&q("-1")).unwrap().canonical(), "0");
+        use std::cmp::Ordering::*;
+        for (a, b, want) in [
+            ("1Gi", "1024Mi", Equal),
+            ("1Gi", "1G", Greater),
+            ("99m", "0.1", Less),
+            ("-1", "0", Less),
+            ("-2", "-1", Less),
+            ("0", "0m", Equal),
+        ] {
+            assert_eq!(q(a).cmp_amount(&q(b)), want, "{a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn scaled_values_round_up_like_apimachinery() {
+        // Hand-derived from `ScaledValue`'s rule in apimachinery `pkg/api/resource/
+        // quantity.go` ("ceil(q / 10^scale)"), `Value()` = scale 0, `MilliValue()` = -3.
+        for (input, scale, want) in [
+            ("1Gi", 0, 1_073_741_824),
+            ("1Gi", -3, 1_073_741_824_000),
+            ("100m", 0, 1),
+            ("100m", -3, 100),
+            ("1.5", -3, 1500),
+            ("1n", -3, 1),
+            ("0", -3, 0),
+            ("2k", 3, 2),
+            ("2500", 3, 3),
+        ] {
+            assert_eq!(
+                parse(input).unwrap().scaled_value(scale),
+                Some(want),
+                "{input} at 10^{scale}"
+            );
+        }
+        assert_eq!(parse("1E").unwrap().scaled_value(-30), None, "past i128");
     }
 
     #[test]

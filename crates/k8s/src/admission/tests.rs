@@ -1,5 +1,5 @@
-//! The admission chain on Pods, PVCs and Ingresses, with the cases of the plugins' own
-//! behaviour their sources describe (see the module doc for the files).
+//! The admission chain on Pods, PVCs and Ingresses as a whole; each plugin against its
+//! upstream `admission_test.go` in `tests/<plugin>.rs`.
 
 use serde_json::{json, Value};
 
@@ -187,4 +187,35 @@ fn token_volume_names_use_the_name_generator_alphabet() {
     assert!(name[16..]
         .chars()
         .all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
+}
+
+mod classes;
+mod limit_ranger;
+mod priority;
+mod service_account;
+mod tolerations;
+
+#[test]
+fn an_accounts_pull_secrets_are_admissions_only_where_the_pod_listed_none() {
+    // Hand derivation from the ServiceAccount plugin's `Admit`: `if
+    // len(pod.Spec.ImagePullSecrets) == 0` it copies the account's list, so a manifest
+    // with `imagePullSecrets: []` (as charts render it) gets them too.
+    let secret = json!({"name": "registry"});
+    let path = ["spec", "imagePullSecrets"];
+    for listed in [json!(null), json!([])] {
+        let mut desired = pod(json!({"containers": [{"name": "c"}]}));
+        if !listed.is_null() {
+            desired["spec"]["imagePullSecrets"] = listed;
+        }
+        assert!(appended_by_admission("Pod", &path, &desired, &secret));
+    }
+    let named = pod(json!({"imagePullSecrets": [{"name": "mine"}]}));
+    assert!(!appended_by_admission("Pod", &path, &named, &secret));
+    let empty = pod(json!({"imagePullSecrets": []}));
+    assert!(!appended_by_admission(
+        "Pod",
+        &path,
+        &empty,
+        &json!({"name": "x", "extra": 1})
+    ));
 }

@@ -222,11 +222,12 @@ impl Store {
         let mut alloc = Allocations::of(&g.services);
         server_defaults::on_create(&mut alloc, &info.api_version(), &info.kind, &mut obj);
         g.store_custom(info, &name, &mut obj)?;
-        g.admit_create(info, &mut obj);
+        g.admit_create(info, &mut obj)?;
         if webhook::run(&g.webhooks, info, "CREATE", &mut obj)? {
             g.store_custom(info, &name, &mut obj)?;
         }
         validate_object(info, &name, &obj)?;
+        g.validate_admission(info, &obj)?;
         let now = now_rfc3339();
         set_meta(&mut obj, "creationTimestamp", json!(now));
         if tracks_generation(info) {
