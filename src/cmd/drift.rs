@@ -167,11 +167,18 @@ pub fn render_table(body: &DriftResponse) -> String {
         out.push_str(line.join("   ").trim_end());
         out.push('\n');
     }
-    out.push_str(&render_intents(&body.objects, jiff::Timestamp::now()));
-    out.push_str(&escape_control(&render_stale_config(
-        &body.objects,
-        jiff::Timestamp::now(),
-    )));
+    let now = jiff::Timestamp::now();
+    for paragraph in [
+        render_undo(&body.objects),
+        render_intents(&body.objects, now),
+        render_stale_config(&body.objects, now),
+    ] {
+        // Line by line: the line breaks are the paragraph's own, anything else is escaped.
+        for line in paragraph.lines() {
+            out.push_str(&escape_control(line));
+            out.push('\n');
+        }
+    }
     out
 }
 
@@ -206,6 +213,27 @@ fn render_stale_config(objects: &[DriftEntry], now: jiff::Timestamp) -> String {
             ));
         }
         out.push_str(&format!("  fix:  {}\n", note.fix));
+    }
+    out
+}
+
+/// For objects a command puts back as committed (not those of an unfinished deploy, which
+/// `render_intents` explains): that command, object by object.
+fn render_undo(objects: &[DriftEntry]) -> String {
+    let mut out = String::new();
+    for o in objects.iter().filter(|o| o.intent.is_none()) {
+        if let Some(undo) = o.undo_command() {
+            if out.is_empty() {
+                out.push_str(
+                    "\nundo (puts the object back as its source's newest revision has it):\n",
+                );
+            }
+            let name = match &o.namespace {
+                Some(ns) => format!("{ns}/{}", o.name),
+                None => o.name.clone(),
+            };
+            out.push_str(&format!("  {} {name}:  {undo}\n", o.kind));
+        }
     }
     out
 }
@@ -303,7 +331,14 @@ mod tests {
              Secret/web-db changed 7m ago; read by web-1 (env), web-2 (envFrom, subPath)\n  \
              fix:  kubectl rollout restart deployment/web -n shop\n"
         );
-        assert!(render_table(&body).contains("stale_config"));
+        // In the table too: real line breaks (never an escaped `\n`), a final one included.
+        let table = render_table(&body);
+        assert!(table.contains("stale_config"));
+        assert!(!table.contains("\\n"), "{table}");
+        assert!(
+            table.ends_with("\n  fix:  kubectl rollout restart deployment/web -n shop\n"),
+            "{table}"
+        );
     }
 
     #[test]

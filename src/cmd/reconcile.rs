@@ -12,6 +12,8 @@ use driftd_core::diff::Differ;
 use driftd_daemon::apply::{ApplyOptions, Progress};
 use driftd_daemon::config::Config;
 use driftd_daemon::reconcile;
+use driftd_k8s::object_ref::ObjectRef;
+use driftd_k8s::ObjectKey;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -40,6 +42,10 @@ pub struct Args {
     /// CRD established) before applying what depends on it.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
+    /// Only this object of the source: `KIND[.GROUP]/NAMESPACE/NAME` (`KIND[.GROUP]/NAME` for
+    /// a cluster-scoped one), as `/drift` names it in its undo commands. Repeatable.
+    #[arg(long = "object", value_name = "KIND[.GROUP]/[NAMESPACE/]NAME", value_parser = ObjectRef::parse)]
+    pub objects: Vec<ObjectRef>,
     /// Configuration (the file `driftd serve` reads): its ignore rules and `[secrets]` keys.
     #[command(flatten)]
     pub keys: KeyArgs,
@@ -59,7 +65,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let mut cluster = connect().await?;
         revision.check_external(&plan, &mut cluster).await?;
         let live = revision.live(&mut cluster).await?;
-        let comparisons = revision.compare(&plan, &differ, &live);
+        let mut comparisons = revision.compare(&plan, &differ, &live);
+        let selected = |key: &ObjectKey| {
+            args.objects.is_empty() || args.objects.iter().any(|o| o.matches(key))
+        };
+        if let Some(unknown) = args
+            .objects
+            .iter()
+            .find(|o| !comparisons.iter().any(|(k, _)| o.matches(k)))
+        {
+            anyhow::bail!(
+                "revision {} of source {} has no object {unknown}",
+                revision.revision.id,
+                args.source
+            );
+        }
+        comparisons.retain(|(k, _)| selected(k));
         let classes: HashMap<_, _> = comparisons
             .iter()
             .map(|(k, c)| (k.clone(), c.class.as_str()))
@@ -79,7 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         let prunable: Vec<_> = revision
             .dropped()
-            .filter(|o| live.contains_key(&o.key))
+            .filter(|o| live.contains_key(&o.key) && selected(&o.key))
             .collect();
         for o in &prunable {
             println!(
@@ -111,8 +132,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         if !args.apply {
             println!(
-                "\ndry run: nothing changed; `driftd reconcile --source {} --apply` writes {} object(s) in the order above",
-                driftd_core::text::shell_quote(&args.source),
+                "\ndry run: nothing changed; `{}` writes {} object(s) in the order above",
+                apply_command(&args),
                 write.len()
             );
             return Ok(ExitCode::SUCCESS);
@@ -159,4 +180,35 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// This reconcile again with `--apply`: every option the user gave kept (the database and
+/// configuration included), so the command can be pasted as it is.
+fn apply_command(args: &Args) -> String {
+    use driftd_core::text::shell_quote;
+    let mut words = vec![
+        "driftd reconcile".to_string(),
+        format!("--db {}", shell_quote(&args.db.display().to_string())),
+    ];
+    if let Some(config) = &args.keys.config {
+        words.push(format!(
+            "--config {}",
+            shell_quote(&config.display().to_string())
+        ));
+    }
+    words.push(format!("--source {}", shell_quote(&args.source)));
+    for o in &args.objects {
+        words.push(format!("--object {}", shell_quote(&o.to_string())));
+    }
+    if args.prune {
+        words.push("--prune".into());
+    }
+    if args.force_conflicts {
+        words.push("--force-conflicts".into());
+    }
+    if args.timeout != 300 {
+        words.push(format!("--timeout {}", args.timeout));
+    }
+    words.push("--apply".into());
+    words.join(" ")
 }

@@ -313,10 +313,11 @@ fn static_model_is_in_sync(case: &Case) -> bool {
 /// (base64, as `data` holds it) before the patch is applied.
 fn patch_restores_sync(case: &Case, object: &Value, plain: &[Vec<u8>]) -> Result<(), String> {
     let ops = object["patch"].as_array().ok_or("no patch")?;
-    if ops.len() != object["changes"].as_array().map_or(0, Vec::len) {
+    // Besides one operation per change, `test`s guard the list items it goes through.
+    let changing = ops.iter().filter(|op| op["op"] != "test").count();
+    if changing != object["changes"].as_array().map_or(0, Vec::len) {
         return Err(format!(
-            "{} patch operations for the changes: {ops:?}",
-            ops.len()
+            "{changing} patch operations for the changes: {ops:?}"
         ));
     }
     let ops: Vec<Value> = ops

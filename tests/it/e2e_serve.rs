@@ -83,7 +83,11 @@ fn drift_appears_resolves_and_follows_new_revisions() {
     // The patch that would restore the desired image, applicable to the live object.
     assert_eq!(
         web["patch"],
-        serde_json::json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "nginx:1.27"}])
+        serde_json::json!([
+            // The container at position 0 is still `app`, or the patch fails.
+            {"op": "test", "path": "/spec/template/spec/containers/0/name", "value": "app"},
+            {"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "nginx:1.27"}
+        ])
     );
 
     // Filters.

@@ -565,6 +565,12 @@ fn reconcile_applies_in_plan_order_shows_drift_without_changing_it_and_converges
     );
     assert!(stdout.contains("kubectl-set"), "{stdout}");
     assert!(stdout.contains("dry run: nothing changed"), "{stdout}");
+    // The command it suggests is this one with --apply, the database included.
+    assert!(
+        stdout.contains(&format!("`driftd reconcile --db {db} "))
+            && stdout.contains("--source chart --timeout 60 --apply` writes 3 object(s)"),
+        "{stdout}"
+    );
     for secret in [
         "first-secret-value",
         "hand-edited-value",
@@ -612,15 +618,41 @@ fn reconcile_applies_in_plan_order_shows_drift_without_changing_it_and_converges
     let out = run(&["intent", "abort", "--db", db, &intent], None, &config);
     assert!(out.status.success(), "{:?}", text(&out));
 
-    // Applying: the ConfigMap comes back, then the Secret's value, edited by another field
-    // manager, is a conflict: reported, not forced, and nothing after it is written.
+    // The undo command `/drift` gives for the deleted ConfigMap brings back that object
+    // alone.
+    let undo = daemon.drift("?kind=ConfigMap")["objects"][0]["undo"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        undo,
+        "driftd reconcile --source chart --object ConfigMap/shop/settings --apply"
+    );
+    let mut args = vec!["reconcile", "--db", db, "--timeout", "60"];
+    args.extend(undo.split(' ').skip(2));
+    let out = run(&args, Some(&sim.kubeconfig), &config);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let applied: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("applied "))
+        .collect();
+    assert!(
+        applied.len() == 1 && applied[0].starts_with("applied ConfigMap shop/settings "),
+        "{stdout}"
+    );
+    sim.kubectl(&["-n", "shop", "get", "configmap", "settings"]);
+    let live = sim.kubectl_json(&["-n", "shop", "get", "deployment", "web"]);
+    assert_eq!(
+        live["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.28",
+        "the other objects are left as they are"
+    );
+
+    // Applying: the Secret's value, edited by another field manager, is a conflict:
+    // reported, not forced, and nothing after it is written.
     let out = reconcile(&["--apply"]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
-    assert!(
-        stdout.contains("applied ConfigMap shop/settings"),
-        "{stdout}"
-    );
     assert!(
         stderr.contains("Secret shop/creds: conflict with another field manager")
             && stderr.contains("is owned by \"kubectl-patch\"")

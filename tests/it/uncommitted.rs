@@ -87,7 +87,11 @@ fn a_deploy_killed_after_applying_is_uncommitted_until_its_intent_is_committed()
     );
     assert_eq!(
         web["patch"],
-        serde_json::json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "nginx:1.27"}]),
+        serde_json::json!([
+            // The container at position 0 is still `app`, or the patch fails.
+            {"op": "test", "path": "/spec/template/spec/containers/0/name", "value": "app"},
+            {"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "nginx:1.27"}
+        ]),
         "the restoring patch"
     );
     let others = daemon.drift("")["objects"].as_array().unwrap().len();

@@ -4,6 +4,7 @@
 //! format has one definition.
 
 use crate::diff::{IgnoredCount, SchemaUse};
+use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -235,6 +236,43 @@ impl DriftEntry {
     pub fn paths(&self) -> Vec<String> {
         self.changes.paths()
     }
+
+    /// The object's identity.
+    pub fn key(&self) -> ObjectKey {
+        ObjectKey {
+            group: driftd_k8s::kinds::split_api_version(&self.api_version)
+                .0
+                .to_string(),
+            kind: self.kind.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
+    }
+
+    /// The command that puts this one object back as committed, where a command can:
+    /// `driftd reconcile` of its source limited to it (for an unfinished deploy's object,
+    /// after releasing the intent, as the intent's `revert` says). Pods on stale config are
+    /// replaced instead (`stale_config.fix`); nothing undoes an unmanaged object or a
+    /// refused dry run.
+    pub fn undo_command(&self) -> Option<String> {
+        match self.class {
+            DriftClass::Modified | DriftClass::Missing if !self.source.is_empty() => {
+                Some(reconcile_command(&self.source, &self.key()))
+            }
+            DriftClass::Uncommitted => self.intent.as_ref().map(|i| i.revert.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// `driftd reconcile --source SOURCE --object OBJECT --apply`: restores one object of a
+/// source as its newest revision has it.
+pub fn reconcile_command(source: &str, key: &ObjectKey) -> String {
+    format!(
+        "driftd reconcile --source {} --object {} --apply",
+        crate::text::shell_quote(source),
+        crate::text::shell_quote(&driftd_k8s::object_ref::ObjectRef::of(key))
+    )
 }
 
 /// Filters of `GET /drift` (and `driftd drift`); `None` matches everything.
@@ -316,7 +354,29 @@ pub struct DriftResponse {
     /// their objects are marked `stale`. Empty when every watch is healthy.
     #[serde(default)]
     pub stale: Vec<StaleKind>,
+    /// Each with its `undo` command where one exists ([`DriftEntry::undo_command`]), made
+    /// as the answer is written rather than kept in every entry.
+    #[serde(serialize_with = "entries_with_undo")]
     pub objects: Vec<DriftEntry>,
+}
+
+/// An entry as `/drift` writes it: its fields and the command that undoes it.
+#[derive(Serialize)]
+struct AnsweredEntry<'a> {
+    #[serde(flatten)]
+    entry: &'a DriftEntry,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    undo: Option<String>,
+}
+
+fn entries_with_undo<S: serde::Serializer>(
+    entries: &[DriftEntry],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(entries.iter().map(|entry| AnsweredEntry {
+        entry,
+        undo: entry.undo_command(),
+    }))
 }
 
 /// A watched kind whose list or watch has failed since `since` and not succeeded again:

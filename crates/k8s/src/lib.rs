@@ -9,6 +9,7 @@ pub mod crd;
 pub mod defaults;
 pub mod kinds;
 pub mod merge_keys;
+pub mod object_ref;
 pub mod quantity;
 pub mod rollout;
 pub mod secret;

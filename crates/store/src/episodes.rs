@@ -47,8 +47,8 @@ fn open_episode(conn: &Connection, key: &ObjectKey) -> rusqlite::Result<Option<E
 #[derive(Debug, Clone, Copy)]
 pub enum EpisodeWrite<'a> {
     /// `key` drifts (`class`, at `paths`) as of `at`: opens its episode, or updates the open
-    /// one (its `first_seen` stays; `last_seen` only moves forward, should two watchers
-    /// report out of order).
+    /// one of the same class (its `first_seen` stays; `last_seen` only moves forward, should
+    /// two watchers report out of order); an open one of another class ends at `at`.
     Drifting {
         key: &'a ObjectKey,
         source: &'a str,
@@ -69,7 +69,7 @@ fn write_episodes(conn: &Connection, writes: &[EpisodeWrite]) -> Result<(), Stor
     let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
     {
         let mut last_seen = tx.prepare_cached(
-            "SELECT last_seen FROM episodes WHERE resolved_at IS NULL
+            "SELECT last_seen, class FROM episodes WHERE resolved_at IS NULL
              AND grp = ?1 AND kind = ?2 AND namespace = ?3 AND name = ?4",
         )?;
         let mut update = tx.prepare_cached(
@@ -97,9 +97,23 @@ fn write_episodes(conn: &Connection, writes: &[EpisodeWrite]) -> Result<(), Stor
                     let namespace = ns_to_db(&key.namespace);
                     let open = last_seen
                         .query_row(params![key.group, key.kind, namespace, key.name], |row| {
-                            ts_from_db(row, 0)
+                            Ok((ts_from_db(row, 0)?, row.get::<_, String>(1)?))
                         })
                         .optional()?;
+                    // Another class is another episode: the open one ends as this begins.
+                    let open = match open {
+                        Some((_, open_class)) if open_class != class => {
+                            resolve.execute(params![
+                                key.group,
+                                key.kind,
+                                namespace,
+                                key.name,
+                                ts_to_db(at)
+                            ])?;
+                            None
+                        }
+                        other => other.map(|(seen, _)| seen),
+                    };
                     // Both take the key, source, class, paths and a time (`last_seen`, and
                     // `first_seen` too for a new episode).
                     let (write, time) = match open {

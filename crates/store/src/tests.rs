@@ -146,11 +146,14 @@ fn episodes_keep_first_seen_until_resolved() {
     let open = store.open_episodes().unwrap();
     assert_eq!(open.len(), 1);
     assert_eq!(open[0].first_seen, t(0));
+    // Another class is another episode: the modified one ends as the missing one begins.
     let e = store
-        .record_drift(&key, "web", "deleted", t(20), &[])
+        .record_drift(&key, "web", "missing", t(20), &[])
         .unwrap();
-    assert_eq!(e.first_seen, t(0));
-    assert_eq!(e.class, "deleted");
+    assert_eq!((e.first_seen, e.class.as_str()), (t(20), "missing"));
+    let open = store.open_episodes().unwrap();
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].class, "missing");
     store.resolve_drift(&key, t(30)).unwrap();
     assert!(store.open_episodes().unwrap().is_empty());
     store.resolve_drift(&key, t(31)).unwrap();

@@ -472,7 +472,7 @@ impl Differ {
             kept.push((c.segs, change.clone()));
             changes.push(change);
         }
-        let patch = build_patch(&kept);
+        let patch = build_patch(&kept, live);
         let ignored = ignorers
             .into_iter()
             .zip(counts)
@@ -534,8 +534,11 @@ fn controller_owned(
 
 /// Orders removals so earlier ones never shift the positions later ones use: every
 /// non-removal first (they use live positions as found), then removals in reverse document
-/// order of their live path.
-fn build_patch(kept: &[(Vec<Seg>, Change)]) -> json_patch::Patch {
+/// order of their live path. Every list item a path goes through by position is guarded
+/// first by a `test` of what identifies it (its merge key, else the whole item as `live`
+/// has it), so a patch applied to an object that changed since fails instead of editing
+/// another item.
+fn build_patch(kept: &[(Vec<Seg>, Change)], live: &Value) -> json_patch::Patch {
     let live_order = |segs: &[Seg]| -> Vec<Result<usize, String>> {
         segs.iter()
             .map(|s| match s {
@@ -544,9 +547,34 @@ fn build_patch(kept: &[(Vec<Seg>, Change)]) -> json_patch::Patch {
             })
             .collect()
     };
+    let mut tests: Vec<Value> = Vec::new();
+    let mut guarded = HashSet::new();
     let mut ops = Vec::new();
     let mut removes = Vec::new();
     for (segs, change) in kept {
+        for (i, seg) in segs.iter().enumerate() {
+            let Seg::Item {
+                live: Some(_), key, ..
+            } = seg
+            else {
+                continue;
+            };
+            let item = pointer(&segs[..=i], Side::Live);
+            if !guarded.insert(item.clone()) {
+                continue;
+            }
+            let (path, value) = match key {
+                Some((field, _)) => {
+                    let path = format!("{item}/{}", pointer::escape(field));
+                    let value = live.pointer(&path).cloned();
+                    (path, value)
+                }
+                None => (item.clone(), live.pointer(&item).cloned()),
+            };
+            if let Some(value) = value {
+                tests.push(serde_json::json!({"op": "test", "path": path, "value": value}));
+            }
+        }
         match change.op {
             ChangeOp::Replace => ops.push(serde_json::json!({
                 "op": "replace", "path": pointer(segs, Side::Live), "value": change.desired,
@@ -569,7 +597,8 @@ fn build_patch(kept: &[(Vec<Seg>, Change)]) -> json_patch::Patch {
             .into_iter()
             .map(|(_, path)| serde_json::json!({"op": "remove", "path": path})),
     );
-    serde_json::from_value(Value::Array(ops)).expect("patch operations are well-formed")
+    tests.extend(ops);
+    serde_json::from_value(Value::Array(tests)).expect("patch operations are well-formed")
 }
 
 #[cfg(test)]

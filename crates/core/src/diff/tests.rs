@@ -110,6 +110,39 @@ fn rule1_a_changed_set_field_is_drift() {
 }
 
 #[test]
+fn a_restoring_patch_fails_on_an_object_whose_list_moved_since() {
+    let mut live = live_deployment();
+    live["spec"]["template"]["spec"]["containers"][0]["env"][1]["value"] = json!("9");
+    let c = cmp(&deployment(), &live);
+    // The env item `B` is reached through container 0 and env item 1: both guarded.
+    let tests: Vec<(&str, &Value)> = c
+        .patch
+        .0
+        .iter()
+        .filter_map(|op| match op {
+            json_patch::PatchOperation::Test(t) => Some((t.path.as_str(), &t.value)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        tests,
+        [
+            ("/spec/template/spec/containers/0/name", &json!("app")),
+            ("/spec/template/spec/containers/0/env/1/name", &json!("B")),
+        ]
+    );
+    assert_patch_restores(&deployment(), &live, &c);
+    // Someone reorders the containers after the comparison: the patch no longer applies,
+    // rather than setting `log`'s env.
+    let mut moved = live.clone();
+    moved["spec"]["template"]["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .reverse();
+    assert!(json_patch::patch(&mut moved, &c.patch).is_err());
+}
+
+#[test]
 fn rule1_maps_compare_per_desired_key() {
     let desired = json!({"apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": "j", "namespace": "default"},
@@ -321,7 +354,11 @@ fn rule3_keyed_lists_match_by_key_not_position() {
     );
     assert_eq!(
         serde_json::to_value(&c.patch).unwrap(),
-        json!([{"op": "replace", "path": "/spec/template/spec/containers/1/env/0/value", "value": "2"}])
+        json!([
+            {"op": "test", "path": "/spec/template/spec/containers/1/name", "value": "app"},
+            {"op": "test", "path": "/spec/template/spec/containers/1/env/0/name", "value": "B"},
+            {"op": "replace", "path": "/spec/template/spec/containers/1/env/0/value", "value": "2"}
+        ])
     );
     assert_patch_restores(&deployment(), &live, &c);
 }

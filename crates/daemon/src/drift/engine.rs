@@ -127,8 +127,8 @@ pub struct Engine<W, O> {
     /// anew per burst, it cost a pass over every tracked object per watch event.
     owned_covered: usize,
     settling: Settling,
-    /// First-seen times of episodes still open at start, so a restart keeps "since".
-    open_since: HashMap<ObjectKey, Timestamp>,
+    /// Class and first-seen time of episodes still open at start, so a restart keeps "since".
+    open_since: HashMap<ObjectKey, (DriftClass, Timestamp)>,
     /// Ignore rules already reported as expired.
     expired_reported: BTreeSet<String>,
     index: SharedIndex,
@@ -175,7 +175,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let mut open_since = HashMap::new();
         for episode in store.open_episodes()? {
             let class = episode.class.parse().unwrap_or(DriftClass::Modified);
-            open_since.insert(episode.key.clone(), episode.first_seen);
+            open_since.insert(episode.key.clone(), (class, episode.first_seen));
             settling.restore(episode.key, Drift::new(class, &episode.paths));
         }
         Ok(Engine {
@@ -777,7 +777,7 @@ fn entry_of(desired: &Desired, key: &ObjectKey, class: DriftClass) -> DriftEntry
 /// (`judge_held`).
 struct Publishing<'a> {
     index: &'a SharedIndex,
-    open_since: &'a mut HashMap<ObjectKey, Timestamp>,
+    open_since: &'a mut HashMap<ObjectKey, (DriftClass, Timestamp)>,
     settling: &'a mut Settling,
     tracked: &'a TrackedSet,
     stale_configs: &'a StaleConfigs,
@@ -794,11 +794,18 @@ impl Publishing<'_> {
                 self.open_since.remove(key);
                 None
             }
-            _ => index
+            // An object drifts since it drifts in this class: an edit that becomes an
+            // unfinished deploy's (`uncommitted`) is a new episode, not the old one's.
+            class => index
                 .get(key)
-                .filter(|e| e.class != DriftClass::InSync)
+                .filter(|e| e.class == class)
                 .and_then(|e| e.since)
-                .or_else(|| self.open_since.get(key).copied())
+                .or_else(|| {
+                    self.open_since
+                        .get(key)
+                        .filter(|(c, _)| *c == class)
+                        .map(|(_, since)| *since)
+                })
                 .or_else(|| Some(self.clock.wall())),
         };
         let observed =

@@ -106,12 +106,16 @@ impl EventRequest {
             Some(note) => format!("; also {}", stale_pods(note)),
             None => String::new(),
         };
+        let undo = match entry.undo_command() {
+            Some(command) => format!(". Undo it: `{command}`"),
+            None => String::new(),
+        };
         EventRequest {
             reference: reference(entry, live),
             type_: EventType::Warning,
             reason: "DriftDetected",
             note: truncate(format!(
-                "{what}; desired by revision {} of source {}{stale}",
+                "{what}; desired by revision {} of source {}{stale}{undo}",
                 entry.revision, entry.source
             )),
         }
@@ -473,7 +477,7 @@ mod tests {
         let request = EventRequest::detected(&entry, None);
         assert_eq!(request.reason, "DriftDetected");
         assert!(
-            request.note.ends_with("; also 1 pod(s) run on config older than the live one: Secret/web-db changed 2026-11-30T10:00:00Z, read by web-1 (env, subPath)"),
+            request.note.ends_with("; also 1 pod(s) run on config older than the live one: Secret/web-db changed 2026-11-30T10:00:00Z, read by web-1 (env, subPath). Undo it: `driftd reconcile --source shop --object Deployment.apps/shop/web --apply`"),
             "{}",
             request.note
         );

@@ -509,6 +509,13 @@ fn object(out: &mut String, o: &DriftEntry, now: Timestamp) {
             escape_html(&patch)
         );
     }
+    if let (Some(undo), None) = (o.undo_command(), &o.intent) {
+        let _ = writeln!(
+            out,
+            "<p>Undo it: <code class=\"undo\">{}</code></p>",
+            escape_html(&undo)
+        );
+    }
     let _ = writeln!(
         out,
         "<p>Look at it: <code class=\"kubectl\">{}</code></p>",

@@ -1095,3 +1095,21 @@ fn a_custom_kind_committed_without_its_crd_takes_its_scope_from_discovery() {
     h.apply(edited);
     assert_eq!(entry(&h).class, DriftClass::Modified);
 }
+
+#[test]
+fn drift_of_another_class_drifts_since_it_began() {
+    let mut h = Harness::start_with(&config(), &cm("a", "1"));
+    h.list(&configmaps(), live(&cm("a", "2")));
+    let first = h.entry("ConfigMap", "a").unwrap();
+    assert_eq!(first.class, DriftClass::Modified);
+    h.advance(Duration::from_secs(30));
+    // Still modified, other values: the same episode.
+    h.apply(one(&cm("a", "3")));
+    assert_eq!(h.entry("ConfigMap", "a").unwrap().since, first.since);
+    // Deleted: missing since now, not since the edit 30 s ago.
+    h.delete(one(&cm("a", "3")));
+    let missing = h.entry("ConfigMap", "a").unwrap();
+    assert_eq!(missing.class, DriftClass::Missing);
+    assert_eq!(missing.since, Some(h.clock.wall()));
+    assert_ne!(missing.since, first.since);
+}

@@ -16,7 +16,11 @@ pub(super) fn intent_ref(info: &IntentInfo, key: &ObjectKey, only_intent: bool) 
             kubectl_delete(key)
         )
     } else {
-        format!("apply this entry's `patch` to the live object, then `{release}`")
+        // The intent first: a source with an open intent is not reconciled.
+        format!(
+            "`{release}`, then `{}`",
+            driftd_core::report::reconcile_command(&info.source, key)
+        )
     };
     IntentRef {
         id: info.id,

@@ -67,13 +67,12 @@ fn equal_to_an_open_intent_is_uncommitted_and_committing_it_is_in_sync() {
     assert_eq!((intent.id, intent.state.as_str()), (id, "pending"));
     assert_eq!(intent.holder, "pod:ci/deploy-x");
     assert_eq!(intent.keep, format!("driftd intent commit {id}"));
-    assert!(
-        intent.revert.contains("`patch`")
-            && intent
-                .revert
-                .contains(&format!("driftd intent release {id}")),
-        "{}",
-        intent.revert
+    assert_eq!(
+        intent.revert,
+        format!(
+            "`driftd intent release {id}`, then \
+             `driftd reconcile --source shop --object ConfigMap/shop/a --apply`"
+        )
     );
     assert_eq!(
         paths(&a),
