@@ -374,6 +374,10 @@ fn upstream_operator_crds() -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(shared_material),
+    ignore = "needs ../shared/ (the upstream operator CRDs), which is not beside this clone"
+)]
 fn overlays_apply_with_the_prometheus_operator_crds() {
     let dir = tempfile::tempdir().unwrap();
     let sim = Sim::start(dir.path());

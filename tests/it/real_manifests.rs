@@ -37,6 +37,10 @@ pub(crate) fn corpus(name: &str) -> Vec<PathBuf> {
 }
 
 #[test]
+#[cfg_attr(
+    not(shared_material),
+    ignore = "needs ../shared/ (the real-manifest corpora), which is not beside this clone"
+)]
 fn every_real_object_is_accepted_or_skipped_with_a_reason() {
     for (name, objects) in CORPORA {
         let files = corpus(name);
@@ -83,6 +87,10 @@ fn every_real_object_is_accepted_or_skipped_with_a_reason() {
 }
 
 #[test]
+#[cfg_attr(
+    not(shared_material),
+    ignore = "needs ../shared/ (the real-manifest corpora), which is not beside this clone"
+)]
 fn driftd_commit_of_each_real_file_alone_succeeds() {
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<PathBuf> = CORPORA.iter().flat_map(|(name, _)| corpus(name)).collect();

@@ -212,11 +212,19 @@ fn apply(sim: &Sim, batch: &[&Planned]) -> Result<(), String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(shared_material),
+    ignore = "needs ../shared/ (the real-manifest corpora), which is not beside this clone"
+)]
 fn every_real_object_applied_with_kubectl_reads_back_in_sync() {
     applied_reads_back_in_sync("real-manifests");
 }
 
 #[test]
+#[cfg_attr(
+    not(shared_material),
+    ignore = "needs ../shared/ (the real-manifest corpora), which is not beside this clone"
+)]
 fn every_object_of_the_second_corpus_applied_with_kubectl_reads_back_in_sync() {
     applied_reads_back_in_sync("real-manifests-2");
 }

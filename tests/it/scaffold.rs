@@ -417,22 +417,12 @@ pub fn write_config(dir: &Path, extra: &str) -> PathBuf {
     path
 }
 
-/// The project's shared material (`../shared/` next to the repository; from a git worktree,
-/// next to its main checkout): real manifests, upstream samples.
+/// The material some tests need from outside the repository (`../shared/`, found by the
+/// build script, which ignores those tests when it is absent: see `build.rs`). Call it only
+/// from a test marked `#[cfg_attr(not(shared_material), ignore = ...)]`.
 pub fn shared_dir() -> PathBuf {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut candidates: Vec<PathBuf> = vec![repo.join("../shared")];
-    let common = Command::new("git")
-        .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
-        .current_dir(repo)
-        .output();
-    if let Ok(out) = common {
-        let git_dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        candidates.push(git_dir.join("../../shared"));
+    match option_env!("DRIFTD_SHARED_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => panic!("../shared was not found at build time: mark this test as needing it"),
     }
-    candidates
-        .iter()
-        .find(|c| c.join("real-manifests").exists())
-        .cloned()
-        .unwrap_or_else(|| panic!("the shared folder is not in {candidates:?}"))
 }

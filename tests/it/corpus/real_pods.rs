@@ -186,6 +186,10 @@ fn check_pod(relative: &str, facts: &AdmissionFacts, additions: &[(&str, Value)]
 }
 
 #[test]
+#[cfg_attr(
+    not(shared_material),
+    ignore = "needs ../shared/ (the real-manifest corpora), which is not beside this clone"
+)]
 fn admission_adds_what_the_plugins_sources_say_to_real_pods() {
     let fresh = AdmissionFacts::default();
     // An init container and a container that mount a volume: the token mount is appended
@@ -221,6 +225,10 @@ fn admission_adds_what_the_plugins_sources_say_to_real_pods() {
 }
 
 #[test]
+#[cfg_attr(
+    not(shared_material),
+    ignore = "needs ../shared/ (the real-manifest corpora), which is not beside this clone"
+)]
 fn limit_ranger_gives_the_documentations_pods_what_a_cluster_gave_them() {
     // memory-defaults.yaml (the LimitRange `mem-limit-range`: default 512Mi, default
     // request 256Mi), created in the pods' namespace.
@@ -288,6 +296,10 @@ fn appended_to_existing_lists(desired: &Value, live: &Value) -> usize {
 }
 
 #[test]
+#[cfg_attr(
+    not(shared_material),
+    ignore = "needs ../shared/ (the real-manifest corpora), which is not beside this clone"
+)]
 fn every_bare_pod_of_the_real_manifests_is_in_sync_with_driftds_model_of_admission() {
     let root = shared_dir().join("real-manifests");
     let mut files = Vec::new();
