@@ -137,7 +137,13 @@ pub fn render_table(body: &DriftResponse) -> String {
         }
     }
     let mut out = String::new();
-    // First, in plain words: what follows may be out of date.
+    // First, in plain words: what follows may be out of date, or go unannounced.
+    if let Some(why) = &body.no_events {
+        out.push_str(&escape_control(&format!(
+            "this replica publishes no Kubernetes Events: {why}"
+        )));
+        out.push('\n');
+    }
     if let Some(line) = StaleKind::summary(&body.stale) {
         out.push_str(&escape_control(&line));
         out.push('\n');

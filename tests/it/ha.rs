@@ -547,3 +547,44 @@ fn the_simulator_serves_leases_with_optimistic_concurrency() {
         assert_eq!(b.get().await.unwrap().unwrap().record.holder, "a");
     });
 }
+
+/// A replica whose Lease namespace does not exist serves drift but leads nothing: it says so
+/// in `/readyz`, at the top of `driftd drift` and in `driftd_leader_election_failing`, and
+/// stops saying so once the namespace exists and it takes the Lease.
+#[test]
+fn a_replica_that_cannot_take_its_lease_says_so_until_it_can() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path());
+    commit(&dir.path().join("driftd.db"), "shop", &examples());
+    sim.kubectl(&["apply", "-f", examples().to_str().unwrap()]);
+    let config = write_config(dir.path(), SHORT);
+    let daemon = Daemon::start(&config, &sim.kubeconfig, &[("DRIFTD_NAMESPACE", "nowhere")]);
+    daemon.wait_ready();
+    let why = "this replica publishes no Kubernetes Events: it cannot take the leader Lease \
+               (namespace nowhere does not exist";
+    let (status, body) = wait_for("/readyz says why", T, || {
+        let (status, body) = daemon.get("/readyz");
+        body.contains(why).then_some((status, body))
+    });
+    assert_eq!(status, 200, "a follower still serves drift: {body}");
+    let out = Command::new(DRIFTD)
+        .args(["drift", "--server", &daemon.url])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.lines().next().unwrap_or("").starts_with(why),
+        "{table}"
+    );
+    assert_eq!(daemon.sample("driftd_leader_election_failing"), Some(1.0));
+    assert_eq!(daemon.sample("driftd_leader"), Some(0.0));
+
+    sim.kubectl(&["create", "namespace", "nowhere"]);
+    wait_for("it leads", T, || {
+        (daemon.sample("driftd_leader") == Some(1.0)).then_some(())
+    });
+    assert_eq!(daemon.sample("driftd_leader_election_failing"), Some(0.0));
+    let (_, body) = daemon.get("/readyz");
+    assert_eq!(body, "ready\n");
+    assert!(daemon.drift("").get("no_events").is_none());
+}

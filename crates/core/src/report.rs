@@ -354,6 +354,10 @@ pub struct DriftResponse {
     /// their objects are marked `stale`. Empty when every watch is healthy.
     #[serde(default)]
     pub stale: Vec<StaleKind>,
+    /// Why the replica that answers publishes no Kubernetes Events (it is not the leader,
+    /// or cannot take the leader Lease); absent while it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_events: Option<String>,
     /// Each with its `undo` command where one exists ([`DriftEntry::undo_command`]), made
     /// as the answer is written rather than kept in every entry.
     #[serde(serialize_with = "entries_with_undo")]

@@ -238,7 +238,7 @@ pub async fn run(
         Publisher::new(metrics.clone(), events, leadership.clone(), home),
         clock,
     )?
-    .with_leadership(leadership, &identity);
+    .with_leadership(leadership.clone(), &identity);
     let engine = if config.dry_run_sources().is_empty() {
         engine
     } else {
@@ -251,7 +251,15 @@ pub async fn run(
     let connection_metrics = server::ConnectionMetrics::default();
     metrics.register(Box::new(connection_metrics.open.clone()));
     metrics.register(Box::new(connection_metrics.closed.clone()));
-    let app = http::app(Handles { index, metrics }, &config.http, &web);
+    let app = http::app(
+        Handles {
+            index,
+            metrics,
+            leadership: leadership.clone(),
+        },
+        &config.http,
+        &web,
+    );
     let limits = server::Limits {
         header_read_timeout: config.http.header_read_timeout(),
         idle_timeout: config.http.idle_timeout(),

@@ -13,6 +13,7 @@ use super::page;
 use super::web_config::WebConfig;
 use crate::config::HttpConfig;
 use crate::drift::SharedIndex;
+use crate::leader::Leadership;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
@@ -27,6 +28,8 @@ use std::time::SystemTime;
 pub struct Handles {
     pub index: SharedIndex,
     pub metrics: Arc<Metrics>,
+    /// Whether this replica leads, and why not (`/readyz`, `/drift` and the page say so).
+    pub leadership: Leadership,
 }
 
 pub fn router(handles: Handles) -> Router {
@@ -74,6 +77,7 @@ async fn drift(
         DriftResponse {
             ready: index.ready(),
             stale: index.stale_kinds(),
+            no_events: handles.leadership.standing().no_events_because(),
             objects: index.query(&filter),
         }
     };
@@ -117,6 +121,7 @@ async fn drift_page(
                 now: jiff::Timestamp::now(),
                 ready: index.ready(),
                 stale: &index.stale_kinds(),
+                no_events: handles.leadership.standing().no_events_because(),
                 filter: &filter,
                 objects: &index.query(&filter),
                 revisions: index.revisions(),
@@ -175,6 +180,12 @@ async fn readyz(State(handles): State<Handles>) -> Response {
     if let Some(store) = store {
         body.push_str("; but ");
         body.push_str(&store);
+    }
+    // Not a reason to be unready (a follower serves reads as well as the leader does), but
+    // what a probe's body should tell whoever looks.
+    if let Some(why) = handles.leadership.standing().no_events_because() {
+        body.push_str("; this replica publishes no Kubernetes Events: ");
+        body.push_str(&why);
     }
     body.push('\n');
     (status, body).into_response()

@@ -13,7 +13,7 @@
 //! only, gone once a rollout replaced the pods.
 
 use crate::drift::{DriftIndex, SharedIndex};
-use crate::leader::Leadership;
+use crate::leader::{Leadership, Standing};
 use driftd_core::report::{DriftClass, DriftEntry};
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
@@ -115,6 +115,11 @@ impl Metrics {
                 "1 while this replica holds the leader Lease and acts as leader (always 1 with leader election off).",
             )
             .unwrap(),
+            failing: IntGauge::new(
+                "driftd_leader_election_failing",
+                "1 while this replica cannot read or write its leader Lease (its namespace missing, RBAC forbidding it, no answer): if every replica says so, none publishes Events.",
+            )
+            .unwrap(),
         };
         for collector in [
             Box::new(watch_events.clone()) as Box<dyn Collector>,
@@ -169,6 +174,13 @@ impl Metrics {
 
     /// The text exposition format for `/metrics`.
     pub fn render(&self) -> String {
+        // Every watched kind's counters exist from the start, at 0: `rate()` and `absent()`
+        // need a series before the first event or error.
+        for health in self.index.read().unwrap().watch_health() {
+            let kind = [health.kind.kind.as_str()];
+            self.watch_events.with_label_values(&kind);
+            self.watch_errors.with_label_values(&kind);
+        }
         let mut buf = Vec::new();
         TextEncoder::new()
             .encode(&self.registry.gather(), &mut buf)
@@ -179,21 +191,28 @@ impl Metrics {
     }
 }
 
-/// `driftd_leader`, read from the leadership at scrape time (it lapses by time, not only
-/// when the elector notices).
+/// `driftd_leader` and `driftd_leader_election_failing`, read from the leadership at scrape
+/// time (it lapses by time, not only when the elector notices).
 struct LeaderGauge {
     leadership: Leadership,
     gauge: IntGauge,
+    failing: IntGauge,
 }
 
 impl Collector for LeaderGauge {
     fn desc(&self) -> Vec<&Desc> {
-        self.gauge.desc()
+        let mut descs = self.gauge.desc();
+        descs.extend(self.failing.desc());
+        descs
     }
 
     fn collect(&self) -> Vec<MetricFamily> {
         self.gauge.set(i64::from(self.leadership.is_leader()));
-        self.gauge.collect()
+        let failing = matches!(self.leadership.standing(), Standing::Failing { .. });
+        self.failing.set(i64::from(failing));
+        let mut families = self.gauge.collect();
+        families.extend(self.failing.collect());
+        families
     }
 }
 

@@ -55,6 +55,8 @@ pub struct Page<'a> {
     pub ready: bool,
     /// Kinds whose watch is failing (`/drift`'s `stale`).
     pub stale: &'a [StaleKind],
+    /// Why this replica publishes no Events (`/drift`'s `no_events`).
+    pub no_events: Option<String>,
     pub filter: &'a DriftFilter,
     /// The objects `/drift` answers for `filter`.
     pub objects: &'a [DriftEntry],
@@ -172,6 +174,14 @@ fn readiness(out: &mut String, page: &Page) {
         );
     }
     // The same words as `driftd drift`, so on-call reads one message wherever they look.
+    if let Some(why) = &page.no_events {
+        let _ = writeln!(
+            out,
+            "<p class=\"status no-events\" id=\"no-events\">This replica publishes no \
+             Kubernetes Events: {}.</p>",
+            escape_html(why)
+        );
+    }
     if let Some(line) = StaleKind::summary(page.stale) {
         let _ = writeln!(
             out,

@@ -18,7 +18,7 @@
 //! One difference: client-go jitters followers' retries by up to 1.2 retry periods; driftd
 //! retries every retry period, so a released Lease is taken within one.
 
-use super::Leadership;
+use super::{Leadership, Standing};
 use crate::drift::Clock;
 use jiff::Timestamp;
 use std::future::Future;
@@ -234,7 +234,10 @@ impl<A: LeaseApi> Elector<A> {
                     self.start_leading(sent);
                     (State::Leading { renewed_at: sent }, retry)
                 }
-                Ok(Attempt::HeldBy(_)) => (State::Follower, retry),
+                Ok(Attempt::HeldBy(holder)) => {
+                    self.leadership.set_standing(Standing::Following { holder });
+                    (State::Follower, retry)
+                }
                 Err(err) => {
                     self.failed("cannot acquire the Lease", &err);
                     (State::Follower, retry)
@@ -245,6 +248,12 @@ impl<A: LeaseApi> Elector<A> {
                 let left = deadline.saturating_duration_since(self.clock.now());
                 if left.is_zero() {
                     self.stop_leading("no renewal succeeded within the renew deadline", true);
+                    self.leadership.set_standing(Standing::Failing {
+                        why: format!(
+                            "no renewal of the Lease {} succeeded within the renew deadline",
+                            self.lease
+                        ),
+                    });
                     return (State::Follower, retry);
                 }
                 match self.try_acquire_or_renew(left).await {
@@ -255,6 +264,7 @@ impl<A: LeaseApi> Elector<A> {
                     }
                     Ok(Attempt::HeldBy(holder)) => {
                         self.stop_leading(&format!("the Lease is held by {holder}"), true);
+                        self.leadership.set_standing(Standing::Following { holder });
                         (State::Follower, retry)
                     }
                     Err(err) => {
@@ -429,6 +439,7 @@ impl<A: LeaseApi> Elector<A> {
         tracing::info!(%lease, %identity, transitions, "became leader");
         self.leadership
             .act_until(sent + self.timings.renew_deadline);
+        self.leadership.set_standing(Standing::Leading);
         self.last_warning = None;
     }
 
@@ -442,8 +453,14 @@ impl<A: LeaseApi> Elector<A> {
         }
     }
 
-    /// Logs a failed try: a warning when it is news, else at debug level.
+    /// Logs a failed try: a warning when it is news, else at debug level. A lost race
+    /// leaves the standing as it was; any other failure is what people are told.
     fn failed(&mut self, what: &str, err: &LeaseError) {
+        if !err.is_race() && !self.leadership.is_leader() {
+            self.leadership.set_standing(Standing::Failing {
+                why: failure_in_words(err, &self.lease),
+            });
+        }
         let text = err.to_string();
         if err.is_race() || self.last_warning.as_deref() == Some(text.as_str()) {
             tracing::debug!(lease = %self.lease, error = %text, "{what}");
@@ -451,6 +468,16 @@ impl<A: LeaseApi> Elector<A> {
             tracing::warn!(lease = %self.lease, error = %text, "{what}");
             self.last_warning = Some(text);
         }
+    }
+}
+
+/// A failed Lease request as the people running driftd need it: what to fix.
+fn failure_in_words(err: &LeaseError, lease: &str) -> String {
+    match err {
+        LeaseError::Api(kube::Error::Api(status)) if status.code == 403 => format!(
+            "RBAC forbids it: driftd's ServiceAccount may not get, create and update the Lease {lease}"
+        ),
+        other => other.to_string(),
     }
 }
 

@@ -33,6 +33,41 @@ pub struct Leadership(Arc<Inner>);
 struct Inner {
     mode: Mode,
     changes: watch::Sender<bool>,
+    /// What the election last found, for people (see [`Standing`]).
+    standing: Mutex<Standing>,
+}
+
+/// Where this replica stands in the election, as `/readyz`, the drift page and `driftd
+/// drift` tell people: a replica that is not the leader publishes no Events (nor releases
+/// locks or remediates), and an installation where no replica can lead (the Lease's
+/// namespace missing, RBAC forbidding it) would otherwise only say so in a log line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// Leads: holds the Lease, or leader election is off.
+    Leading,
+    /// Has not reached the Lease yet.
+    Starting,
+    /// Another replica holds the Lease.
+    Following { holder: String },
+    /// Reading or writing the Lease fails; `why` says how (a namespace that does not exist,
+    /// RBAC that forbids it, no answer).
+    Failing { why: String },
+}
+
+impl Standing {
+    /// Why this replica publishes no Events, in words; `None` while it leads.
+    pub fn no_events_because(&self) -> Option<String> {
+        match self {
+            Standing::Leading => None,
+            Standing::Starting => Some("it has not reached its leader Lease yet".into()),
+            Standing::Following { holder } => Some(format!(
+                "it is not the leader: replica {holder} holds the leader Lease and publishes them"
+            )),
+            Standing::Failing { why } => Some(format!(
+                "it cannot take the leader Lease ({why}), so no replica may be publishing them"
+            )),
+        }
+    }
 }
 
 enum Mode {
@@ -51,6 +86,7 @@ impl Leadership {
         Leadership(Arc::new(Inner {
             mode: Mode::Always,
             changes: watch::channel(true).0,
+            standing: Mutex::new(Standing::Leading),
         }))
     }
 
@@ -62,7 +98,25 @@ impl Leadership {
                 clock,
             },
             changes: watch::channel(false).0,
+            standing: Mutex::new(Standing::Starting),
         }))
+    }
+
+    /// Where this replica stands (see [`Standing`]). A leadership that lapsed by time, the
+    /// elector not having noticed yet, is not `Leading`.
+    pub fn standing(&self) -> Standing {
+        let standing = self.0.standing.lock().unwrap().clone();
+        match standing {
+            Standing::Leading if !self.is_leader() => Standing::Failing {
+                why: "its last renewal of the Lease is past the renew deadline".into(),
+            },
+            other => other,
+        }
+    }
+
+    /// What the elector found.
+    fn set_standing(&self, standing: Standing) {
+        *self.0.standing.lock().unwrap() = standing;
     }
 
     /// True while this replica holds the Lease within its renew deadline (always true with

@@ -358,3 +358,32 @@ fn label_values_are_escaped() {
     );
     assert_eq!(LabelValue("helm:shop/web").to_string(), "helm:shop/web");
 }
+
+#[test]
+fn every_watched_kinds_counters_start_at_zero() {
+    let (index, m) = setup(10);
+    let kind = |kind: &str| driftd_k8s::TypeKey {
+        api_version: "v1".into(),
+        kind: kind.into(),
+    };
+    index.write().unwrap().set_watch_health(
+        ["ConfigMap", "Secret"]
+            .into_iter()
+            .map(|k| crate::drift::WatchHealth {
+                kind: kind(k),
+                healthy: false,
+                unhealthy_since: None,
+                last_event: None,
+            })
+            .collect(),
+    );
+    let text = m.render();
+    for k in ["ConfigMap", "Secret"] {
+        for family in ["driftd_watch_errors_total", "driftd_watch_events_total"] {
+            let series = format!("{family}{{kind=\"{k}\"}}");
+            assert_eq!(sample(&text, &series), Some(0.0), "{series} in {text}");
+        }
+    }
+    // A replica that cannot take its Lease says so; a leader does not.
+    assert_eq!(sample(&text, "driftd_leader_election_failing"), Some(0.0));
+}

@@ -498,3 +498,52 @@ fn pick_two(replicas: &mut [Replica], i: usize, j: usize) -> (&mut Replica, &mut
         (&mut right[0], &mut left[j])
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_standing_says_who_leads_and_why_this_replica_does_not() {
+    let (fake, clock) = (Arc::new(Fake::default()), clock());
+    let mut a = Replica::new(&fake, "a", &clock);
+    let mut b = Replica::new(&fake, "b", &clock);
+    assert_eq!(b.leadership.standing(), Standing::Starting);
+    a.step().await;
+    b.step().await;
+    assert_eq!(a.leadership.standing(), Standing::Leading);
+    assert_eq!(
+        b.leadership.standing(),
+        Standing::Following { holder: "a".into() }
+    );
+    assert!(b
+        .leadership
+        .standing()
+        .no_events_because()
+        .unwrap()
+        .contains("replica a holds the leader Lease"));
+
+    // A replica that cannot reach its Lease at all says so, and why.
+    let (broken, clock) = (Arc::new(Fake::default()), self::clock());
+    broken.state().failures = 10;
+    let mut c = Replica::new(&broken, "c", &clock);
+    c.step().await;
+    match c.leadership.standing() {
+        Standing::Failing { why } => assert!(why.contains("injected"), "{why}"),
+        other => panic!("not failing: {other:?}"),
+    }
+    assert_eq!(a.leadership.standing().no_events_because(), None);
+}
+
+#[test]
+fn a_forbidden_lease_is_said_in_rbac_words() {
+    let forbidden = LeaseError::Api(kube::Error::Api(
+        kube::core::Status::failure("leases is forbidden", "Forbidden")
+            .with_code(403)
+            .boxed(),
+    ));
+    assert_eq!(
+        failure_in_words(&forbidden, "driftd/driftd"),
+        "RBAC forbids it: driftd's ServiceAccount may not get, create and update the Lease driftd/driftd"
+    );
+    let missing = LeaseError::NoNamespace("driftd".into());
+    assert!(
+        failure_in_words(&missing, "driftd/driftd").starts_with("namespace driftd does not exist")
+    );
+}
