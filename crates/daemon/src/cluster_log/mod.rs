@@ -6,9 +6,13 @@
 
 pub mod format;
 mod importer;
+mod releaser;
+mod snapshot;
 mod writer;
 
 pub use importer::spawn as spawn_importer;
+pub use releaser::spawn as spawn_releaser;
+pub use snapshot::snapshot;
 pub use writer::{ClusterLog, End, LogError, NewIntent, NewRevision};
 
 use driftd_core::manifest::{ManifestObject, Origin};
