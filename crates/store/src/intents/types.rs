@@ -187,7 +187,7 @@ impl IntentInfo {
     pub fn commit_command(&self) -> String {
         if let Some(lock) = driftd_core::helm::PendingLock::parse(&self.source, &self.holder) {
             return match self.state {
-                IntentState::Pending => format!(
+                IntentState::Pending | IntentState::Expired => format!(
                     "let the `helm upgrade` finish (Helm records version {} deployed, which \
                      driftd takes as committed); if it is stuck, `{}`, then upgrade again",
                     lock.version,
