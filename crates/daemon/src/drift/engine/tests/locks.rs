@@ -35,6 +35,18 @@ impl Harness {
         self.engine.handle(messages);
     }
 
+    /// Lists the holder pod `shop/NAME`, running.
+    fn holder_runs(&mut self, name: &str) {
+        self.pod_events(
+            name,
+            vec![
+                WatchEvent::Init,
+                WatchEvent::apply(pod("shop", name)),
+                WatchEvent::InitDone,
+            ],
+        );
+    }
+
     fn locks(&self) -> (bool, Vec<StaleLock>) {
         let index = self.index.read().unwrap();
         (index.locks_ready(), index.locks().to_vec())
@@ -149,14 +161,7 @@ fn pod_gone(config: &Config, leadership: Leadership) -> (Harness, i64) {
     h.follow_clock();
     h.load();
     let id = h.begin("web", &cm("w", "1"), "pod:shop/deploy-x", 600);
-    h.pod_events(
-        "deploy-x",
-        vec![
-            WatchEvent::Init,
-            WatchEvent::apply(pod("shop", "deploy-x")),
-            WatchEvent::InitDone,
-        ],
-    );
+    h.holder_runs("deploy-x");
     (h, id)
 }
 
@@ -481,14 +486,7 @@ fn cluster_intent(h: &mut Harness) -> i64 {
         panic!("imported")
     };
     h.engine.reload_intents();
-    h.pod_events(
-        "deploy-x",
-        vec![
-            WatchEvent::Init,
-            WatchEvent::apply(pod("shop", "deploy-x")),
-            WatchEvent::InitDone,
-        ],
-    );
+    h.holder_runs("deploy-x");
     begun.id
 }
 
