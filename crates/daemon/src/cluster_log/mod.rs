@@ -2,7 +2,9 @@
 //! namespace (`driftd commit|intent|run --cluster`), which every `driftd serve` replica
 //! imports into its own database. The Kubernetes API is then the replicated log: RBAC on
 //! those Secrets decides who may commit, `resourceVersion` conflicts serialize racing
-//! deployers, and a replica that starts late catches up from the objects.
+//! deployers, and a replica that starts late catches up from the objects. The leader
+//! writes to it too: an automatic release of a stale lock held there (`releaser`). The CLI
+//! reads it whole for its `--cluster` listings (`snapshot`).
 
 pub mod format;
 mod importer;

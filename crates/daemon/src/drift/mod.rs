@@ -9,7 +9,8 @@
 //! - `crds`: the CRDs custom resources are compared by (committed, else the cluster's);
 //! - `dry_run`: server-side dry-run answers of `compare = "dry-run"` sources;
 //! - `intents`: open intents, what `uncommitted` objects equal;
-//! - `holders`: the pods holding deploy locks; `locks`: which locks are stale;
+//! - `holders`: the pods holding deploy locks; `locks`: which locks are stale (`local`:
+//!   holder processes of this host; `release`: releases asked of the cluster log);
 //! - `stale_config`: running pods older than the Secrets/ConfigMaps they read;
 //! - `tracked`: the judged objects with their live copies; `packed`: objects kept as
 //!   compressed JSON rather than trees (memory per object);
