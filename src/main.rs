@@ -42,7 +42,8 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Print the current drift from a running daemon.
     Drift(cmd::drift::Args),
-    /// Print the stale deploy locks a running daemon found, and how to release each.
+    /// Print the stale deploy locks a running daemon found (or, with --db or --cluster,
+    /// judged here), and how to release each.
     Locks(cmd::locks::Args),
     /// Print the order in which a source's objects must be applied.
     Plan(cmd::plan::Args),

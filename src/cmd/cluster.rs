@@ -25,15 +25,20 @@ pub struct ClusterArgs {
 impl ClusterArgs {
     /// The cluster log, through the kubeconfig.
     pub async fn connect(&self) -> anyhow::Result<ClusterLog> {
+        let client = self.client().await?;
+        Ok(ClusterLog::new(client, &self.driftd_namespace))
+    }
+
+    /// A client through the kubeconfig, for what `--cluster` reads besides the log.
+    pub async fn client(&self) -> anyhow::Result<kube::Client> {
         if self.driftd_namespace.trim().is_empty() {
             anyhow::bail!("--driftd-namespace must not be empty");
         }
-        let client = kube::Client::try_default().await.map_err(|e| {
+        kube::Client::try_default().await.map_err(|e| {
             anyhow::anyhow!(
                 "cannot connect to Kubernetes ({e}); set KUBECONFIG or run in a cluster"
             )
-        })?;
-        Ok(ClusterLog::new(client, &self.driftd_namespace))
+        })
     }
 }
 

@@ -5,6 +5,7 @@
 
 use super::cluster::{records, ClusterArgs};
 use super::commit::{count, describe_outcome, DesiredArgs};
+use super::holders;
 use super::sources::{first_line, human_age, open_existing, render_table, Format};
 use anyhow::Context;
 use driftd_daemon::cluster_log::{ClusterLog, End, NewIntent};
@@ -66,6 +67,15 @@ impl LockArgs {
     pub fn holder(&self, pid: u32) -> String {
         self.holder.clone().unwrap_or_else(|| default_holder(pid))
     }
+
+    /// Refuses a `--holder pod:NS/NAME` naming no running pod (see [`holders::check_pod`]);
+    /// the default holder needs no look-up (the downward API named this very pod).
+    pub async fn check(&self) -> anyhow::Result<()> {
+        match &self.holder {
+            Some(holder) => holders::check_pod(holder).await,
+            None => Ok(()),
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -105,6 +115,9 @@ pub struct ListArgs {
     /// SQLite database holding sources, revisions and intents.
     #[arg(long, env = "DRIFTD_DB", default_value = "driftd.db")]
     pub db: PathBuf,
+    /// Read the cluster log instead of --db (what every `driftd serve` imports).
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Only this source's intents.
     #[arg(long)]
     pub source: Option<String>,
@@ -209,12 +222,11 @@ fn begin(args: BeginArgs) -> anyhow::Result<ExitCode> {
     // The caller of `driftd intent begin` (a deploy script) holds the lock, not this
     // short-lived process.
     let holder = args.lock.holder(std::os::unix::process::parent_id());
+    let runtime = super::runtime()?;
+    runtime.block_on(args.lock.check())?;
     if args.desired.cluster.cluster {
-        let (log, id) = super::runtime()?.block_on(begin_cluster_intent(
-            &args.desired,
-            &holder,
-            args.lock.ttl,
-        ))?;
+        let (log, id) =
+            runtime.block_on(begin_cluster_intent(&args.desired, &holder, args.lock.ttl))?;
         println!("{id}");
         eprintln!(
             "intent {id} of source {source} recorded in the cluster log (namespace {ns}), held \
@@ -341,16 +353,24 @@ fn finish(args: EndArgs, action: IntentAction) -> anyhow::Result<ExitCode> {
 }
 
 fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
-    let store = open_existing(&args.db)?;
+    let (store, read) = if args.cluster.cluster {
+        let store = super::runtime()?.block_on(cluster_snapshot(&args.cluster))?;
+        let read = format!(
+            "the cluster log (namespace {})",
+            args.cluster.driftd_namespace
+        );
+        (store, read)
+    } else {
+        (open_existing(&args.db)?, args.db.display().to_string())
+    };
     let intents = store.intents(args.source.as_deref(), args.all)?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&intents)?),
         Format::Table => {
             if intents.is_empty() {
                 eprintln!(
-                    "No {}intents in {}.",
+                    "No {}intents in {read}.",
                     if args.all { "" } else { "open " },
-                    args.db.display()
                 );
                 return Ok(ExitCode::SUCCESS);
             }
@@ -377,6 +397,12 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The cluster log as a replica starting now would import it (a database in memory).
+pub async fn cluster_snapshot(cluster: &ClusterArgs) -> anyhow::Result<Store> {
+    let client = cluster.client().await?;
+    Ok(driftd_daemon::cluster_log::snapshot(client, &cluster.driftd_namespace).await?)
 }
 
 /// `in 8m` while pending, `5m ago` once expired, `-` once ended.

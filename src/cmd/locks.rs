@@ -1,25 +1,72 @@
-//! `driftd locks`: the stale deploy locks a running daemon found (`GET /locks`), with why
-//! each is stale and the exact command that releases it.
+//! `driftd locks`: the stale deploy locks, with why each is stale and the exact command
+//! that releases it. From a running daemon (`GET /locks`, the default), or judged here, the
+//! way a replica starting now would judge them: from a database (`--db`) or from the
+//! cluster log (`--cluster`, no database), with the same columns.
 
+use super::cluster::ClusterArgs;
 use super::drift::ServerArgs;
-use super::sources::{human_age, render_table};
+use super::sources::{human_age, open_existing, render_table};
 use super::Format;
 use driftd_core::report::LocksResponse;
+use driftd_daemon::drift::{holder_names, judge_all, Holders, LocalHolders};
+use driftd_store::Store;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
     pub daemon: ServerArgs,
+    /// Judge the locks of this database here instead of asking a daemon (holder pods are
+    /// not looked up: pod-held locks are judged by their TTL).
+    #[arg(long, conflicts_with = "cluster")]
+    pub db: Option<PathBuf>,
+    /// Judge the locks of the cluster log here, holder pods looked up in the cluster.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
-pub fn run(Args { daemon: args }: Args) -> anyhow::Result<ExitCode> {
-    let body: LocksResponse = super::drift::fetch(&args.server, "/locks", &[])?;
-    match args.format {
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let format = args.daemon.format;
+    let body: LocksResponse = match (&args.db, args.cluster.cluster) {
+        (Some(db), _) => {
+            let store = open_existing(db)?;
+            super::runtime()?.block_on(judged_here(&store, None))?
+        }
+        (None, true) => super::runtime()?.block_on(async {
+            let store = super::intent::cluster_snapshot(&args.cluster).await?;
+            let client = args.cluster.client().await?;
+            judged_here(&store, Some(client)).await
+        })?,
+        (None, false) => super::drift::fetch(&args.daemon.server, "/locks", &[])?,
+    };
+    match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&body)?),
         Format::Table => print!("{}", render(&body, jiff::Timestamp::now())),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The stale locks among `store`'s intents now; holder pods listed through `client` when
+/// given. `ready` says whether every holder pod could be looked up.
+async fn judged_here(store: &Store, client: Option<kube::Client>) -> anyhow::Result<LocksResponse> {
+    let intents = store.intents(None, false)?;
+    let names = holder_names(&intents, []);
+    let now = store.now();
+    let (pods, ready) = match client {
+        _ if names.is_empty() => (Default::default(), true),
+        None => (Default::default(), false),
+        Some(client) => match super::holders::list_named(client, &names).await {
+            Ok(pods) => (pods, true),
+            Err(why) => {
+                eprintln!("warning: holder pods not looked up ({why}): judged by TTL only");
+                (Default::default(), false)
+            }
+        },
+    };
+    let holders = Holders::listed(pods, now);
+    let locks = judge_all(&intents, &holders, &mut LocalHolders::of_this_host(), now);
+    Ok(LocksResponse { ready, locks })
 }
 
 /// One row per lock, then the release commands (long, so not a column).
@@ -60,7 +107,8 @@ fn render(body: &LocksResponse, now: jiff::Timestamp) -> String {
     }
     if !body.ready {
         out.push_str(
-            "(driftd is not ready yet: holder pods are still being listed or lock folders scanned)\n",
+            "(incomplete: holder pods not all looked up, or lock folders not scanned yet; a \
+             lock may be missing)\n",
         );
     }
     out
@@ -104,6 +152,6 @@ mod tests {
             locks: vec![],
         };
         assert!(render(&empty, at("2026-01-01T10:12:00Z"))
-            .starts_with("No stale locks.\n(driftd is not ready"));
+            .starts_with("No stale locks.\n(incomplete: holder pods"));
     }
 }

@@ -10,6 +10,7 @@ pub mod commit;
 pub mod demo;
 pub mod drift;
 pub mod history;
+mod holders;
 pub mod import;
 pub mod intent;
 pub mod locks;

@@ -54,6 +54,7 @@ async fn supervise(args: Args) -> anyhow::Result<ExitCode> {
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let holder = args.lock.holder(std::process::id());
+    args.lock.check().await?;
     let (mut log, id) = if args.desired.cluster.cluster {
         let (log, id) = begin_cluster_intent(&args.desired, &holder, args.lock.ttl).await?;
         (Log::Cluster(log), id)

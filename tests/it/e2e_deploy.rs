@@ -61,8 +61,10 @@ const NAMESPACE_CALLS: &[(&str, &str, &[&str])] = &[(
 
 /// What `driftd commit|intent|run --cluster` call in driftd's namespace
 /// (`crates/daemon/src/cluster_log/writer.rs`): get by name, create records, update the
-/// sequence, a source's lock and an intent's state at the version read. No list, no delete.
-const DEPLOYER_CALLS: &[(&str, &str, &[&str])] = &[("", "secrets", &["get", "create", "update"])];
+/// sequence, a source's lock and an intent's state at the version read; `intent list
+/// --cluster` and `locks --cluster` list the log (`cluster_log/snapshot.rs`). No delete.
+const DEPLOYER_CALLS: &[(&str, &str, &[&str])] =
+    &[("", "secrets", &["get", "list", "create", "update"])];
 
 /// Verbs that change something (or grant more than reading).
 const WRITE_VERBS: &[&str] = &[

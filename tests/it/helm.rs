@@ -4,6 +4,8 @@
 //! revision without a restart), then stuck in `pending-upgrade` (a stale lock at `/locks`
 //! with the `helm rollback` that clears it, the metric, the Event), then uninstalled (no
 //! longer a source). `driftd plan` and `driftd reconcile` take a release by its source name.
+//! A version in flight cannot be committed or released around Helm: driftd names Helm's
+//! command instead.
 //!
 //! Decoding (gzip bomb, corrupt payloads) is unit-tested in `crates/core/src/helm/tests.rs`,
 //! the store's mapping in `crates/store/src/helm_tests.rs`, the importer in
@@ -325,4 +327,95 @@ fn a_helm_release_is_planned_and_reconciled_by_its_source_name() {
         "{stdout}"
     );
     web_when(&daemon, "web in sync again", |w| w["class"] == "in_sync");
+}
+
+/// An upgrade killed mid-way: Helm's release Secret says `pending-upgrade` and Helm refuses
+/// the next upgrade. driftd offers and accepts only Helm's way out: `driftd intent commit`
+/// and `release` are refused naming `helm rollback`, `/drift` says to keep it with Helm and
+/// undo it with the rollback, and once Helm rolled back, the lock is gone.
+#[test]
+fn a_helm_lock_cannot_be_released_or_committed_around_helm() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("driftd.db");
+    let db = db.to_str().unwrap();
+    let sim = Sim::start(dir.path());
+    sim.kubectl(&["create", "namespace", "shop"]);
+    let ago = |minutes: i64| {
+        (jiff::Timestamp::now() - jiff::SignedDuration::from_mins(minutes)).to_string()
+    };
+    apply(&sim, &applied_objects("nginx:1.16.0"));
+    record(
+        &sim,
+        &release_secret(1, "deployed", &ago(120), "nginx:1.16.0"),
+    );
+    // `helm upgrade` applied version 2's objects, then was killed an hour ago.
+    record(
+        &sim,
+        &release_secret(2, "pending-upgrade", &ago(60), "nginx:1.17.0"),
+    );
+    apply(&sim, &applied_objects("nginx:1.17.0"));
+    let daemon = Daemon::start(&write_config(dir.path(), ""), &sim.kubeconfig, &[]);
+    daemon.wait_ready();
+    let lock = wait_for("a stale Helm lock", T, || {
+        let (_, body) = daemon.get("/locks");
+        let body: Value = serde_json::from_str(&body).unwrap();
+        body["locks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["kind"] == "helm")
+            .cloned()
+    });
+    assert_eq!(lock["release"], "helm rollback web 1 -n shop", "{lock}");
+    let id = lock["id"].as_str().unwrap().to_string();
+
+    for verb in ["release", "commit"] {
+        let out = driftd(&["intent", verb, &id, "--db", db]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{verb}: {err}");
+        assert!(
+            err.contains("Helm release shop/web")
+                && err.contains(&format!("driftd does not {verb} it"))
+                && err.contains("`helm rollback web 1 -n shop`"),
+            "{err}"
+        );
+    }
+    let (_, body) = daemon.get("/locks");
+    assert!(body.contains(&id), "still held, as Helm holds it: {body}");
+    let out = driftd(&["locks", "--server", &daemon.url]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains(&format!("helm {id}:  helm rollback web 1 -n shop")),
+        "{table}"
+    );
+
+    // What the upgrade applied: uncommitted, with Helm's ways out only.
+    let web = web_when(&daemon, "web uncommitted", |w| w["class"] == "uncommitted");
+    let keep = web["intent"]["keep"].as_str().unwrap();
+    assert!(
+        keep.starts_with("let the `helm upgrade` finish")
+            && keep.contains("`helm rollback web 1 -n shop`")
+            && !keep.contains("driftd intent"),
+        "{keep}"
+    );
+    assert_eq!(web["intent"]["revert"], "`helm rollback web 1 -n shop`");
+    let out = driftd(&["drift", "--server", &daemon.url, "--source", SOURCE]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("driftd intent"), "{text}");
+
+    // `helm rollback web 1 -n shop`: version 2 superseded, version 3 deploys 1's manifest.
+    record(
+        &sim,
+        &release_secret(2, "superseded", &ago(60), "nginx:1.17.0"),
+    );
+    record(
+        &sim,
+        &release_secret(3, "deployed", &ago(0), "nginx:1.16.0"),
+    );
+    apply(&sim, &applied_objects("nginx:1.16.0"));
+    wait_for("the Helm lock gone", T, || {
+        let (_, body) = daemon.get("/locks");
+        (!body.contains("\"helm\"")).then_some(())
+    });
+    web_when(&daemon, "web in sync", |w| w["class"] == "in_sync");
 }

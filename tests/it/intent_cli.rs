@@ -33,6 +33,9 @@ impl Workdir {
             .current_dir(self.dir.path())
             .env("DRIFTD_DB", self.path("d.db"))
             .env("USER", "tester")
+            // No cluster: `--holder pod:...` cannot be looked up here (tests/it/locks.rs
+            // looks them up in the simulator), whatever the machine's kubeconfig.
+            .env("KUBECONFIG", self.path("no-kubeconfig"))
             .env_remove("POD_NAME")
             .env_remove("POD_NAMESPACE")
             .stdin(Stdio::null());
@@ -148,6 +151,11 @@ fn begin_list_renew_commit_and_history_with_who_and_when() {
     assert!(
         stderr(&out).contains("`driftd intent commit 1`"),
         "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("warning: holder pod ci/runner-1 not checked"),
+        "no cluster to look it up in: said, and begun: {}",
         stderr(&out)
     );
 

@@ -2,6 +2,12 @@
 //! from the one watch event of the deletion (latency measured), with a `StaleLock` Event on
 //! the pod; Pulumi lock files in Pulumi's own formats (tests/fixtures/pulumi) are reported
 //! with the exact `pulumi cancel` command, stale by age or by their holder pod's deletion.
+//! A `--holder pod:` that names no pod is refused before anything is written; a lock of the
+//! cluster log auto-released by the leader is released in the cluster log, so the next
+//! `driftd run --cluster` goes through; `intent list --cluster` and `locks --cluster` read
+//! the log with the columns of their `--db` forms, a dead holder process of this host stale
+//! at once. The rules themselves are unit-tested in `crates/daemon/src/drift/holders.rs`,
+//! `drift/locks/local_tests.rs` and `drift/engine/tests/locks.rs`.
 
 use crate::scaffold::*;
 use serde_json::Value;
@@ -268,4 +274,378 @@ fn pulumi_lock_files_are_stale_by_age_or_by_their_holder_pod() {
         daemon.sample(r#"driftd_stale_locks{kind="pulumi",source="organization/shop/dev"}"#),
         Some(1.0)
     );
+}
+
+/// `driftd ARGS` against the simulator, driftd's namespace `driftd`, outside any pod.
+fn in_cluster(sim: &Sim, args: &[&str]) -> std::process::Output {
+    Command::new(DRIFTD)
+        .args(args)
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .env("DRIFTD_NAMESPACE", "driftd")
+        .env_remove("POD_NAME")
+        .env_remove("POD_NAMESPACE")
+        .output()
+        .unwrap()
+}
+
+#[track_caller]
+fn ok(out: std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn configmap(dir: &Path) -> PathBuf {
+    let app = dir.join("app.yaml");
+    std::fs::write(
+        &app,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: ci}\ndata: {image: v2}\n",
+    )
+    .unwrap();
+    app
+}
+
+#[test]
+fn a_pod_holder_that_does_not_exist_is_refused_at_begin() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path());
+    sim.kubectl(&["create", "namespace", "driftd"]);
+    sim.kubectl(&["create", "namespace", "ci"]);
+    apply(&sim, &pod("ci", "deploy-x"));
+    let app = configmap(dir.path());
+    let app = app.to_str().unwrap();
+    let db = dir.path().join("d.db");
+    let db = db.to_str().unwrap();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    for args in [
+        vec!["intent", "begin", "--db", db],
+        vec!["intent", "begin", "--cluster"],
+        vec!["run", "--db", db],
+    ] {
+        let mut args = args.clone();
+        args.extend(["--source", "web", "-f", app, "--holder", "pod:ci/deploy-y"]);
+        if args[0] == "run" {
+            args.extend(["--", "sh", "-c", &touch]);
+        }
+        let out = in_cluster(&sim, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("holder pod ci/deploy-y does not exist") && err.contains("check --holder"),
+            "{err}"
+        );
+    }
+    assert!(!Path::new(db).exists(), "nothing written");
+    assert!(!marker.exists(), "the deploy did not run");
+    assert_eq!(
+        sim.kubectl(&["get", "secrets", "-n", "driftd", "-o", "name"]),
+        "",
+        "nothing in the cluster log"
+    );
+    // The pod that deploys: accepted, silently.
+    let out = in_cluster(
+        &sim,
+        &[
+            "intent",
+            "begin",
+            "--db",
+            db,
+            "--source",
+            "web",
+            "-f",
+            app,
+            "--holder",
+            "pod:ci/deploy-x",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+}
+
+#[test]
+fn an_auto_released_cluster_lock_lets_the_next_run_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path());
+    sim.kubectl(&["create", "namespace", "driftd"]);
+    sim.kubectl(&["create", "namespace", "ci"]);
+    apply(&sim, &pod("ci", "deploy-x"));
+    let app = configmap(dir.path());
+    let app = app.to_str().unwrap();
+    let begun = ok(in_cluster(
+        &sim,
+        &[
+            "intent",
+            "begin",
+            "--cluster",
+            "--source",
+            "web",
+            "-f",
+            app,
+            "--holder",
+            "pod:ci/deploy-x",
+        ],
+    ));
+    assert_eq!(begun.trim(), "1");
+    let next_deploy = [
+        "run",
+        "--cluster",
+        "--source",
+        "web",
+        "-f",
+        app,
+        "--",
+        "true",
+    ];
+    let refused = in_cluster(&sim, &next_deploy);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("locked by intent 1"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+
+    let config = write_config(
+        dir.path(),
+        "[stale_config]\nenabled = false\n[locks]\nauto_release_after = \"1s\"\n",
+    );
+    let env = [("DRIFTD_NAMESPACE", "driftd"), ("POD_NAME", "replica-a")];
+    let daemon = Daemon::start(&config, &sim.kubeconfig, &env);
+    daemon.wait_ready();
+    let db = dir.path().join("driftd.db");
+    let db = db.to_str().unwrap();
+    // Imported, and its holder seen running.
+    wait_for("intent 1 imported and its pod listed", T, || {
+        let pods = daemon.sample(r#"driftd_watch_events_total{kind="Pod"}"#)?;
+        let body = locks(&daemon);
+        (pods >= 1.0 && body["ready"] == true && body["locks"] == serde_json::json!([]))
+            .then_some(())
+    });
+    // Released in this replica's database alone, it would stay held in the cluster.
+    let local = driftd(&["intent", "release", "1", "--db", db]);
+    assert_eq!(local.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&local.stderr);
+    assert!(
+        err.contains("came from the cluster log")
+            && err.contains("`driftd intent release 1 --cluster`"),
+        "{err}"
+    );
+
+    sim.kubectl(&["-n", "ci", "delete", "pod", "deploy-x", "--wait=false"]);
+    let started = Instant::now();
+    let secret = wait_for("intent 1 released in the cluster log", T, || {
+        let s = sim.kubectl_json(&["get", "secret", "driftd.intent.1", "-n", "driftd"]);
+        (s["metadata"]["labels"]["driftd.io/state"] == "released").then_some(s)
+    });
+    eprintln!(
+        "pod deletion -> released in the cluster log: {:?}",
+        started.elapsed()
+    );
+    let annotations = &secret["metadata"]["annotations"];
+    assert_eq!(annotations["driftd.io/end-action"], "auto-release");
+    assert_eq!(annotations["driftd.io/ended-by"], "driftd/replica-a");
+    assert!(
+        annotations["driftd.io/end-reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("holder pod ci/deploy-x no longer exists; released automatically"),
+        "{annotations:#}"
+    );
+    wait_for("no stale lock at /locks", T, || {
+        locks(&daemon)["locks"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+            .then_some(())
+    });
+    assert_eq!(
+        daemon.sample(r#"driftd_stale_locks{kind="intent",source="web"}"#),
+        None,
+        "no lock, and no revision yet (known sources get a 0)"
+    );
+
+    // The next deploy goes through.
+    let out = in_cluster(&sim, &next_deploy);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for("the source known, with no stale lock", T, || {
+        (daemon.sample(r#"driftd_stale_locks{kind="intent",source="web"}"#) == Some(0.0))
+            .then_some(())
+    });
+    wait_for("StaleLockReleased Event on the pod", T, || {
+        sim.events("ci", "StaleLockReleased").pop()
+    });
+    // Every replica's history, and the cluster log itself, say who released it.
+    let history = wait_for("auto-release in the replica's history", T, || {
+        let out = driftd(&["history", "--db", db, "--source", "web", "--format", "json"]);
+        let text = String::from_utf8(out.stdout).ok()?;
+        text.contains("\"auto-release\"").then_some(text)
+    });
+    assert!(history.contains("driftd/replica-a"), "{history}");
+    let listed: Value = serde_json::from_str(&ok(in_cluster(
+        &sim,
+        &["intent", "list", "--cluster", "--all", "--format", "json"],
+    )))
+    .unwrap();
+    let states: Vec<(i64, &str, &str)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["id"].as_i64().unwrap(),
+                i["state"].as_str().unwrap(),
+                i["ended_by"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states[states.len() - 1],
+        (1, "released", "driftd/replica-a")
+    );
+    assert_eq!(states[0].1, "committed", "the next deploy: {listed:#}");
+}
+
+fn hostname() -> String {
+    let out = Command::new("hostname").output().unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// The header and the first four columns (ID SOURCE STATE HOLDER) of a table's rows.
+fn table_rows(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let cells: Vec<&str> = l
+                .split("   ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect();
+            cells[..4.min(cells.len())].join(" | ")
+        })
+        .collect()
+}
+
+#[test]
+fn intent_list_and_locks_read_the_cluster_log_with_the_columns_of_their_db_forms() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path());
+    sim.kubectl(&["create", "namespace", "driftd"]);
+    let app = configmap(dir.path());
+    let app = app.to_str().unwrap();
+    let db = dir.path().join("d.db");
+    let db = db.to_str().unwrap();
+    // A deploy script of this host that died (its pid is free now), and a CI job on another
+    // machine that stopped renewing.
+    let mut script = Command::new("true").spawn().unwrap();
+    let pid = script.id();
+    script.wait().unwrap();
+    let here = format!("tester@{} (pid {pid})", hostname());
+    let begins: [&[&str]; 2] = [
+        &["--source", "web", "-f", app, "--holder", &here],
+        &[
+            "--source", "api", "-f", app, "--holder", "ci-job-7", "--ttl", "1s",
+        ],
+    ];
+    for extra in begins {
+        for place in [&["--cluster"][..], &["--db", db][..]] {
+            let mut args = vec!["intent", "begin"];
+            args.extend(place);
+            args.extend(extra);
+            ok(in_cluster(&sim, &args));
+        }
+    }
+    // Both forms, both commands; the TTL of intent 2 passes meanwhile.
+    let both = |command: &[&str]| {
+        let read = |place: &[&str]| {
+            let mut args = command.to_vec();
+            args.extend(place);
+            ok(in_cluster(&sim, &args))
+        };
+        (read(&["--cluster"]), read(&["--db", db]))
+    };
+    let (cluster, local) = wait_for("intent 2 expired", T, || {
+        let (cluster, local) = both(&["intent", "list"]);
+        (cluster.contains("expired") && local.contains("expired")).then_some((cluster, local))
+    });
+    assert_eq!(
+        table_rows(&cluster),
+        table_rows(&local),
+        "{cluster}\n{local}"
+    );
+    assert_eq!(
+        table_rows(&cluster),
+        [
+            "ID | SOURCE | STATE | HOLDER",
+            "2 | api | expired | ci-job-7",
+            &format!("1 | web | pending | {here}"),
+        ]
+    );
+    assert_eq!(
+        cluster
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        ["ID", "SOURCE", "STATE", "HOLDER", "AGE", "EXPIRES", "OBJECTS", "MESSAGE"]
+    );
+    let (cluster, local) = both(&["intent", "list", "--all", "--format", "json"]);
+    let keys = |text: &str| -> Vec<Vec<String>> {
+        let list: Value = serde_json::from_str(text).unwrap();
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i.as_object().unwrap().keys().cloned().collect())
+            .collect()
+    };
+    assert_eq!(keys(&cluster), keys(&local), "the same fields");
+
+    let (cluster, local) = both(&["locks"]);
+    let gone = format!("holder process {pid} on {} is gone", hostname());
+    for (table, flag) in [(&cluster, " --cluster"), (&local, "")] {
+        assert!(table.contains(&gone), "stale at once, its TTL 10m: {table}");
+        assert!(table.contains("not renewed for"), "{table}");
+        assert!(
+            table.contains(&format!("intent 1:  driftd intent release 1{flag}\n"))
+                && table.contains(&format!("intent 2:  driftd intent release 2{flag}\n")),
+            "{table}"
+        );
+        assert!(!table.contains("incomplete"), "no pod to look up: {table}");
+    }
+    assert_eq!(
+        cluster
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        local
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+    );
+    let json: Value = serde_json::from_str(&ok(in_cluster(
+        &sim,
+        &["locks", "--cluster", "--format", "json"],
+    )))
+    .unwrap();
+    assert_eq!(json["ready"], true);
+    let ids: Vec<&str> = json["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["2", "1"], "sorted as /locks: by kind, source, id");
 }

@@ -7,7 +7,8 @@
 //! [`leader::Leadership`] handle) is consulted by `export` for leader-only work. `dry_run`
 //! is the task that asks the API server for server-side dry runs on the engine's behalf.
 //! `cluster_log` and `helm` import desired state recorded in the cluster (driftd's own
-//! records, Helm's releases) into the store, which the engine polls. `apply` is the one
+//! records, Helm's releases) into the store, which the engine polls; `cluster_log` also
+//! writes the releases the engine asks of it (a stale lock held in the cluster log). `apply` is the one
 //! place that writes objects (server-side apply in plan order, for `driftd reconcile` and
 //! `remediate`, the leader's task for `remediation = "auto"` sources); `reconcile` reads a
 //! source's revision, plan and differences for both.

@@ -239,6 +239,17 @@ pub async fn run(
         clock,
     )?
     .with_leadership(leadership.clone(), &identity);
+    // The leader releases the cluster log's stale intents there, not in its database alone.
+    let engine = match config.locks.auto_release_after {
+        Some(_) => {
+            let (requests, asked) = tokio::sync::mpsc::unbounded_channel();
+            let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
+            let log = crate::cluster_log::ClusterLog::new(client.clone(), &config.namespace);
+            crate::cluster_log::spawn_releaser(log, asked, answers);
+            engine.with_cluster_releases(requests, answered)
+        }
+        None => engine,
+    };
     let engine = if config.dry_run_sources().is_empty() {
         engine
     } else {

@@ -295,3 +295,36 @@ fn an_object_of_another_source_is_refused_and_nothing_is_written() {
     );
     assert!(store.history(SOURCE).unwrap().is_empty());
 }
+
+#[test]
+fn a_helm_version_in_flight_is_never_committed_or_released_by_driftd() {
+    // Helm's release Secrets decide: committing the pending version made it the committed
+    // state while the release stayed pending-upgrade, releasing it left Helm blocked. Both
+    // are refused with Helm's own command; nothing changes.
+    let mut store = Store::open_in_memory().unwrap();
+    store.set_clock(|| at(300));
+    sync(&mut store, &deployed(1, "nginx:1.16"));
+    let begun = sync(&mut store, &upgrading("nginx:1.17")).begun.unwrap();
+    let id = begun.id;
+    let refused = |err: StoreError| {
+        let err = err.to_string();
+        assert!(
+            err.contains("Helm release shop/web")
+                && err.contains("`helm rollback web 1 -n shop`")
+                && err.contains("driftd does not"),
+            "{err}"
+        );
+    };
+    refused(store.commit_intent(id, "alice").unwrap_err());
+    refused(store.release_intent(id, "alice", "").unwrap_err());
+    refused(store.abort_intent(id, "alice", "").unwrap_err());
+    refused(store.renew_intent(id, None, "alice").unwrap_err());
+    let still = store.intent(id).unwrap().unwrap();
+    assert_eq!(still.state, IntentState::Pending);
+    assert_eq!(store.history(SOURCE).unwrap().len(), 1, "no revision made");
+    let keep = still.commit_command();
+    assert!(
+        keep.starts_with("let the `helm upgrade` finish") && !keep.contains("driftd intent"),
+        "{keep}"
+    );
+}

@@ -314,3 +314,68 @@ fn a_revision_committing_an_imported_intent_commits_it_at_the_cluster_number() {
         "the lock is free"
     );
 }
+
+#[test]
+fn an_intent_of_the_cluster_log_is_never_ended_here_alone() {
+    // Released here only, it stays pending in the cluster: the lock every `driftd run
+    // --cluster` is refused by. Each local write is refused naming the command that ends
+    // it there; the import of that end is what changes it here.
+    let mut store = Store::open_in_memory().unwrap();
+    store.set_clock(|| at(100));
+    intent(&mut store, 4, "shop", &cm("a", "1"));
+    let refused = |result: Result<IntentInfo, StoreError>, verb: &str| {
+        let err = result.unwrap_err().to_string();
+        assert!(
+            err.contains("came from the cluster log")
+                && err.contains(&format!("`driftd intent {verb} 4 --cluster`")),
+            "{err}"
+        );
+    };
+    refused(store.release_intent(4, "ops", "gone"), "release");
+    refused(store.auto_release_intent(4, "driftd/r0", "gone"), "release");
+    refused(store.abort_intent(4, "ops", ""), "abort");
+    refused(store.fail_intent(4, "ops", ""), "fail");
+    refused(store.renew_intent(4, None, "ops"), "renew");
+    refused(store.commit_intent(4, "ops").map(|(i, _)| i), "commit");
+    assert_eq!(
+        store.intent(4).unwrap().unwrap().state,
+        IntentState::Pending
+    );
+
+    let released = store
+        .import_intent_end(
+            4,
+            IntentAction::AutoRelease,
+            "driftd/r0",
+            "pod gone",
+            at(150),
+        )
+        .unwrap()
+        .expect("ended by the import");
+    assert_eq!(released.state, IntentState::Released);
+    assert_eq!(released.ended_by.as_deref(), Some("driftd/r0"));
+}
+
+#[test]
+fn a_refused_import_does_not_make_a_local_intent_of_that_number_a_cluster_one() {
+    let mut store = Store::open_in_memory().unwrap();
+    store.set_clock(|| at(100));
+    let objs = objects(&cm("a", "1"));
+    let local = store
+        .begin_intent(&BeginRequest {
+            source: "shop",
+            holder: "alice@laptop (pid 7)",
+            author: "alice",
+            message: "",
+            ttl: std::time::Duration::from_secs(600),
+            objects: &objs,
+            skipped: 0,
+        })
+        .unwrap();
+    let IntentImport::Refused(_) = intent(&mut store, local.id, "other", &cm("b", "1")) else {
+        panic!("the number is taken here")
+    };
+    let read = store.intent(local.id).unwrap().unwrap();
+    assert!(!read.cluster, "written here, so ended here");
+    store.release_intent(local.id, "alice", "").unwrap();
+}

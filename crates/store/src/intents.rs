@@ -36,7 +36,8 @@ const COMMITTABLE: &[IntentState] = RELEASABLE;
 const COLUMNS: &str = "id, source, holder, state, author, message, created_at, ttl_seconds, \
                        expires_at, ended_at, ended_by, end_reason, content_hash, object_count, \
                        revision_id, \
-                       EXISTS (SELECT 1 FROM cluster_intents c WHERE c.id = intents.id)";
+                       EXISTS (SELECT 1 FROM cluster_intents c \
+                               WHERE c.id = intents.id AND c.refused IS NULL)";
 
 pub(super) fn conversion_error(idx: usize, message: String) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, message.into())
@@ -110,6 +111,40 @@ fn require_state(
             allowed,
         })))
     }
+}
+
+/// Refuses a local write (`verb`: the `driftd intent` subcommand that was run) to an
+/// intent this database only mirrors: one of the cluster log, which is ended there for
+/// every replica, or one standing for a Helm release's version in flight, which only Helm
+/// ends. Writing it here alone would free nothing where the lock is really held.
+fn owned_elsewhere(intent: &IntentInfo, verb: &str) -> Result<(), StoreError> {
+    if let Some(lock) = driftd_core::helm::PendingLock::parse(&intent.source, &intent.holder) {
+        return Err(StoreError::Rejected(format!(
+            "intent {} is version {} of Helm release {}/{}: Helm's release records decide it, \
+             not driftd, so driftd does not {verb} it. Helm clears it: `{}`; a `helm upgrade` \
+             that completes makes a new version the committed state",
+            intent.id,
+            lock.version,
+            lock.namespace,
+            lock.name,
+            lock.release_command()
+        )));
+    }
+    if driftd_core::helm::parse_source(&intent.source).is_some() {
+        return Err(StoreError::Rejected(format!(
+            "intent {} belongs to Helm release {}: Helm's release records decide it, not \
+             driftd, so driftd does not {verb} it",
+            intent.id, intent.source
+        )));
+    }
+    if intent.cluster {
+        return Err(StoreError::Rejected(format!(
+            "intent {} came from the cluster log: it is held there, for every replica, so \
+             {verb} it there: `driftd intent {verb} {} --cluster`",
+            intent.id, intent.id
+        )));
+    }
+    Ok(())
 }
 
 /// Intents newest first; only open ones unless `include_ended`.
@@ -292,7 +327,9 @@ pub(super) fn renew(
 ) -> Result<IntentInfo, StoreError> {
     let ttl = ttl.map(validate_ttl).transpose()?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let intent = require_state(require(&tx, id, now)?, "renewed", LOCK_STATES)?;
+    let intent = require(&tx, id, now)?;
+    owned_elsewhere(&intent, "renew")?;
+    let intent = require_state(intent, "renewed", LOCK_STATES)?;
     let ttl = ttl.unwrap_or(intent.ttl_seconds);
     tx.execute(
         "UPDATE intents SET ttl_seconds = ?2, expires_at = ?3 WHERE id = ?1",
@@ -346,6 +383,12 @@ pub(super) fn finish(
     now: Timestamp,
 ) -> Result<IntentInfo, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let verb = match action {
+        IntentAction::Abort => "abort",
+        IntentAction::Fail | IntentAction::Interrupt => "fail",
+        _ => "release",
+    };
+    owned_elsewhere(&require(&tx, id, now)?, verb)?;
     let ended = finish_in(&tx, id, action, actor, reason, now)?;
     tx.commit()?;
     Ok(ended)
@@ -389,6 +432,7 @@ pub(super) fn commit(
     revision_id: Option<i64>,
 ) -> Result<(IntentInfo, CommitOutcome), StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    owned_elsewhere(&require(&tx, id, now)?, "commit")?;
     let committed = commit_in(&tx, id, actor, now, revision_id)?;
     tx.commit()?;
     Ok(committed)

@@ -69,6 +69,10 @@ pub const ANN_ENDED_AT: &str = "driftd.io/ended-at";
 pub const ANN_ENDED_BY: &str = "driftd.io/ended-by";
 pub const ANN_END_REASON: &str = "driftd.io/end-reason";
 pub const ANN_REVISION: &str = "driftd.io/revision";
+/// On an intent released by a daemon (`locks.auto_release_after`) rather than a person:
+/// `auto-release`, so every replica's history tells the two apart.
+pub const ANN_END_ACTION: &str = "driftd.io/end-action";
+pub const AUTO_RELEASE: &str = "auto-release";
 /// On an intent that lost the race for its source's lock: it never held it.
 pub const ANN_LOCK_REFUSED: &str = "driftd.io/lock-refused";
 
@@ -398,6 +402,8 @@ pub struct Ended {
     pub reason: String,
     /// For `committed`: the revision.
     pub revision: Option<i64>,
+    /// Released by a daemon on its own (`released` only).
+    pub automatic: bool,
 }
 
 impl IntentStatus {
@@ -428,6 +434,7 @@ impl IntentStatus {
                 by: get(ANN_ENDED_BY)?.to_string(),
                 reason: annotation(secret, ANN_END_REASON).unwrap_or("").to_string(),
                 revision: annotation(secret, ANN_REVISION).and_then(|r| r.parse().ok()),
+                automatic: annotation(secret, ANN_END_ACTION) == Some(AUTO_RELEASE),
             }),
         };
         Ok(IntentStatus {
@@ -459,6 +466,9 @@ impl IntentStatus {
             ann.insert(ANN_END_REASON.into(), ended.reason.clone());
             if let Some(revision) = ended.revision {
                 ann.insert(ANN_REVISION.into(), revision.to_string());
+            }
+            if ended.automatic {
+                ann.insert(ANN_END_ACTION.into(), AUTO_RELEASE.into());
             }
         }
     }

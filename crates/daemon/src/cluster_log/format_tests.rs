@@ -222,6 +222,7 @@ fn an_intents_state_round_trips_through_its_labels_and_annotations() {
             by: "pod:ci/deploy-1".into(),
             reason: "revision 9".into(),
             revision: Some(9),
+            automatic: false,
         }),
         ..pending
     };

@@ -50,6 +50,19 @@ pub fn spawn(
     })
 }
 
+/// Imports everything of `objects` into `store` (new) once, as a replica's first list does.
+pub(super) fn import_once(store: Store, objects: &Followed) -> Store {
+    let imported = store.imported_ids().unwrap_or_default();
+    let mut importer = Importer {
+        store,
+        imported,
+        ended: HashSet::new(),
+        warned: HashSet::new(),
+    };
+    importer.sync(&Log(objects));
+    importer.store
+}
+
 /// The log's Secrets by name, as followed.
 struct Log<'a>(&'a Followed);
 
@@ -298,6 +311,7 @@ impl Importer {
                     "aborted" => IntentAction::Abort,
                     "failed" => IntentAction::Fail,
                     "interrupted" => IntentAction::Interrupt,
+                    "released" if ended.automatic => IntentAction::AutoRelease,
                     "released" => IntentAction::Release,
                     other => return Err(format!("unknown intent state {other:?}")),
                 };

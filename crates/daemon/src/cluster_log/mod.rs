@@ -2,13 +2,19 @@
 //! namespace (`driftd commit|intent|run --cluster`), which every `driftd serve` replica
 //! imports into its own database. The Kubernetes API is then the replicated log: RBAC on
 //! those Secrets decides who may commit, `resourceVersion` conflicts serialize racing
-//! deployers, and a replica that starts late catches up from the objects.
+//! deployers, and a replica that starts late catches up from the objects. The leader
+//! writes to it too: an automatic release of a stale lock held there (`releaser`). The CLI
+//! reads it whole for its `--cluster` listings (`snapshot`).
 
 pub mod format;
 mod importer;
+mod releaser;
+mod snapshot;
 mod writer;
 
 pub use importer::spawn as spawn_importer;
+pub use releaser::spawn as spawn_releaser;
+pub use snapshot::snapshot;
 pub use writer::{ClusterLog, End, LogError, NewIntent, NewRevision};
 
 use driftd_core::manifest::{ManifestObject, Origin};

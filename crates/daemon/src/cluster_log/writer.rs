@@ -18,7 +18,7 @@ const RETRIES: usize = 20;
 pub enum LogError {
     #[error(
         "Kubernetes refused access to Secrets in namespace {namespace} ({message}): the \
-         deployer needs create, get, list and update on secrets there (deploy/deployer-rbac.yaml)"
+         deployer needs create, get, list and update on secrets there (deploy/deployer/role.yaml)"
     )]
     Forbidden { namespace: String, message: String },
     #[error("namespace {0} does not exist: create it, or set --driftd-namespace (DRIFTD_NAMESPACE) to driftd's namespace")]
@@ -48,6 +48,9 @@ pub enum LogError {
     Format(#[from] FormatError),
     #[error("{0} kept changing under concurrent writers; try again")]
     Contended(String),
+    /// The database in memory a snapshot of the log is read into.
+    #[error(transparent)]
+    Store(#[from] driftd_store::StoreError),
 }
 
 /// How a write went at the Kubernetes API.
@@ -380,6 +383,7 @@ impl ClusterLog {
                 by: holder.to_string(),
                 reason: reason.to_string(),
                 revision: None,
+                automatic: false,
             });
             Ok(())
         })
@@ -440,6 +444,31 @@ impl ClusterLog {
         reason: &str,
     ) -> Result<String, LogError> {
         let (state, attempted, allowed) = end.transition();
+        self.write_end(id, (state, attempted, allowed), false, actor, reason)
+            .await
+    }
+
+    /// A daemon's release of a lock whose holder it saw gone (`locks.auto_release_after`):
+    /// only of a lock still held, as the store's `auto-release`, and marked so
+    /// ([`ANN_END_ACTION`]) for every replica's history. Returns its source.
+    pub async fn auto_release(
+        &self,
+        id: i64,
+        actor: &str,
+        reason: &str,
+    ) -> Result<String, LogError> {
+        let transition = ("released", "released automatically", LOCKING);
+        self.write_end(id, transition, true, actor, reason).await
+    }
+
+    async fn write_end(
+        &self,
+        id: i64,
+        (state, attempted, allowed): (&'static str, &'static str, &'static [&'static str]),
+        automatic: bool,
+        actor: &str,
+        reason: &str,
+    ) -> Result<String, LogError> {
         let sequence = self.next_number().await?;
         let (intent, _) = self
             .transition(id, attempted, allowed, |status| {
@@ -450,6 +479,7 @@ impl ClusterLog {
                     by: actor.to_string(),
                     reason: reason.to_string(),
                     revision: None,
+                    automatic,
                 });
                 Ok(())
             })
@@ -472,6 +502,7 @@ impl ClusterLog {
                     by: actor.to_string(),
                     reason: String::new(),
                     revision: Some(revision),
+                    automatic: false,
                 });
                 Ok(())
             })

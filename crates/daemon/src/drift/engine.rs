@@ -249,6 +249,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             tokio::time::interval_at(tokio::time::Instant::now() + relist_period, relist_period);
         let mut dry_run_tick = tokio::time::interval(dry_run::DRY_RUN_PERIOD);
         let mut answers = self.dry_run_answers.take();
+        let mut released = self.locks.take_release_answers();
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -293,6 +294,9 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 _ = relist_tick.tick(), if self.relist.is_some() => self.relist_periodically(),
                 Some(answer) = dry_run::next_answer(&mut answers) => self.dry_run_answered(answer),
                 _ = dry_run_tick.tick(), if answers.is_some() => self.refresh_dry_runs(),
+                Some(answer) = super::locks::release::next_answer(&mut released) => {
+                    self.cluster_released(answer);
+                }
             }
         }
     }

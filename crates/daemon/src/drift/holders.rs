@@ -7,6 +7,13 @@
 //! answer is [`Liveness::Unknown`], never "gone" (a pod not listed yet is not a deleted
 //! pod). A re-list keeps the last known pods until it ends, as `lists` does for desired
 //! objects.
+//!
+//! A name nobody ever saw as a pod proves nothing: it may be a typo in `--holder` while the
+//! deploy that gave it runs and renews its lock. So a holder is only gone once a pod of
+//! that name was seen, and a lock may only be released automatically when this replica saw
+//! the holder running (by uid) and then saw that uid deleted, finished or replaced by a
+//! newer pod ([`Liveness::Gone`]'s `seen_alive`). What a replica saw is forgotten when it
+//! restarts: a holder gone meanwhile is then judged by its lock's TTL alone.
 
 use crate::watch::{Applied, WatchControl, WatchEvent, WatcherId};
 use jiff::{SignedDuration, Timestamp};
@@ -23,11 +30,17 @@ const REPLACED_MARGIN: SignedDuration = SignedDuration::from_secs(30);
 pub enum Liveness {
     /// Not listed yet, or (by name only) never seen as a pod while watched.
     Unknown,
+    /// Listed, and no pod of that name was ever seen in the namespace: a name given wrong,
+    /// or a pod gone before this replica watched it. Proves nothing either way.
+    NeverSeen,
     Alive,
     /// Confirmed gone: nobody will ever release the lock it holds.
     Gone {
         why: Gone,
         since: Timestamp,
+        /// This replica saw the holder running (by uid), then saw it go: the one case in
+        /// which a lock may be released without a person.
+        seen_alive: bool,
     },
 }
 
@@ -110,12 +123,35 @@ struct Named {
     pods: BTreeMap<String, PodFacts>,
     /// Namespaces whose pod of this name this replica saw deleted, and when.
     deleted: BTreeMap<String, Timestamp>,
+    /// Pods of this name seen running (not finished), by namespace: uid and creation time.
+    running: BTreeMap<String, BTreeMap<String, Option<Timestamp>>>,
 }
 
 impl Named {
+    fn new(watcher: WatcherId) -> Named {
+        Named {
+            watcher,
+            listed_at: None,
+            listing: None,
+            pods: BTreeMap::new(),
+            deleted: BTreeMap::new(),
+            running: BTreeMap::new(),
+        }
+    }
+
     fn pod_gone(&mut self, namespace: &str, now: Timestamp) {
         if self.pods.remove(namespace).is_some() {
             self.deleted.insert(namespace.to_string(), now);
+        }
+    }
+
+    /// Remembers `facts` of the pod in `namespace` if it runs: its uid may be a holder's.
+    fn note_running(&mut self, namespace: &str, facts: &PodFacts) {
+        if let (None, Some(uid)) = (&facts.finished, &facts.uid) {
+            self.running
+                .entry(namespace.to_string())
+                .or_default()
+                .insert(uid.clone(), facts.created);
         }
     }
 
@@ -137,6 +173,7 @@ impl Named {
                 }
                 let facts = PodFacts::of(pod, self.pods.get(ns), now);
                 let changed = self.pods.get(ns) != Some(&facts);
+                self.note_running(ns, &facts);
                 self.pods.insert(ns.to_string(), facts);
                 self.deleted.remove(ns);
                 changed
@@ -165,8 +202,9 @@ impl Named {
                     // Deleted while the watch was down (its event compacted away).
                     self.pod_gone(&ns, now);
                 }
-                for ns in listed.keys() {
+                for (ns, facts) in &listed {
                     self.deleted.remove(ns);
+                    self.note_running(ns, facts);
                 }
                 self.pods = listed;
                 self.listed_at.get_or_insert(now);
@@ -186,33 +224,57 @@ impl Named {
         let Some(listed_at) = self.listed_at else {
             return Liveness::Unknown;
         };
-        let judge = |ns: &str, pod: &PodFacts| match (&pod.finished, pod.created) {
-            (Some((phase, since)), _) => Some((
-                Gone::Finished {
-                    namespace: ns.to_string(),
-                    phase: phase.clone(),
-                },
-                *since,
-            )),
-            (None, Some(created)) if created > taken + REPLACED_MARGIN => Some((
-                Gone::Replaced {
-                    namespace: ns.to_string(),
-                    created,
-                },
-                created,
-            )),
-            _ => None,
+        // Created after the lock was taken (beyond the skew margin): not the holder.
+        let newer =
+            |created: Option<Timestamp>| created.is_some_and(|c| c > taken + REPLACED_MARGIN);
+        // A pod of this name that could be the holder was seen running here.
+        let seen_alive = |ns: &str| {
+            self.running
+                .get(ns)
+                .is_some_and(|uids| uids.values().any(|created| !newer(*created)))
         };
-        let gone = |(why, since)| Liveness::Gone { why, since };
+        let judge = |ns: &str, pod: &PodFacts| {
+            let gone = |why, since| {
+                Some(Liveness::Gone {
+                    why,
+                    since,
+                    seen_alive: seen_alive(ns),
+                })
+            };
+            match &pod.finished {
+                Some((phase, since)) => gone(
+                    Gone::Finished {
+                        namespace: ns.to_string(),
+                        phase: phase.clone(),
+                    },
+                    *since,
+                ),
+                None => match pod.created {
+                    Some(created) if newer(Some(created)) => gone(
+                        Gone::Replaced {
+                            namespace: ns.to_string(),
+                            created,
+                        },
+                        created,
+                    ),
+                    _ => None,
+                },
+            }
+        };
+        let deleted = |ns: &str| {
+            let since = self.deleted.get(ns).copied();
+            (since.is_some() || seen_alive(ns)).then(|| Liveness::Gone {
+                why: Gone::Deleted {
+                    namespace: ns.to_string(),
+                },
+                since: since.unwrap_or(listed_at),
+                seen_alive: seen_alive(ns),
+            })
+        };
         match namespace {
             Some(ns) => match self.pods.get(ns) {
-                Some(pod) => judge(ns, pod).map_or(Liveness::Alive, gone),
-                None => gone((
-                    Gone::Deleted {
-                        namespace: ns.to_string(),
-                    },
-                    self.deleted.get(ns).copied().unwrap_or(listed_at),
-                )),
+                Some(pod) => judge(ns, pod).unwrap_or(Liveness::Alive),
+                None => deleted(ns).unwrap_or(Liveness::NeverSeen),
             },
             // By name only (a Pulumi hostname): a pod of that name that lives is the holder;
             // a name never seen as a pod may be a laptop's hostname: unknown, not gone.
@@ -222,15 +284,10 @@ impl Named {
                     return Liveness::Alive;
                 }
                 if let Some(first) = judged.into_iter().flatten().next() {
-                    return gone(first);
+                    return first;
                 }
                 match self.deleted.iter().max_by_key(|(_, at)| **at) {
-                    Some((ns, at)) => gone((
-                        Gone::Deleted {
-                            namespace: ns.clone(),
-                        },
-                        *at,
-                    )),
+                    Some((ns, _)) => deleted(ns).unwrap_or(Liveness::Unknown),
                     None => Liveness::Unknown,
                 }
             }
@@ -262,18 +319,28 @@ impl Holders {
         for name in wanted {
             if !self.names.contains_key(name) {
                 let watcher = control.start_pods_named(name);
-                self.names.insert(
-                    name.clone(),
-                    Named {
-                        watcher,
-                        listed_at: None,
-                        listing: None,
-                        pods: BTreeMap::new(),
-                        deleted: BTreeMap::new(),
-                    },
-                );
+                self.names.insert(name.clone(), Named::new(watcher));
             }
         }
+    }
+
+    /// The holders as one list of each name found them at `now` (`pods`: every pod of each
+    /// name, in any namespace): what a replica starting now would know, for one-shot
+    /// judgements such as `driftd locks --cluster`.
+    pub fn listed(pods: BTreeMap<String, Vec<Value>>, now: Timestamp) -> Holders {
+        let names = pods
+            .into_iter()
+            .map(|(name, pods)| {
+                let mut named = Named::new(WatcherId(0));
+                named.step(&WatchEvent::Init, now);
+                for pod in pods {
+                    named.step(&WatchEvent::apply(pod), now);
+                }
+                named.step(&WatchEvent::InitDone, now);
+                (name, named)
+            })
+            .collect();
+        Holders { names }
     }
 
     /// Whether `watcher` is a holder pod watcher (its messages are for [`Holders::step`]).
@@ -324,13 +391,7 @@ mod tests {
     }
 
     fn named() -> Named {
-        Named {
-            watcher: WatcherId(1),
-            listed_at: None,
-            listing: None,
-            pods: BTreeMap::new(),
-            deleted: BTreeMap::new(),
-        }
+        Named::new(WatcherId(1))
     }
 
     const TAKEN: &str = "2026-01-01T10:00:00Z";
@@ -347,15 +408,10 @@ mod tests {
         assert_eq!(n.liveness(Some("shop"), t), Liveness::Unknown, "listing");
         assert!(n.step(&WatchEvent::InitDone, t));
         assert_eq!(n.liveness(Some("shop"), t), Liveness::Alive);
-        assert!(
-            matches!(
-                n.liveness(Some("ci"), t),
-                Liveness::Gone {
-                    why: Gone::Deleted { .. },
-                    ..
-                }
-            ),
-            "listed, and not there: gone"
+        assert_eq!(
+            n.liveness(Some("ci"), t),
+            Liveness::NeverSeen,
+            "listed, and never there: no proof of anything"
         );
         let deleted_at = at("2026-01-01T10:05:00Z");
         assert!(n.step(
@@ -368,7 +424,8 @@ mod tests {
                 why: Gone::Deleted {
                     namespace: "shop".into()
                 },
-                since: deleted_at
+                since: deleted_at,
+                seen_alive: true
             }
         );
     }
@@ -399,7 +456,8 @@ mod tests {
                     namespace: "shop".into(),
                     phase: "Failed".into()
                 },
-                since: at("2026-01-01T10:07:00Z")
+                since: at("2026-01-01T10:07:00Z"),
+                seen_alive: true
             }
         );
         // Deleted and recreated by its StatefulSet: a newer pod.
@@ -439,7 +497,124 @@ mod tests {
         n.step(&WatchEvent::InitDone, at("2026-01-01T11:00:00Z"));
         assert!(matches!(
             n.liveness(None, t),
-            Liveness::Gone { why: Gone::Deleted { .. }, since } if since == at("2026-01-01T11:00:00Z")
+            Liveness::Gone { why: Gone::Deleted { .. }, since, .. } if since == at("2026-01-01T11:00:00Z")
         ));
+    }
+
+    /// `pod` with uid `uid`.
+    fn with_uid(mut pod: Value, uid: &str) -> Value {
+        pod["metadata"]["uid"] = json!(uid);
+        pod
+    }
+
+    fn seen_alive(liveness: Liveness) -> Option<bool> {
+        match liveness {
+            Liveness::Gone { seen_alive, .. } => Some(seen_alive),
+            _ => None,
+        }
+    }
+
+    // The rule of the module documentation, case by case: a lock is released without a
+    // person only when this replica saw its holder running, by uid, and then saw it go.
+
+    #[test]
+    fn a_name_never_seen_as_a_pod_is_never_gone() {
+        // `--holder pod:ci/deploy-y` where the deploy runs as ci/deploy-x: the list has no
+        // pod of that name, nor does any later event.
+        let mut n = named();
+        let t = at(TAKEN);
+        n.step(&WatchEvent::Init, t);
+        n.step(&WatchEvent::InitDone, t);
+        assert_eq!(n.liveness(Some("ci"), t), Liveness::NeverSeen);
+        n.step(&WatchEvent::Init, at("2026-01-01T11:00:00Z"));
+        n.step(&WatchEvent::InitDone, at("2026-01-01T11:00:00Z"));
+        assert_eq!(
+            n.liveness(Some("ci"), t),
+            Liveness::NeverSeen,
+            "a re-list changes nothing"
+        );
+    }
+
+    #[test]
+    fn seen_running_then_deleted_finished_or_replaced_is_gone_and_seen_alive() {
+        let t = at(TAKEN);
+        let running = with_uid(pod("ci", "2026-01-01T09:59:00Z", "Running"), "uid-a");
+        let listed = |n: &mut Named| {
+            n.step(&WatchEvent::Init, t);
+            n.step(&WatchEvent::apply(running.clone()), t);
+            n.step(&WatchEvent::InitDone, t);
+            assert_eq!(n.liveness(Some("ci"), t), Liveness::Alive);
+        };
+        let later = at("2026-01-01T10:20:00Z");
+
+        let mut deleted = named();
+        listed(&mut deleted);
+        deleted.step(&WatchEvent::Delete(running.clone()), later);
+        assert_eq!(seen_alive(deleted.liveness(Some("ci"), t)), Some(true));
+
+        let mut finished = named();
+        listed(&mut finished);
+        let failed = with_uid(pod("ci", "2026-01-01T09:59:00Z", "Failed"), "uid-a");
+        finished.step(&WatchEvent::apply(failed), later);
+        assert_eq!(seen_alive(finished.liveness(Some("ci"), t)), Some(true));
+
+        // Deleted while the watch was down, and its StatefulSet made a new one (uid-b).
+        let mut replaced = named();
+        listed(&mut replaced);
+        replaced.step(&WatchEvent::Init, later);
+        let newer = with_uid(pod("ci", "2026-01-01T10:19:00Z", "Running"), "uid-b");
+        replaced.step(&WatchEvent::apply(newer), later);
+        replaced.step(&WatchEvent::InitDone, later);
+        let liveness = replaced.liveness(Some("ci"), t);
+        assert!(
+            matches!(
+                liveness,
+                Liveness::Gone {
+                    why: Gone::Replaced { .. },
+                    seen_alive: true,
+                    ..
+                }
+            ),
+            "{liveness:?}"
+        );
+    }
+
+    #[test]
+    fn gone_without_having_been_seen_running_is_not_seen_alive() {
+        let t = at(TAKEN);
+        let later = at("2026-01-01T10:20:00Z");
+        // First seen finished: a real pod, stale, but nobody here saw it run.
+        let mut n = named();
+        n.step(&WatchEvent::Init, later);
+        let failed = with_uid(pod("ci", "2026-01-01T09:59:00Z", "Failed"), "uid-a");
+        n.step(&WatchEvent::apply(failed.clone()), later);
+        n.step(&WatchEvent::InitDone, later);
+        assert_eq!(seen_alive(n.liveness(Some("ci"), t)), Some(false));
+        n.step(&WatchEvent::Delete(failed), later);
+        assert_eq!(seen_alive(n.liveness(Some("ci"), t)), Some(false));
+
+        // Only a pod created after the lock was ever seen running: not the holder.
+        let mut n = named();
+        n.step(&WatchEvent::Init, later);
+        let newer = with_uid(pod("ci", "2026-01-01T10:19:00Z", "Running"), "uid-b");
+        n.step(&WatchEvent::apply(newer.clone()), later);
+        n.step(&WatchEvent::InitDone, later);
+        assert_eq!(
+            seen_alive(n.liveness(Some("ci"), t)),
+            Some(false),
+            "replaced"
+        );
+        n.step(&WatchEvent::Delete(newer), later);
+        assert_eq!(
+            seen_alive(n.liveness(Some("ci"), t)),
+            Some(false),
+            "deleted"
+        );
+
+        // A replica that starts after the holder was deleted never saw it.
+        let mut restarted = named();
+        restarted.step(&WatchEvent::Init, later);
+        restarted.step(&WatchEvent::InitDone, later);
+        assert_eq!(restarted.liveness(Some("ci"), t), Liveness::NeverSeen);
     }
 }

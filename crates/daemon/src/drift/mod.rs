@@ -9,7 +9,8 @@
 //! - `crds`: the CRDs custom resources are compared by (committed, else the cluster's);
 //! - `dry_run`: server-side dry-run answers of `compare = "dry-run"` sources;
 //! - `intents`: open intents, what `uncommitted` objects equal;
-//! - `holders`: the pods holding deploy locks; `locks`: which locks are stale;
+//! - `holders`: the pods holding deploy locks; `locks`: which locks are stale (`local`:
+//!   holder processes of this host; `release`: releases asked of the cluster log);
 //! - `stale_config`: running pods older than the Secrets/ConfigMaps they read;
 //! - `tracked`: the judged objects with their live copies; `packed`: objects kept as
 //!   compressed JSON rather than trees (memory per object);
@@ -41,8 +42,11 @@ pub use clock::{Clock, SystemClock};
 pub use dry_run::{DryRunAnswer, DryRunOutcome, DryRunRequest};
 pub(crate) use engine::kept_copy;
 pub use engine::{Engine, EngineError};
+pub use holders::Holders;
 pub use index::{DriftIndex, SharedIndex, WatchHealth};
-pub use locks::PodRef;
+pub use locks::local::{LocalHolders, Process, Processes};
+pub use locks::release::{ClusterRelease, ClusterReleased, ReleaseOutcome};
+pub use locks::{holder_names, judge_all, PodRef};
 pub use memory::{return_freed_pages_promptly, small_pages_only};
 pub use outputs::{Announcement, LiveIdentity, LockAnnouncement, Outputs};
 pub(crate) use packed::Packed;

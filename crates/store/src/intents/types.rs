@@ -181,8 +181,25 @@ impl IntentInfo {
         format!("driftd intent release {}{}", self.id, self.cluster_flag())
     }
 
-    /// The command that keeps what this intent applied.
+    /// The command that keeps what this intent applied. For a Helm release's version in
+    /// flight, Helm's way: driftd takes a version as committed only once Helm records it
+    /// deployed, and never commits one itself.
     pub fn commit_command(&self) -> String {
+        if let Some(lock) = driftd_core::helm::PendingLock::parse(&self.source, &self.holder) {
+            return match self.state {
+                IntentState::Pending | IntentState::Expired => format!(
+                    "let the `helm upgrade` finish (Helm records version {} deployed, which \
+                     driftd takes as committed); if it is stuck, `{}`, then upgrade again",
+                    lock.version,
+                    lock.release_command()
+                ),
+                _ => format!(
+                    "run the `helm upgrade` again (Helm records the version deployed, which \
+                     driftd takes as committed) or go back with `{}`",
+                    lock.release_command()
+                ),
+            };
+        }
         format!("driftd intent commit {}{}", self.id, self.cluster_flag())
     }
 

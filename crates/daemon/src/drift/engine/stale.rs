@@ -2,9 +2,15 @@
 //! when something it depends on changed (intents, a holder pod's watch event, a Pulumi
 //! scan, time), announces locks that became stale, releases automatically what
 //! `locks.auto_release_after` allows while this replica leads, and publishes `/locks`.
+//!
+//! An automatic release is written where the intent lives: this replica's database for a
+//! local intent, the cluster log (through `serve`'s writer, [`ClusterRelease`]) for one
+//! that came from it, which every replica then imports.
 
 use super::*;
 use crate::drift::holders::Holders;
+use crate::drift::locks::local::LocalHolders;
+use crate::drift::locks::release::{ClusterRelease, ClusterReleased, ReleaseOutcome};
 use crate::drift::locks::{self, FoundLock, Judged};
 use crate::drift::outputs::LockAnnouncement;
 use driftd_core::report::LockKind;
@@ -13,6 +19,8 @@ use std::path::PathBuf;
 /// Stale-lock state and settings.
 pub(super) struct LockState {
     pub(super) holders: Holders,
+    /// Holders that are processes of this host.
+    pub(super) local: LocalHolders,
     pulumi_dirs: Vec<PathBuf>,
     /// The last scan's lock files; `None` before the first.
     pulumi: Option<Vec<FoundLock>>,
@@ -26,6 +34,12 @@ pub(super) struct LockState {
     announced: BTreeSet<(LockKind, String)>,
     /// Intents whose automatic release failed: left to people.
     release_failed: BTreeSet<i64>,
+    /// Where releases of the cluster log's intents are asked for (`None`: nowhere, they
+    /// are left to people), and where the answers come until the run loop takes them.
+    release_requests: Option<mpsc::UnboundedSender<ClusterRelease>>,
+    release_answers: Option<mpsc::UnboundedReceiver<ClusterReleased>>,
+    /// Releases asked of the cluster log and not answered yet, with the lock they free.
+    releasing: BTreeMap<i64, Judged>,
 }
 
 impl LockState {
@@ -40,15 +54,38 @@ impl LockState {
             seen: BTreeSet::new(),
             announced: BTreeSet::new(),
             release_failed: BTreeSet::new(),
+            local: LocalHolders::of_this_host(),
+            release_requests: None,
+            release_answers: None,
+            releasing: BTreeMap::new(),
         }
     }
 
     pub(super) fn scan_period(&self) -> Duration {
         self.scan_period
     }
+
+    /// The answers of the cluster log's writer, for the run loop to wait on.
+    pub(super) fn take_release_answers(
+        &mut self,
+    ) -> Option<mpsc::UnboundedReceiver<ClusterReleased>> {
+        self.release_answers.take()
+    }
 }
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
+    /// Intents that came from the cluster log are released there: through `requests`,
+    /// answered on `answers` (see [`ClusterRelease`]). Without it they are left to people.
+    pub fn with_cluster_releases(
+        mut self,
+        requests: mpsc::UnboundedSender<ClusterRelease>,
+        answers: mpsc::UnboundedReceiver<ClusterReleased>,
+    ) -> Self {
+        self.locks.release_requests = Some(requests);
+        self.locks.release_answers = Some(answers);
+        self
+    }
+
     /// Reads the Pulumi lock folders (`pulumi.lock_dirs`) and judges locks again.
     pub fn scan_pulumi_locks(&mut self) {
         if self.locks.pulumi_dirs.is_empty() {
@@ -72,12 +109,17 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             pulumi.iter().map(|f| &f.lock),
         );
         self.locks.holders.sync(&names, &mut self.watches);
-        let holders = &self.locks.holders;
+        let locking = self.intents.open().iter().map(|o| &o.info);
+        let locking = locking.filter(|i| i.state.holds_lock());
+        self.locks
+            .local
+            .refresh(locking.map(|i| (i.holder.as_str(), i.created_at)), now);
+        let (holders, local) = (&self.locks.holders, &self.locks.local);
         let mut judged: Vec<Judged> = self
             .intents
             .open()
             .iter()
-            .filter_map(|o| locks::judge_intent(&o.info, holders, now))
+            .filter_map(|o| locks::judge_intent(&o.info, holders, local, now))
             .collect();
         judged.extend(pulumi.iter().filter_map(|f| {
             locks::judge_pulumi(&f.lock, &f.path, holders, now, self.locks.max_lock_age)
@@ -88,15 +130,18 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 .iter()
                 .filter(|j| locks::auto_releases(j, now, self.locks.auto_release_after))
                 .filter(|j| {
-                    j.releasable
-                        .is_some_and(|id| !self.locks.release_failed.contains(&id))
+                    j.releasable.is_some_and(|id| {
+                        !self.locks.release_failed.contains(&id)
+                            && !self.locks.releasing.contains_key(&id)
+                    })
                 })
                 .cloned()
                 .collect();
-            if !due.is_empty() {
-                for judged in due {
-                    self.auto_release(judged);
-                }
+            let mut released_here = false;
+            for judged in due {
+                released_here |= self.auto_release(judged);
+            }
+            if released_here {
                 // Judged again from the intents as released (this replica's own write does
                 // not move its data_version).
                 return self.reload_intents();
@@ -138,10 +183,11 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     }
 
     /// Releases the intent of `judged` (its holder pod is gone, the lock old enough) and
-    /// records that this replica did.
-    fn auto_release(&mut self, judged: Judged) {
+    /// records that this replica did; true when it was released in this database (an intent
+    /// of the cluster log is released there, and comes back through the import).
+    fn auto_release(&mut self, judged: Judged) -> bool {
         let Some(id) = judged.releasable else {
-            return;
+            return false;
         };
         let after = self
             .locks
@@ -153,22 +199,87 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             "{}; released automatically: older than {after} (locks.auto_release_after)",
             judged.lock.reason
         );
+        let from_cluster = self
+            .intents
+            .open()
+            .iter()
+            .any(|o| o.info.id == id && o.info.cluster);
+        if from_cluster {
+            return self.ask_cluster_release(judged, id, reason);
+        }
         match self.store.auto_release_intent(id, &self.actor, &reason) {
             Ok(_) => {
                 tracing::warn!(intent = id, source = %judged.lock.source, holder = %judged.lock.holder,
                     actor = %self.actor, %reason, "stale lock released automatically");
-                let what = LockAnnouncement::Released {
-                    actor: self.actor.clone(),
-                };
-                self.outputs
-                    .announce_lock(what, &judged.lock, judged.pod.as_ref());
+                self.announce_released(&judged);
+                true
             }
             Err(err) => {
                 tracing::error!(intent = id, error = %err, "cannot release stale lock; leaving it to people");
                 self.outputs
                     .store_error("cannot release a stale lock", &err);
                 self.locks.release_failed.insert(id);
+                false
             }
         }
+    }
+
+    /// Asks the cluster log's writer to release intent `id`; always false (nothing changed
+    /// here yet).
+    fn ask_cluster_release(&mut self, judged: Judged, id: i64, reason: String) -> bool {
+        let request = ClusterRelease {
+            id,
+            actor: self.actor.clone(),
+            reason,
+        };
+        let sent = self
+            .locks
+            .release_requests
+            .as_ref()
+            .is_some_and(|requests| requests.send(request).is_ok());
+        if sent {
+            tracing::info!(intent = id, source = %judged.lock.source,
+                "releasing stale lock {id} in the cluster log");
+            self.locks.releasing.insert(id, judged);
+        } else {
+            tracing::error!(intent = id, source = %judged.lock.source,
+                "cannot release stale lock {id}: it is held in the cluster log, which this \
+                 replica does not write; leaving it to people ({})", judged.lock.release);
+            self.locks.release_failed.insert(id);
+        }
+        false
+    }
+
+    /// The cluster log's writer answered a [`ClusterRelease`].
+    pub fn cluster_released(&mut self, answer: ClusterReleased) {
+        let Some(judged) = self.locks.releasing.remove(&answer.id) else {
+            return;
+        };
+        let id = answer.id;
+        match answer.outcome {
+            ReleaseOutcome::Released => {
+                tracing::warn!(intent = id, source = %judged.lock.source, holder = %judged.lock.holder,
+                    actor = %self.actor, "stale lock released automatically in the cluster log");
+                self.announce_released(&judged);
+            }
+            ReleaseOutcome::NotPending(why) => {
+                // Its end (or renewal) reaches this replica through the import.
+                tracing::info!(intent = id, "stale lock {id} not released: {why}");
+                self.locks.release_failed.insert(id);
+            }
+            ReleaseOutcome::Failed(why) => {
+                tracing::error!(intent = id, error = %why,
+                    "cannot release stale lock {id} in the cluster log; leaving it to people");
+                self.locks.release_failed.insert(id);
+            }
+        }
+    }
+
+    fn announce_released(&mut self, judged: &Judged) {
+        let what = LockAnnouncement::Released {
+            actor: self.actor.clone(),
+        };
+        self.outputs
+            .announce_lock(what, &judged.lock, judged.pod.as_ref());
     }
 }

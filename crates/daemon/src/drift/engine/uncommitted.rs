@@ -10,7 +10,11 @@ use driftd_store::{IntentInfo, IntentState};
 /// no committed revision has the object (the intent created it).
 pub(super) fn intent_ref(info: &IntentInfo, key: &ObjectKey, only_intent: bool) -> IntentRef {
     let release = info.release_command();
-    let revert = if only_intent {
+    // Helm's rollback restores the whole release (objects it did not have are deleted):
+    // nothing to apply by hand, and nothing for driftd to release.
+    let revert = if driftd_core::helm::PendingLock::parse(&info.source, &info.holder).is_some() {
+        format!("`{release}`")
+    } else if only_intent {
         format!(
             "no committed revision has this object: delete it (`{}`), then `{release}`",
             kubectl_delete(key)

@@ -6,7 +6,7 @@ use super::*;
 use crate::leader::Leadership;
 use crate::watch::pod_type;
 use driftd_core::report::{LockKind, StaleLock};
-use driftd_store::IntentState;
+use driftd_store::{IntentAction, IntentState};
 
 fn pod(namespace: &str, name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod",
@@ -33,6 +33,18 @@ impl Harness {
             })
             .collect();
         self.engine.handle(messages);
+    }
+
+    /// Lists the holder pod `shop/NAME`, running.
+    fn holder_runs(&mut self, name: &str) {
+        self.pod_events(
+            name,
+            vec![
+                WatchEvent::Init,
+                WatchEvent::apply(pod("shop", name)),
+                WatchEvent::InitDone,
+            ],
+        );
     }
 
     fn locks(&self) -> (bool, Vec<StaleLock>) {
@@ -149,14 +161,7 @@ fn pod_gone(config: &Config, leadership: Leadership) -> (Harness, i64) {
     h.follow_clock();
     h.load();
     let id = h.begin("web", &cm("w", "1"), "pod:shop/deploy-x", 600);
-    h.pod_events(
-        "deploy-x",
-        vec![
-            WatchEvent::Init,
-            WatchEvent::apply(pod("shop", "deploy-x")),
-            WatchEvent::InitDone,
-        ],
-    );
+    h.holder_runs("deploy-x");
     (h, id)
 }
 
@@ -348,4 +353,225 @@ fn a_helm_version_pending_longer_than_stale_after_is_a_helm_lock_cleared_by_helm
     sync(&mut h.engine.store, false);
     h.reload();
     assert!(h.locks().1.is_empty());
+}
+
+#[test]
+fn a_pod_holder_never_seen_is_judged_by_its_ttl_and_never_released() {
+    // `--holder pod:shop/deploy-y` for a deploy that runs as deploy-x: no pod of that name
+    // exists, while the deploy renews its lock. Not stale; once its TTL passed, stale by
+    // the TTL with the name questioned; never released automatically.
+    let (mut h, _) = pod_gone(&auto_release_config(), Leadership::always());
+    let id = h.begin("api", &cm("a", "1"), "pod:shop/deploy-y", 600);
+    h.pod_events("deploy-y", vec![WatchEvent::Init, WatchEvent::InitDone]);
+    assert_eq!(h.locks(), (true, vec![]), "no pod of the name: no proof");
+    h.age(Duration::from_secs(599));
+    assert!(h.locks().1.is_empty());
+    h.age(Duration::from_secs(2 * 3600));
+    let (_, locks) = h.locks();
+    let lock = locks.iter().find(|l| l.id == id.to_string()).unwrap();
+    assert_eq!(
+        lock.reason,
+        "not renewed for 2h 9m 59s (ttl 10m); no pod shop/deploy-y was seen"
+    );
+    assert_eq!(h.intent(id).state, IntentState::Expired, "never released");
+}
+
+#[test]
+fn a_holder_pod_first_seen_finished_is_stale_but_left_to_people() {
+    let (mut h, _) = pod_gone(&auto_release_config(), Leadership::always());
+    let id = h.begin("api", &cm("a", "1"), "pod:shop/job-1", 600);
+    let mut failed = pod("shop", "job-1");
+    failed["status"]["phase"] = json!("Failed");
+    h.pod_events(
+        "job-1",
+        vec![
+            WatchEvent::Init,
+            WatchEvent::apply(failed),
+            WatchEvent::InitDone,
+        ],
+    );
+    let (_, locks) = h.locks();
+    let lock = locks.iter().find(|l| l.id == id.to_string()).unwrap();
+    assert_eq!(
+        lock.reason,
+        "holder pod shop/job-1 has finished (phase Failed)"
+    );
+    h.age(Duration::from_secs(3600));
+    assert_eq!(
+        h.intent(id).state,
+        IntentState::Expired,
+        "this replica never saw it run"
+    );
+}
+
+/// A host named `build-7` whose processes the test sets.
+#[derive(Clone, Default)]
+struct Host(Arc<std::sync::Mutex<BTreeSet<u32>>>);
+
+impl crate::drift::Processes for Host {
+    fn host(&self) -> &str {
+        "build-7"
+    }
+    fn process(&self, pid: u32) -> crate::drift::Process {
+        match self.0.lock().unwrap().contains(&pid) {
+            true => crate::drift::Process::Running { started: None },
+            false => crate::drift::Process::Gone,
+        }
+    }
+}
+
+#[test]
+fn a_holder_process_of_this_host_that_is_gone_is_stale_at_once_not_after_its_ttl() {
+    let mut h = Harness::start(&auto_release_config());
+    h.follow_clock();
+    let host = Host::default();
+    host.0.lock().unwrap().insert(4242);
+    h.engine.locks.local = crate::drift::LocalHolders::new(Box::new(host.clone()));
+    let id = h.begin("web", &cm("w", "1"), "alice@build-7 (pid 4242)", 600);
+    let other = h.begin("api", &cm("a", "1"), "bob@laptop (pid 4243)", 600);
+    h.age(Duration::from_secs(5));
+    assert_eq!(h.locks(), (true, vec![]), "it runs");
+
+    host.0.lock().unwrap().remove(&4242);
+    h.age(Duration::from_secs(1));
+    let (_, locks) = h.locks();
+    assert_eq!(locks.len(), 1, "{locks:?}");
+    assert_eq!(locks[0].id, id.to_string());
+    assert_eq!(locks[0].reason, "holder process 4242 on build-7 is gone");
+    assert_eq!(
+        locks[0].state.as_deref(),
+        Some("pending"),
+        "9m 54s before its TTL"
+    );
+    assert_eq!(locks[0].since, h.clock.wall());
+    assert_eq!(h.announced(), ["Stale intent 1 on -"]);
+    h.age(Duration::from_secs(3600));
+    assert_eq!(
+        h.intent(id).state,
+        IntentState::Expired,
+        "stale, but released by people"
+    );
+    assert_eq!(
+        h.locks()
+            .1
+            .iter()
+            .find(|l| l.id == other.to_string())
+            .unwrap()
+            .reason,
+        "not renewed for 1h 6s (ttl 10m)",
+        "another host's process: by its TTL"
+    );
+}
+
+/// A pod-held intent of the cluster log (number 7), its pod seen running.
+fn cluster_intent(h: &mut Harness) -> i64 {
+    let objects = crate::test_support::parse(&cm("c", "2"));
+    let now = h.clock.wall();
+    let driftd_store::IntentImport::Begun(begun) = h
+        .engine
+        .store
+        .import_intent(&driftd_store::ClusterIntent {
+            id: 7,
+            source: "api",
+            holder: "pod:shop/deploy-x",
+            author: "alice",
+            message: "deploy",
+            created_at: now,
+            ttl_seconds: 600,
+            expires_at: now + jiff::SignedDuration::from_secs(600),
+            objects: &objects,
+        })
+        .unwrap()
+    else {
+        panic!("imported")
+    };
+    h.engine.reload_intents();
+    h.holder_runs("deploy-x");
+    begun.id
+}
+
+#[test]
+fn an_intent_of_the_cluster_log_is_released_in_the_cluster_log() {
+    let store = Store::open_in_memory().unwrap();
+    let mut h = Harness::new(store, &auto_release_config(), "2026-11-30T10:00:00Z");
+    let (requests, mut asked) = mpsc::unbounded_channel();
+    let (_answers, answered) = mpsc::unbounded_channel();
+    h.engine = h
+        .engine
+        .with_leadership(Leadership::always(), "replica-0")
+        .with_cluster_releases(requests, answered);
+    h.follow_clock();
+    h.load();
+    let id = cluster_intent(&mut h);
+    h.pod_events(
+        "deploy-x",
+        vec![WatchEvent::Delete(pod("shop", "deploy-x"))],
+    );
+    h.age(Duration::from_secs(30 * 60));
+
+    let request = asked.try_recv().expect("asked of the cluster log");
+    assert_eq!(request.id, id);
+    assert_eq!(request.actor, "driftd/replica-0");
+    assert!(
+        request
+            .reason
+            .starts_with("holder pod shop/deploy-x no longer exists; released automatically"),
+        "{}",
+        request.reason
+    );
+    assert_eq!(
+        h.intent(id).state,
+        IntentState::Expired,
+        "not released in this database alone"
+    );
+    assert_eq!(
+        h.locks().1.len(),
+        1,
+        "held in the cluster until the write lands"
+    );
+    h.age(Duration::from_secs(5));
+    assert!(asked.try_recv().is_err(), "asked once");
+
+    h.engine.cluster_released(crate::drift::ClusterReleased {
+        id,
+        outcome: crate::drift::ReleaseOutcome::Released,
+    });
+    assert_eq!(
+        h.announced().last().unwrap(),
+        "Released { actor: \"driftd/replica-0\" } intent 7 on shop/deploy-x"
+    );
+    // The replicas import the release from the cluster log (this one too).
+    let at = h.clock.wall();
+    h.engine
+        .store
+        .import_intent_end(
+            id,
+            IntentAction::AutoRelease,
+            &request.actor,
+            &request.reason,
+            at,
+        )
+        .unwrap();
+    h.engine.reload_intents();
+    assert!(h.locks().1.is_empty());
+    assert_eq!(h.intent(id).state, IntentState::Released);
+}
+
+#[test]
+fn without_a_writer_of_the_cluster_log_its_intents_are_left_to_people() {
+    let (mut h, _) = pod_gone(&auto_release_config(), Leadership::always());
+    let id = cluster_intent(&mut h);
+    h.pod_events(
+        "deploy-x",
+        vec![WatchEvent::Delete(pod("shop", "deploy-x"))],
+    );
+    h.age(Duration::from_secs(3600));
+    assert_eq!(h.intent(id).state, IntentState::Expired);
+    let lock = h
+        .locks()
+        .1
+        .into_iter()
+        .find(|l| l.id == id.to_string())
+        .unwrap();
+    assert_eq!(lock.release, "driftd intent release 7 --cluster");
 }
