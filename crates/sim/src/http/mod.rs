@@ -51,6 +51,9 @@ pub struct App {
     pub controllers: bool,
     /// What `/_sim/restore` goes back to (taken by `/_sim/snapshot`).
     pub snapshot: Mutex<Option<crate::store::restore::Snapshot>>,
+    /// The pods waiting for a config: the controllers' kubelet and
+    /// `/_sim/restart-container` share them.
+    pub kubelet: Arc<crate::controller::Kubelet>,
 }
 
 fn json_response(code: u16, v: &Value) -> Response {
