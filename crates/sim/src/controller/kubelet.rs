@@ -21,7 +21,7 @@
 //! above. `status.startTime` is when the kubelet first accepted the pod, before any
 //! container started.
 
-use super::{meta, record_event, record_warning, Types};
+use super::{meta, record_event_of_type, Types};
 use crate::status::ApiError;
 use crate::store::{now_rfc3339, Store, WriteCtx};
 use serde_json::{json, Value};
@@ -310,10 +310,8 @@ fn sync(
         .ok()?;
     t.kubelet.set_waiting(&ns, &name, waits);
     for e in events {
-        match e.warning {
-            true => record_warning(store, t, &written, "kubelet", e.reason, &e.message),
-            false => record_event(store, t, &written, "kubelet", e.reason, &e.message),
-        }
+        let ty = if e.warning { "Warning" } else { "Normal" };
+        record_event_of_type(store, t, &written, "kubelet", e.reason, &e.message, ty);
     }
     Some(written)
 }

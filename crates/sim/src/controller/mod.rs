@@ -65,18 +65,6 @@ fn record_event(
     record_event_of_type(store, t, about, component, reason, message, "Normal");
 }
 
-/// Records a Warning core/v1 Event about `about`.
-fn record_warning(
-    store: &Store,
-    t: &Types,
-    about: &Value,
-    component: &str,
-    reason: &str,
-    message: &str,
-) {
-    record_event_of_type(store, t, about, component, reason, message, "Warning");
-}
-
 /// Records a core/v1 Event about `about`, named `<name>.<hex nanos>` like client-go's
 /// event recorder, so `kubectl describe` and `kubectl get events` show the controllers' work.
 fn record_event_of_type(
