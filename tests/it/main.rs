@@ -23,6 +23,7 @@ mod e2e_prometheus;
 mod e2e_rules;
 mod e2e_secrets;
 mod e2e_serve;
+mod field_selectors;
 mod ha;
 mod helm;
 mod http_server;

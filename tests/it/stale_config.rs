@@ -372,3 +372,218 @@ fn reconcile_writes_a_secret_before_its_reader_whose_rollout_leaves_no_stale_pod
     let (_, metrics) = daemon.get("/metrics");
     assert!(!metrics.contains("driftd_stale_config_pods{"), "{metrics}");
 }
+
+/// Deployment `name` in namespace `ns` whose containers `containers` each read Secret
+/// `creds` (key `password`) through env.
+fn env_readers(ns: &str, name: &str, containers: &[&str]) -> String {
+    let mut yaml = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: {ns}}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers:\n"
+    );
+    for c in containers {
+        yaml.push_str(&format!(
+            "      - name: {c}\n        image: nginx:1.27\n        env:\n        - name: PASSWORD\n          valueFrom: {{secretKeyRef: {{name: creds, key: password}}}}\n"
+        ));
+    }
+    yaml + "---\n"
+}
+
+/// The one pod of Deployment `app` in `ns`, as kubectl shows it.
+fn only_pod(sim: &Sim, ns: &str, app: &str) -> Option<Value> {
+    let pods = sim.kubectl_json(&["-n", ns, "get", "pods", "-l", &format!("app={app}")]);
+    let items = pods["items"].as_array()?;
+    (items.len() == 1).then(|| items[0].clone())
+}
+
+fn container_status<'a>(pod: &'a Value, name: &str) -> &'a Value {
+    pod["status"]["containerStatuses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap()
+}
+
+fn time(v: &Value) -> jiff::Timestamp {
+    v.as_str().unwrap().parse().unwrap()
+}
+
+/// Waits until a whole second has passed after `t` (start times count whole seconds).
+fn past_the_second_of(t: jiff::Timestamp) {
+    wait_for("the next second", T, || {
+        (jiff::Timestamp::now().as_second() > t.as_second()).then_some(())
+    });
+}
+
+/// A pod whose Secret did not exist yet waits (CreateContainerConfigError, as `kubectl get
+/// pods` shows it) and starts once the Secret is created: its `startTime` is older than
+/// the Secret, its container's start is not, and driftd does not call it stale. A control
+/// Deployment reading a ConfigMap changed afterwards shows driftd has judged by then.
+#[test]
+fn a_pod_that_waited_for_its_secret_is_not_stale_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path());
+    let control = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sentinel, namespace: late}\ndata: {mode: a}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: control, namespace: late}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: control}}\n  template:\n    metadata: {labels: {app: control}}\n    spec:\n      containers:\n      - name: app\n        image: nginx:1.27\n        envFrom:\n        - configMapRef: {name: sentinel}\n---\n";
+    let app = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: late}}\n---\n{control}{}",
+        env_readers("late", "waiter", &["app"])
+    );
+    let app_file = dir.path().join("app.yaml");
+    std::fs::write(&app_file, app).unwrap();
+    commit(&dir.path().join("driftd.db"), "late", &app_file);
+    sim.kubectl(&["apply", "-f", app_file.to_str().unwrap()]);
+    let config = write_config(dir.path(), "");
+    let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
+    daemon.wait_ready();
+
+    // The kubelet accepted the pod and holds its container for the missing Secret.
+    let waiting = wait_for("the waiter's container held", T, || {
+        only_pod(&sim, "late", "waiter").filter(|p| {
+            container_status(p, "app")["state"]["waiting"]["reason"] == "CreateContainerConfigError"
+        })
+    });
+    assert_eq!(waiting["status"]["phase"], "Pending");
+    assert_eq!(
+        container_status(&waiting, "app")["state"]["waiting"]["message"],
+        "secret \"creds\" not found"
+    );
+    let listed = sim.kubectl(&["-n", "late", "get", "pods", "-l", "app=waiter"]);
+    assert!(listed.contains("CreateContainerConfigError"), "{listed}");
+    let accepted = time(&waiting["status"]["startTime"]);
+    past_the_second_of(accepted);
+
+    sim.kubectl(&[
+        "-n",
+        "late",
+        "create",
+        "secret",
+        "generic",
+        "creds",
+        &format!("--from-literal=password={NEW}"),
+    ]);
+    let created = time(
+        &sim.kubectl_json(&["-n", "late", "get", "secret", "creds"])["metadata"]
+            ["creationTimestamp"],
+    );
+    let started = wait_for("the waiter running", T, || {
+        only_pod(&sim, "late", "waiter").filter(|p| p["status"]["phase"] == "Running")
+    });
+    let container_start = time(&container_status(&started, "app")["state"]["running"]["startedAt"]);
+    assert!(
+        accepted < created && container_start >= created,
+        "accepted {accepted}, Secret {created}, container {container_start}"
+    );
+    assert_eq!(time(&started["status"]["startTime"]), accepted);
+
+    // driftd has seen it all once the later ConfigMap change makes the control stale.
+    past_the_second_of(container_start);
+    sim.merge_patch(
+        "late",
+        &["configmap", "sentinel"],
+        &json!({"data": {"mode": "b"}}),
+    );
+    wait_for("the control stale", T, || {
+        (daemon.entry("Deployment", "control")?["class"] == "stale_config").then_some(())
+    });
+    let waiter = daemon.entry("Deployment", "waiter").unwrap();
+    assert_eq!(waiter["class"], "in_sync", "{waiter}");
+    assert!(waiter.get("stale_config").is_none(), "{waiter}");
+    let outputs = daemon.get("/drift").1 + &daemon.get("/metrics").1;
+    assert!(!outputs.contains(NEW), "the Secret's value leaked");
+}
+
+/// The Secret changes after two pods started: Deployment `single` (one container) and
+/// `pair` (containers `app` and `sidecar`) both become stale_config. A container restarted
+/// after the change read the new value: `single` is in sync again, `pair` stays stale
+/// through `app` alone, which started before the change.
+#[test]
+fn a_container_restarted_after_the_change_is_not_stale_and_one_started_before_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path());
+    let app = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: cfg}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: creds, namespace: cfg}}\ntype: Opaque\ndata: {{password: {OLD_B64}}}\n---\n{}{}",
+        env_readers("cfg", "single", &["app"]),
+        env_readers("cfg", "pair", &["app", "sidecar"]),
+    );
+    let app_file = dir.path().join("app.yaml");
+    std::fs::write(&app_file, app).unwrap();
+    commit(&dir.path().join("driftd.db"), "cfg", &app_file);
+    sim.kubectl(&["apply", "-f", app_file.to_str().unwrap()]);
+    let config = write_config(dir.path(), "");
+    let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
+    daemon.wait_ready();
+
+    let running = |app: &str| {
+        wait_for("a running pod", T, || {
+            only_pod(&sim, "cfg", app).filter(|p| p["status"]["phase"] == "Running")
+        })
+    };
+    let (single, pair) = (running("single"), running("pair"));
+    for name in ["single", "pair"] {
+        wait_for("in sync", T, || {
+            (daemon.entry("Deployment", name)?["class"] == "in_sync").then_some(())
+        });
+    }
+    let first = time(&container_status(&pair, "app")["state"]["running"]["startedAt"]);
+    past_the_second_of(first.max(time(
+        &container_status(&single, "app")["state"]["running"]["startedAt"],
+    )));
+
+    sim.merge_patch(
+        "cfg",
+        &["secret", "creds"],
+        &json!({"data": {"password": NEW_B64}}),
+    );
+    let changed = jiff::Timestamp::now();
+    let stale_containers = |name: &str| -> Option<Vec<Value>> {
+        let entry = daemon.entry("Deployment", name)?;
+        (entry["class"] == "stale_config")
+            .then(|| entry["stale_config"]["configs"][0]["pods"][0]["containers"].clone())
+            .and_then(|c| c.as_array().cloned())
+    };
+    for name in ["single", "pair"] {
+        wait_for("stale_config", T, || stale_containers(name));
+    }
+    assert_eq!(
+        stale_containers("pair").unwrap(),
+        [json!("app"), json!("sidecar")]
+    );
+
+    // The containers restart in a later second than the change, as the kubelet restarts a
+    // crashed container: restartCount, lastState and a new startedAt.
+    past_the_second_of(changed);
+    let restart = |pod: &Value, container: &str| {
+        sim.admin(
+            "POST",
+            "restart-container",
+            json!({"namespace": "cfg", "pod": pod["metadata"]["name"], "container": container}),
+        )
+    };
+    restart(&single, "app");
+    restart(&pair, "sidecar");
+    let restarted = only_pod(&sim, "cfg", "pair").unwrap();
+    let sidecar = container_status(&restarted, "sidecar");
+    assert_eq!(sidecar["restartCount"], 1, "{sidecar}");
+    assert_eq!(sidecar["lastState"]["terminated"]["reason"], "Error");
+    assert!(time(&sidecar["state"]["running"]["startedAt"]).as_second() > changed.as_second());
+    let listed = sim.kubectl(&["-n", "cfg", "get", "pods", "-l", "app=pair"]);
+    assert!(listed.contains("Running"), "{listed}");
+
+    wait_for("single in sync after its container restarted", T, || {
+        let entry = daemon.entry("Deployment", "single")?;
+        (entry["class"] == "in_sync" && entry.get("stale_config").is_none()).then_some(())
+    });
+    let pods = wait_for("pair stale through app alone", T, || {
+        let entry = daemon.entry("Deployment", "pair")?;
+        let pods = entry["stale_config"]["configs"][0]["pods"].clone();
+        (entry["class"] == "stale_config" && pods[0]["containers"] == json!(["app"]))
+            .then_some(pods)
+    });
+    assert_eq!(time(&pods[0]["started_at"]), first, "{pods}");
+    assert_eq!(pods[0]["reads"], json!(["env"]), "{pods}");
+    let series =
+        r#"driftd_stale_config_pods{config="Secret/creds",namespace="cfg",workload="pair"}"#;
+    wait_for("the metric for pair alone", T, || {
+        let (_, m) = daemon.get("/metrics");
+        (sample(&m, series) == Some(1.0) && !m.contains(r#"workload="single""#)).then_some(())
+    });
+}

@@ -184,14 +184,18 @@ pub struct StaleConfigUse {
     pub pods: Vec<StalePod>,
 }
 
-/// A running pod started before its config changed.
+/// A running pod with containers started before their config changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StalePod {
     pub name: String,
-    /// The pod's `status.startTime`.
+    /// When the earliest of those containers started (its `startedAt`).
     pub started_at: Timestamp,
-    /// How its containers read the config: `env`, `envFrom`, `subPath`, `volume`.
+    /// How those containers read the config: `env`, `envFrom`, `subPath`, `volume`.
     pub reads: Vec<String>,
+    /// Those containers, by name: a container restarted since the change read it anew,
+    /// so a pod can hold stale and fresh containers at once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<String>,
 }
 
 impl StaleConfigNote {

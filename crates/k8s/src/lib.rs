@@ -7,6 +7,7 @@ pub mod api_types;
 pub mod consumption;
 pub mod crd;
 pub mod defaults;
+pub mod field_labels;
 pub mod kinds;
 pub mod merge_keys;
 pub mod object_ref;

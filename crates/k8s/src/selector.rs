@@ -1,6 +1,7 @@
 //! Label and field selectors as `k8s.io/apimachinery/pkg/labels` and `pkg/fields` parse them:
-//! the simulator filters lists and watches with them, and ignore rules select objects with
-//! the same syntax `kubectl get -l` accepts.
+//! the simulator filters lists and watches with them (a field selector once
+//! [`crate::field_labels`] has converted it for the kind), and ignore rules select objects
+//! with the same syntax `kubectl get -l` accepts.
 
 use serde_json::Value;
 
@@ -106,6 +107,33 @@ impl Selector {
         self.reqs.is_empty()
     }
 
+    /// The same requirements with every key replaced by `rename(key)`, as
+    /// `fields.Selector.Transform` does with a kind's field label conversion; the first
+    /// refused key is the error.
+    pub fn rename_keys(
+        &self,
+        mut rename: impl FnMut(&str) -> Result<String, String>,
+    ) -> Result<Selector, String> {
+        let reqs = self
+            .reqs
+            .iter()
+            .map(|(k, op)| Ok((rename(k)?, op.clone())))
+            .collect::<Result<_, String>>()?;
+        Ok(Selector { reqs })
+    }
+
+    /// Whether the fields a kind's `GetAttrs` exposes satisfy every requirement, `value`
+    /// giving each field's text: how kube-apiserver matches a field selector against a
+    /// `fields.Set` (where a field it lacks reads as "").
+    pub fn matches_field_values(&self, value: impl Fn(&str) -> String) -> bool {
+        self.reqs.iter().all(|(k, op)| match op {
+            Op::Eq(want) => value(k) == *want,
+            Op::NotEq(want) => value(k) != *want,
+            // `parse_fields` admits no other operator.
+            _ => false,
+        })
+    }
+
     /// Whether `labels` (a JSON object or null) satisfies every requirement.
     pub fn matches_labels(&self, labels: Option<&Value>) -> bool {
         self.matches_with(|k| {
@@ -119,22 +147,6 @@ impl Selector {
     /// Whether a label map satisfies every requirement.
     pub fn matches_map(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
         self.matches_with(|k| labels.get(k).cloned())
-    }
-
-    /// Whether `object` satisfies every field requirement; fields are dotted paths
-    /// (`metadata.name`, `involvedObject.kind`); a missing field compares as "".
-    pub fn matches_fields(&self, object: &Value) -> bool {
-        self.matches_with(|path| {
-            let mut cur = object;
-            for seg in path.split('.') {
-                cur = cur.get(seg)?;
-            }
-            Some(match cur {
-                Value::String(s) => s.clone(),
-                Value::Null => String::new(),
-                other => other.to_string(),
-            })
-        })
     }
 
     fn matches_with(&self, get: impl Fn(&str) -> Option<String>) -> bool {
@@ -177,13 +189,16 @@ mod tests {
 
     #[test]
     fn field_selectors() {
-        let o = json!({"metadata": {"name": "a", "namespace": "default"}});
         let sel =
             Selector::parse_fields("metadata.name=a,metadata.namespace!=kube-system").unwrap();
-        assert!(sel.matches_fields(&o));
+        let fields = |f: &str| match f {
+            "metadata.name" => "a".to_string(),
+            _ => String::new(),
+        };
+        assert!(sel.matches_field_values(fields));
         assert!(!Selector::parse_fields("metadata.name=b")
             .unwrap()
-            .matches_fields(&o));
+            .matches_field_values(fields));
         assert!(Selector::parse_fields("metadata.name").is_err());
     }
 }

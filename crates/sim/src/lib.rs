@@ -180,6 +180,7 @@ impl Simulator {
             last_edit: Default::default(),
             controllers: opts.controllers,
             snapshot: Mutex::new(None),
+            kubelet: Default::default(),
         });
         // The controllers' queue starts here, so nothing the server accepts escapes them.
         let controller_feed = opts.controllers.then(|| {
@@ -205,7 +206,11 @@ impl Simulator {
         });
         let mut tasks = Vec::new();
         if let Some(feed) = controller_feed {
-            tasks.push(tokio::spawn(controller::run(app.store.clone(), feed)));
+            tasks.push(tokio::spawn(controller::run(
+                app.store.clone(),
+                feed,
+                app.kubelet.clone(),
+            )));
         }
         tracing::info!(%addr, "simulator listening");
         Ok(Simulator {

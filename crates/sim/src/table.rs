@@ -3,6 +3,8 @@
 
 use serde_json::{json, Value};
 
+mod pod;
+
 /// kubectl's `HumanDuration`-style age (`45s`, `3m20s`, `2h`, `5d`).
 pub fn human_age(created: Option<&str>) -> String {
     let Some(ts) = created.and_then(|c| c.parse::<jiff::Timestamp>().ok()) else {
@@ -89,16 +91,7 @@ fn columns_and_cells(kind: &str, obj: &Value) -> (Vec<Value>, Vec<Value>) {
             ],
         ),
         "Pod" => {
-            let statuses = obj
-                .pointer("/status/containerStatuses")
-                .and_then(Value::as_array);
-            let total = len(obj, "/spec/containers");
-            let ready = statuses
-                .map(|a| a.iter().filter(|c| c["ready"] == json!(true)).count())
-                .unwrap_or(0);
-            let restarts: i64 = statuses
-                .map(|a| a.iter().map(|c| i(c, "/restartCount")).sum())
-                .unwrap_or(0);
+            let (ready, total, status, restarts) = pod::summary(obj);
             (
                 vec![
                     col("Name", "string", "name"),
@@ -110,8 +103,8 @@ fn columns_and_cells(kind: &str, obj: &Value) -> (Vec<Value>, Vec<Value>) {
                 vec![
                     name,
                     json!(format!("{ready}/{total}")),
-                    json!(s(obj, "/status/phase")),
-                    json!(restarts.to_string()),
+                    json!(status),
+                    json!(restarts),
                     age,
                 ],
             )

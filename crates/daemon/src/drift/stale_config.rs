@@ -1,25 +1,34 @@
 //! Pods running on stale config (`stale_config`): which running pods of a Deployment,
-//! StatefulSet or DaemonSet started before the current content of a Secret or ConfigMap they
-//! read, in a way that does not bring them the change.
+//! StatefulSet or DaemonSet have a container that started before the current content of a
+//! Secret or ConfigMap it reads, in a way that does not bring it the change.
 //!
 //! Pure bookkeeping, no I/O: the engine feeds it the Pods, ReplicaSets, Secrets and
 //! ConfigMaps its watchers see ([`StaleConfigs::observe`]), writes the content records it
 //! hands back ([`StaleConfigs::take_writes`]) and publishes what [`StaleConfigs::flush`]
-//! says changed. Only what the judgement needs is kept: per pod its owner, start time,
-//! phase and the configs it reads (pods reading none are not kept at all); per config a
-//! content hash and when driftd first saw that content; per ReplicaSet its Deployment.
+//! says changed. Only what the judgement needs is kept: per pod its owner and phase, and
+//! per container that reads a config when its run started and the configs it reads (pods
+//! reading none are not kept at all); per config a content hash and when driftd first saw
+//! that content; per ReplicaSet its Deployment.
 //!
 //! When a content was first seen: the moment a watch delivered it; with no record of the
 //! config yet (first start), the newest `managedFields` time whose `fieldsV1` touches
 //! `f:data` or `f:binaryData` (the last write of the content that the API server recorded),
 //! else its `creationTimestamp`.
 //!
-//! The judgement: a running pod is stale for config C when it started before C's content was
-//! first seen, unless every reading of C by the pod is a whole-volume mount and the kubelet's
-//! sync period has passed since (the kubelet has refreshed the files). `status.startTime`
-//! has a resolution of one second, so a pod that started within the second of the change is
-//! taken as having read the new content (no alarm that a rollout right after a change would
-//! raise for nothing).
+//! The judgement is per container, because the kubelet resolves a container's `env` and
+//! `envFrom` and takes its `subPath` files at every start of that container
+//! (`pkg/kubelet/kuberuntime/kuberuntime_container.go`, `startContainer` ->
+//! `generateContainerConfig`), not when the pod was accepted (`status.startTime`, which
+//! comes before: a pod that waited for a missing Secret, `CreateContainerConfigError`,
+//! started once it existed). A container is stale for config C when its run started
+//! (`state.running.startedAt`; an init container's last run, `state.terminated.startedAt`
+//! too) before C's content was first seen, so a container restarted since reads the new
+//! content and one waiting or exited holds none. The exception is a whole-volume mount:
+//! the kubelet refreshes those files at its sync, so a container whose every reading of C
+//! is one is stale only until the sync period has passed. Start times have a resolution of
+//! one second, so a container that started within the second of the change is taken as
+//! having read the new content (no alarm that a rollout right after a change would raise
+//! for nothing). A pod is reported with its stale containers.
 
 use driftd_core::diff::managed;
 use driftd_core::report::{StaleConfigNote, StaleConfigUse, StalePod};
@@ -52,13 +61,13 @@ struct Content {
 }
 
 impl Content {
-    /// Whether a pod that started at `started` read this very content: it started after the
-    /// content was first seen, or while the config last held the same content before (a
-    /// change since reverted: A, B, then A again leaves A's readers up to date). startTime
-    /// has one-second resolution: only a pod that started in an earlier second than a
-    /// change surely read what came before it. Older than what is remembered: not known to
-    /// match, so stale.
-    fn read_by_pod_started(&self, started: Timestamp) -> bool {
+    /// Whether a container that started at `started` read this very content: it started
+    /// after the content was first seen, or while the config last held the same content
+    /// before (a change since reverted: A, B, then A again leaves A's readers up to date).
+    /// Start times have one-second resolution: only a container that started in an earlier
+    /// second than a change surely read what came before it. Older than what is
+    /// remembered: not known to match, so stale.
+    fn read_by_container_started(&self, started: Timestamp) -> bool {
         if started.as_second() >= self.first_seen.as_second() {
             return true;
         }
@@ -81,9 +90,20 @@ impl Content {
 #[derive(Debug, Clone, PartialEq)]
 struct PodFacts {
     owner: Option<Owner>,
-    started: Option<Timestamp>,
     /// `status.phase` is Running and the pod is not being deleted.
     running: bool,
+    /// Its containers that read a config.
+    containers: Vec<ContainerFacts>,
+}
+
+/// One container that reads a config.
+#[derive(Debug, Clone, PartialEq)]
+struct ContainerFacts {
+    name: String,
+    /// When the run it is in started (an init container's: the last run, finished or
+    /// not); `None` while it does not run (waiting, e.g. `CreateContainerConfigError`, or
+    /// exited): it holds no config then.
+    started: Option<Timestamp>,
     /// Each config it reads, with every way it reads it.
     reads: BTreeMap<ConfigRef, BTreeSet<Via>>,
 }
@@ -461,7 +481,7 @@ fn judge_namespace<'a>(
     now: Timestamp,
     sync: SignedDuration,
 ) -> (BTreeMap<ObjectKey, StaleConfigNote>, Option<Timestamp>) {
-    // workload -> config -> (changed at, pods)
+    // workload -> config -> (changed at, stale pods)
     type Uses = BTreeMap<ConfigRef, (Timestamp, Vec<StalePod>)>;
     let mut stale: BTreeMap<ObjectKey, Uses> = BTreeMap::new();
     let mut due: Option<Timestamp> = None;
@@ -469,7 +489,7 @@ fn judge_namespace<'a>(
     let mut workloads: HashMap<&(String, String), Option<ObjectKey>> = HashMap::new();
     let mut content_of: HashMap<&ConfigRef, Option<&Content>> = HashMap::new();
     for (name, pod) in pods {
-        let (Some(started), true, Some(owner)) = (pod.started, pod.running, &pod.owner) else {
+        let (true, Some(owner)) = (pod.running, &pod.owner) else {
             continue;
         };
         let workload = workloads
@@ -481,36 +501,54 @@ fn judge_namespace<'a>(
         else {
             continue;
         };
-        for (config, vias) in &pod.reads {
-            let content = content_of.entry(config).or_insert_with(|| {
-                contents.get(&(ns.to_string(), config.kind, config.name.clone()))
-            });
-            let Some(content) = content else {
-                continue; // absent (an optional reference): nothing was read
+        // Per config: when it changed, and this pod's stale containers (the earliest start,
+        // how they read it, their names in the pod's order).
+        type Here = (Timestamp, Timestamp, BTreeSet<Via>, Vec<String>);
+        let mut stale_here: BTreeMap<&ConfigRef, Here> = BTreeMap::new();
+        for container in &pod.containers {
+            let Some(started) = container.started else {
+                continue; // not running: it holds nothing it read
             };
-            if content.read_by_pod_started(started) {
-                continue;
-            }
-            if vias.iter().all(Via::refreshed_by_kubelet) {
-                let refreshed = content
-                    .first_seen
-                    .checked_add(sync)
-                    .unwrap_or(Timestamp::MAX);
-                if refreshed <= now {
+            for (config, vias) in &container.reads {
+                let content = content_of.entry(config).or_insert_with(|| {
+                    contents.get(&(ns.to_string(), config.kind, config.name.clone()))
+                });
+                let Some(content) = content else {
+                    continue; // absent (an optional reference): nothing was read
+                };
+                if content.read_by_container_started(started) {
                     continue;
                 }
-                due = Some(due.map_or(refreshed, |d| d.min(refreshed)));
+                if vias.iter().all(Via::refreshed_by_kubelet) {
+                    let refreshed = content
+                        .first_seen
+                        .checked_add(sync)
+                        .unwrap_or(Timestamp::MAX);
+                    if refreshed <= now {
+                        continue;
+                    }
+                    due = Some(due.map_or(refreshed, |d| d.min(refreshed)));
+                }
+                let here = stale_here
+                    .entry(config)
+                    .or_insert_with(|| (content.first_seen, started, BTreeSet::new(), Vec::new()));
+                here.1 = here.1.min(started);
+                here.2.extend(vias.iter().copied());
+                here.3.push(container.name.clone());
             }
+        }
+        for (config, (changed_at, started_at, vias, containers)) in stale_here {
             stale
                 .entry(workload.clone())
                 .or_default()
                 .entry(config.clone())
-                .or_insert_with(|| (content.first_seen, Vec::new()))
+                .or_insert_with(|| (changed_at, Vec::new()))
                 .1
                 .push(StalePod {
                     name: name.to_string(),
-                    started_at: started,
+                    started_at,
                     reads: vias.iter().map(|v| v.as_str().to_string()).collect(),
+                    containers,
                 });
         }
     }
@@ -563,11 +601,26 @@ fn workload_of(
 
 /// What is kept of a pod: nothing when it reads no config.
 fn pod_facts(pod: &Value) -> Option<PodFacts> {
-    let mut reads: BTreeMap<ConfigRef, BTreeSet<Via>> = BTreeMap::new();
+    let mut containers: Vec<ContainerFacts> = Vec::new();
     for c in consumed(pod.get("spec").unwrap_or(&Value::Null)) {
-        reads.entry(c.config).or_default().insert(c.via);
+        let i = match containers.iter().position(|f| f.name == c.container) {
+            Some(i) => i,
+            None => {
+                containers.push(ContainerFacts {
+                    started: container_started(pod, &c.container),
+                    name: c.container,
+                    reads: BTreeMap::new(),
+                });
+                containers.len() - 1
+            }
+        };
+        containers[i]
+            .reads
+            .entry(c.config)
+            .or_default()
+            .insert(c.via);
     }
-    if reads.is_empty() {
+    if containers.is_empty() {
         return None;
     }
     let owner = pod
@@ -579,14 +632,38 @@ fn pod_facts(pod: &Value) -> Option<PodFacts> {
         .and_then(|r| Some((text(r, "kind")?, text(r, "name")?)));
     Some(PodFacts {
         owner,
-        started: pod
-            .pointer("/status/startTime")
-            .and_then(Value::as_str)
-            .and_then(|t| t.parse().ok()),
         running: pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
             && pod.pointer("/metadata/deletionTimestamp").is_none(),
-        reads,
+        containers,
     })
+}
+
+/// When the run container `name` is in started, as its status says: `state.running.
+/// startedAt`, and for an init container also `state.terminated.startedAt` (what it made
+/// from the config outlives it). A status that lists no such container (not what a
+/// kubelet writes) falls back to the pod's `status.startTime`.
+fn container_started(pod: &Value, name: &str) -> Option<Timestamp> {
+    let time = |v: Option<&Value>| v?.as_str()?.parse::<Timestamp>().ok();
+    for (list, init) in [
+        ("initContainerStatuses", true),
+        ("containerStatuses", false),
+        ("ephemeralContainerStatuses", false),
+    ] {
+        let status = pod
+            .pointer(&format!("/status/{list}"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|s| s.get("name").and_then(Value::as_str) == Some(name));
+        if let Some(status) = status {
+            let running = time(status.pointer("/state/running/startedAt"));
+            let finished = init
+                .then(|| time(status.pointer("/state/terminated/startedAt")))
+                .flatten();
+            return running.or(finished);
+        }
+    }
+    time(pod.pointer("/status/startTime"))
 }
 
 /// The name of `object`'s controller if it is of `kind`.
@@ -665,5 +742,7 @@ fn content_written_at(object: &Value) -> Option<Timestamp> {
     touched.or_else(|| meta.get("creationTimestamp")?.as_str()?.parse().ok())
 }
 
+#[cfg(test)]
+mod container_tests;
 #[cfg(test)]
 mod tests;

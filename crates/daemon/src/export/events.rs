@@ -17,7 +17,7 @@
 //!
 //! An Event needs an object it is about, in whose namespace it is created. A lock Event is
 //! about the holder Pod when the holder is (was) one, deleted or not (`kubectl get events
-//! --field-selector regarding.name=POD` finds it); otherwise about driftd's own leader
+//! --field-selector involvedObject.name=POD` finds it); otherwise about driftd's own leader
 //! Lease in driftd's namespace, the object that stands for driftd in the cluster.
 //!
 //! Publishing Events is leader-only work: the task sends nothing while this replica is not

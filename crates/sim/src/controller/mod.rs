@@ -7,6 +7,8 @@
 //! event sequence shape as on a cluster. StatefulSets (`<name>-<ordinal>` pods), DaemonSets
 //! (one pod on the single simulated node) and Jobs (pods that succeed) get the same treatment,
 //! and every namespace gets its `default` ServiceAccount and `kube-root-ca.crt` ConfigMap.
+//! The kubelet's part ([`kubelet`]): containers start when the Secrets and ConfigMaps they
+//! read exist, and can be restarted.
 //!
 //! The controllers take the changes they want from a queue the store fills as it commits,
 //! and reconcile the workloads the changes concern; finding what a workload owns goes
@@ -16,10 +18,13 @@
 mod daemonset;
 mod deployment;
 mod job;
+mod kubelet;
 mod namespace;
 mod pods;
 mod statefulset;
 mod volumes;
+
+pub use kubelet::{restart_container, Kubelet};
 
 use super::store::{now_rfc3339, Change, Store, WriteCtx};
 use driftd_k8s::kinds::ResourceType;
@@ -41,12 +46,14 @@ struct Types {
     job: ResourceType,
     namespace: ResourceType,
     configmap: ResourceType,
+    secret: ResourceType,
     service_account: ResourceType,
     pvc: ResourceType,
+    /// The pods waiting for a config, shared with the `/_sim/restart-container` endpoint.
+    kubelet: Arc<Kubelet>,
 }
 
-/// Records a core/v1 Event about `about`, named `<name>.<hex nanos>` like client-go's
-/// event recorder, so `kubectl describe` and `kubectl get events` show the controllers' work.
+/// Records a Normal core/v1 Event about `about` (see [`record_event_of_type`]).
 fn record_event(
     store: &Store,
     t: &Types,
@@ -54,6 +61,20 @@ fn record_event(
     component: &str,
     reason: &str,
     message: &str,
+) {
+    record_event_of_type(store, t, about, component, reason, message, "Normal");
+}
+
+/// Records a core/v1 Event about `about`, named `<name>.<hex nanos>` like client-go's
+/// event recorder, so `kubectl describe` and `kubectl get events` show the controllers' work.
+fn record_event_of_type(
+    store: &Store,
+    t: &Types,
+    about: &Value,
+    component: &str,
+    reason: &str,
+    message: &str,
+    ty: &str,
 ) {
     let now = now_rfc3339();
     let nanos = std::time::SystemTime::now()
@@ -74,7 +95,7 @@ fn record_event(
         "firstTimestamp": now,
         "lastTimestamp": now,
         "count": 1,
-        "type": "Normal",
+        "type": ty,
         "eventTime": null,
         "reportingComponent": component,
         "reportingInstance": "",
@@ -83,7 +104,7 @@ fn record_event(
 }
 
 /// Resolves the types the controllers touch (all built in).
-fn types(store: &Store) -> Option<Types> {
+fn types(store: &Store, kubelet: Arc<Kubelet>) -> Option<Types> {
     let resolve = |g: &str, p: &str| store.resolve(g, "v1", p);
     Some(Types {
         deploy: resolve("apps", "deployments")?,
@@ -95,27 +116,30 @@ fn types(store: &Store) -> Option<Types> {
         job: resolve("batch", "jobs")?,
         namespace: resolve("", "namespaces")?,
         configmap: resolve("", "configmaps")?,
+        secret: resolve("", "secrets")?,
         service_account: resolve("", "serviceaccounts")?,
         pvc: resolve("", "persistentvolumeclaims")?,
+        kubelet,
     })
 }
 
 /// Puts the per-namespace system objects into the namespaces that exist at startup, before
 /// the server answers its first request.
 pub fn seed(store: &Store) {
-    if let Some(t) = types(store) {
+    if let Some(t) = types(store, Arc::default()) {
         for (_, name) in store.keys(&t.namespace) {
             namespace::defaults(store, &t, &name);
         }
     }
 }
 
-/// Which changes the controllers react to: a new namespace or claim, and changes to
-/// workloads and what they own, except the controllers' own writes (a reconcile leaves its
-/// workload settled) other than deletions.
+/// Which changes the controllers react to: a new namespace or claim, a new or changed
+/// config (pods may wait for it), and changes to workloads and what they own, except the
+/// controllers' own writes (a reconcile leaves its workload settled) other than deletions.
 pub fn wanted(c: &Change) -> bool {
     match (c.storage.0.as_str(), c.storage.1.as_str()) {
         ("", "namespaces" | "persistentvolumeclaims") => c.kind == "ADDED",
+        ("", "secrets" | "configmaps") => c.kind != "DELETED",
         ("", "pods")
         | ("apps", "deployments" | "statefulsets" | "daemonsets" | "replicasets")
         | ("batch", "jobs") => !c.internal || c.kind == "DELETED",
@@ -126,16 +150,35 @@ pub fn wanted(c: &Change) -> bool {
 /// Runs until the store's feed closes: takes the queued changes (those [`wanted`] takes,
 /// registered with [`Store::feed`] after [`seed`]), and reconciles each workload they
 /// concern once per batch.
-pub async fn run(store: Store, mut feed: tokio::sync::mpsc::UnboundedReceiver<Arc<Change>>) {
-    let Some(t) = types(&store) else { return };
+pub async fn run(
+    store: Store,
+    mut feed: tokio::sync::mpsc::UnboundedReceiver<Arc<Change>>,
+    kubelet: Arc<Kubelet>,
+) {
+    let Some(t) = types(&store, kubelet) else {
+        return;
+    };
     let mut batch = Vec::with_capacity(BATCH);
     loop {
         if feed.recv_many(&mut batch, BATCH).await == 0 {
             return;
         }
         let mut dirty = BTreeSet::new();
+        let mut configs = BTreeSet::new();
         for c in batch.drain(..) {
+            if matches!(c.storage.1.as_str(), "secrets" | "configmaps") && c.storage.0.is_empty() {
+                if t.kubelet.awaits(c.namespace()) {
+                    configs.insert(c.namespace().to_string());
+                }
+                continue;
+            }
             collect(&store, &t, &c, &mut dirty);
+        }
+        // Pods that waited for a config start; their controllers count them again.
+        for ns in configs {
+            for pod in kubelet::config_changed(&store, &t, &ns) {
+                dirty.extend(workload_of_pod(&store, &t, &ns, &pod));
+            }
         }
         for (kind, ns, name) in dirty {
             // One odd object must not stop the controllers for everything else.
@@ -204,11 +247,6 @@ fn collect(store: &Store, t: &Types, c: &Change, dirty: &mut Dirty) {
             .and_then(|r| r.get("name").and_then(Value::as_str))
             .map(str::to_string)
     };
-    let owner = |kind: &str| {
-        controller_owner(&object, kind)
-            .and_then(|r| r.get("name").and_then(Value::as_str))
-            .map(str::to_string)
-    };
     if (group, plural, c.kind) == ("", "namespaces", "ADDED") {
         namespace::defaults(store, t, &meta(&object, "name"));
         return;
@@ -223,18 +261,42 @@ fn collect(store: &Store, t: &Types, c: &Change, dirty: &mut Dirty) {
         ("apps", "daemonsets") => Some((Kind::DaemonSet, meta(&object, "name"))),
         ("batch", "jobs") => Some((Kind::Job, meta(&object, "name"))),
         ("apps", "replicasets") => deploy_of_rs(&object).map(|d| (Kind::Deployment, d)),
-        ("", "pods") => owner("ReplicaSet")
-            .and_then(|rs| store.get(&t.rs, Some(&ns), &rs).ok())
-            .and_then(|rs| deploy_of_rs(&rs))
-            .map(|d| (Kind::Deployment, d))
-            .or_else(|| owner("StatefulSet").map(|s| (Kind::StatefulSet, s)))
-            .or_else(|| owner("DaemonSet").map(|s| (Kind::DaemonSet, s)))
-            .or_else(|| owner("Job").map(|s| (Kind::Job, s))),
+        ("", "pods") => {
+            dirty.extend(workload_of_pod(store, t, &ns, &object));
+            return;
+        }
         _ => None,
     };
     if let Some((kind, name)) = target {
         dirty.insert((kind, ns, name));
     }
+}
+
+/// The workload a pod of `ns` belongs to (a Deployment's through its ReplicaSet).
+fn workload_of_pod(
+    store: &Store,
+    t: &Types,
+    ns: &str,
+    pod: &Value,
+) -> Option<(Kind, String, String)> {
+    let owner = |kind: &str| {
+        controller_owner(pod, kind)
+            .and_then(|r| r.get("name").and_then(Value::as_str))
+            .map(str::to_string)
+    };
+    let deploy_of_rs = |rs: &Value| {
+        controller_owner(rs, "Deployment")
+            .and_then(|r| r.get("name").and_then(Value::as_str))
+            .map(str::to_string)
+    };
+    let (kind, name) = owner("ReplicaSet")
+        .and_then(|rs| store.get(&t.rs, Some(ns), &rs).ok())
+        .and_then(|rs| deploy_of_rs(&rs))
+        .map(|d| (Kind::Deployment, d))
+        .or_else(|| owner("StatefulSet").map(|s| (Kind::StatefulSet, s)))
+        .or_else(|| owner("DaemonSet").map(|s| (Kind::DaemonSet, s)))
+        .or_else(|| owner("Job").map(|s| (Kind::Job, s)))?;
+    Some((kind, ns.to_string(), name))
 }
 
 fn owner_ref(obj: &Value, api_version: &str, kind: &str) -> Value {

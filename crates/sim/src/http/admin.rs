@@ -1,7 +1,7 @@
-//! The `/_sim/` admin endpoints: fault injection, mutating webhooks, latency, compaction, closing watches, the
-//! history limit, statistics, and the benchmark's bulk load and bulk edit. Also the meter
-//! of watch events written to streams, so a benchmark can tell whether the simulator or
-//! its client limited a run.
+//! The `/_sim/` admin endpoints: fault injection, mutating webhooks, latency, compaction,
+//! closing watches, restarting a container, the history limit, statistics, and the
+//! benchmark's bulk load and bulk edit. Also the meter of watch events written to streams,
+//! so a benchmark can tell whether the simulator or its client limited a run.
 
 use super::{error_response, json_response, not_found_path, parse_body, App, Fault};
 use crate::status::ApiError;
@@ -286,6 +286,26 @@ fn simple(app: &App, method: &Method, path: &str, body: &Bytes) -> Result<Value,
         ("DELETE", "webhooks") => {
             app.store.clear_webhooks();
             Ok(json!({"ok": true}))
+        }
+        ("POST", "restart-container") => {
+            let body = body_json()?;
+            let field = |f: &str| {
+                body.get(f).and_then(Value::as_str).ok_or_else(|| {
+                    ApiError::bad_request(
+                        "restart-container: {\"namespace\", \"pod\", \"container\"} expected",
+                    )
+                })
+            };
+            let exit_code = body.get("exitCode").and_then(Value::as_i64).unwrap_or(1);
+            let pod = crate::controller::restart_container(
+                &app.store,
+                &app.kubelet,
+                field("namespace")?,
+                field("pod")?,
+                field("container")?,
+                exit_code,
+            )?;
+            Ok(json!({"ok": true, "status": pod["status"]}))
         }
         ("GET", "stats") => Ok(stats(app)),
         _ => Err(not_found_path()),

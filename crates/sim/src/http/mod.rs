@@ -51,6 +51,9 @@ pub struct App {
     pub controllers: bool,
     /// What `/_sim/restore` goes back to (taken by `/_sim/snapshot`).
     pub snapshot: Mutex<Option<crate::store::restore::Snapshot>>,
+    /// The pods waiting for a config: the controllers' kubelet and
+    /// `/_sim/restart-container` share them.
+    pub kubelet: Arc<crate::controller::Kubelet>,
 }
 
 fn json_response(code: u16, v: &Value) -> Response {
@@ -284,10 +287,20 @@ fn parse_body(body: &Bytes) -> Result<Value, ApiError> {
     })
 }
 
-fn list_params(q: &HashMap<String, String>, ns: Option<&str>) -> Result<ListParams, ApiError> {
+/// A list or watch request's parameters for `info`. A field selector is converted for the
+/// kind first, as kube-apiserver's `ListResource` does: a field the kind does not select on
+/// is a 400 BadRequest whose message is the kind's refusal.
+fn list_params(
+    store: &Store,
+    info: &ResourceType,
+    q: &HashMap<String, String>,
+    ns: Option<&str>,
+) -> Result<ListParams, ApiError> {
     let labels = Selector::parse_labels(q.get("labelSelector").map(String::as_str).unwrap_or(""))
         .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
-    let fields = Selector::parse_fields(q.get("fieldSelector").map(String::as_str).unwrap_or(""))
+    let fields = store
+        .field_labels(info)
+        .selector(q.get("fieldSelector").map(String::as_str).unwrap_or(""))
         .map_err(ApiError::bad_request)?;
     let limit = match q.get("limit").filter(|l| !l.is_empty()) {
         Some(l) => Some(

@@ -47,7 +47,7 @@ pub(super) fn serve(
         .unwrap_or("Metadata");
     match (verb, target.name.as_deref(), target.subresource.as_deref()) {
         ("list", _, _) => {
-            let page = store.list_page(info, &list_params(q, ns)?)?;
+            let page = store.list_page(info, &list_params(store, info, q, ns)?)?;
             if wants_table {
                 let items: Vec<Value> = page.items.iter().map(|s| s.value_as(info)).collect();
                 return Ok(json_response(
@@ -69,7 +69,7 @@ pub(super) fn serve(
             Ok(bytes_response(201, created.json_as(info)))
         }
         ("deletecollection", None, None) => {
-            let mut p = list_params(q, ns)?;
+            let mut p = list_params(store, info, q, ns)?;
             p.limit = None;
             p.continue_token = None;
             let list = store.list(info, &p)?;

@@ -73,7 +73,7 @@ impl Lens {
         self.params
             .labels
             .matches_labels(o.pointer("/metadata/labels"))
-            && self.params.fields.matches_fields(&o)
+            && self.params.fields.matches(&o)
     }
 
     /// What a change means to this watch: its event type, or nothing when it concerns
@@ -166,7 +166,7 @@ pub(super) fn start(
             .unwrap_or("Metadata");
         (app.store.printer_columns(&info), include.to_string())
     });
-    let params = list_params(q, ns.as_deref())?;
+    let params = list_params(&app.store, &info, q, ns.as_deref())?;
     let bookmarks = truthy(q, "allowWatchBookmarks");
     let send_initial = truthy(q, "sendInitialEvents");
     let timeout = q

@@ -8,6 +8,7 @@ use super::object::{to_bytes, Stored};
 use super::{Inner, Store};
 use axum::body::Bytes;
 use driftd_k8s::crd::{listtype, CrdSchemas};
+use driftd_k8s::field_labels::FieldLabels;
 use driftd_k8s::kinds::{CustomResourceTypes, ResourceType, BUILTIN};
 use serde_json::Value;
 use std::sync::Arc;
@@ -182,6 +183,37 @@ pub(super) fn renditions(
 impl Store {
     /// A custom resource version's `additionalPrinterColumns`, from its CRD.
     pub fn printer_columns(&self, info: &ResourceType) -> Option<Vec<Value>> {
+        self.crd_version(info)?
+            .get("additionalPrinterColumns")?
+            .as_array()
+            .cloned()
+    }
+
+    /// What a list or watch of `info` may select on: a custom resource adds its version's
+    /// `selectableFields` (their `jsonPath` without the leading dot) to the metadata ones.
+    pub fn field_labels(&self, info: &ResourceType) -> FieldLabels {
+        if !info.custom {
+            return FieldLabels::builtin(&info.group, &info.version, &info.kind, info.namespaced);
+        }
+        let selectable = self
+            .crd_version(info)
+            .and_then(|v| v.get("selectableFields").cloned())
+            .and_then(|f| f.as_array().cloned())
+            .into_iter()
+            .flatten()
+            .filter_map(|f| {
+                let path = f.get("jsonPath")?.as_str()?;
+                Some(path.strip_prefix('.').unwrap_or(path).to_string())
+            })
+            .collect();
+        FieldLabels::Custom {
+            namespaced: info.namespaced,
+            selectable,
+        }
+    }
+
+    /// The `spec.versions[]` entry of a custom resource's version, from its CRD.
+    fn crd_version(&self, info: &ResourceType) -> Option<Value> {
         if !info.custom {
             return None;
         }
@@ -198,9 +230,7 @@ impl Store {
             .pointer("/spec/versions")?
             .as_array()?
             .iter()
-            .find(|v| v.get("name").and_then(Value::as_str) == Some(&info.version))?
-            .get("additionalPrinterColumns")?
-            .as_array()
+            .find(|v| v.get("name").and_then(Value::as_str) == Some(&info.version))
             .cloned()
     }
 }

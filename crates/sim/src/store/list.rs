@@ -6,6 +6,7 @@
 use super::super::status::ApiError;
 use super::object::{Key, Stored};
 use super::{Inner, Store};
+use driftd_k8s::field_labels::FieldSelection;
 use driftd_k8s::kinds::ResourceType;
 use driftd_k8s::selector::Selector;
 use serde_json::{json, Value};
@@ -18,7 +19,8 @@ use std::sync::Arc;
 pub struct ListParams {
     pub namespace: Option<String>,
     pub labels: Selector,
-    pub fields: Selector,
+    /// Converted for the listed kind (an unsupported field is refused before listing).
+    pub fields: FieldSelection,
     pub resource_version: Option<String>,
     pub resource_version_match: Option<String>,
     pub limit: Option<usize>,
@@ -60,8 +62,7 @@ impl ListParams {
             return true;
         }
         let obj = s.value_as(info);
-        self.labels.matches_labels(obj.pointer("/metadata/labels"))
-            && self.fields.matches_fields(&obj)
+        self.labels.matches_labels(obj.pointer("/metadata/labels")) && self.fields.matches(&obj)
     }
 }
 

@@ -2,27 +2,27 @@ use super::*;
 use serde_json::json;
 use std::time::Duration;
 
-const KEY: &[u8] = b"installation key";
-const SYNC: Duration = Duration::from_secs(90);
+pub(super) const KEY: &[u8] = b"installation key";
+pub(super) const SYNC: Duration = Duration::from_secs(90);
 
-fn at(s: &str) -> Timestamp {
+pub(super) fn at(s: &str) -> Timestamp {
     s.parse().unwrap()
 }
 
-fn kind(name: &str) -> TypeKey {
+pub(super) fn kind(name: &str) -> TypeKey {
     watched_kinds()
         .into_iter()
         .find(|k| k.kind == name)
         .unwrap()
 }
 
-fn secret(name: &str, value: &str) -> Value {
+pub(super) fn secret(name: &str, value: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Secret",
            "metadata": {"name": name, "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:00Z"},
            "data": {"password": value}})
 }
 
-fn replica_set(name: &str, deployment: &str) -> Value {
+pub(super) fn replica_set(name: &str, deployment: &str) -> Value {
     json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
            "metadata": {"name": name, "namespace": "shop", "ownerReferences": [
                {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment, "controller": true}]}})
@@ -63,7 +63,7 @@ fn pod(name: &str, owner: (&str, &str), start: &str, reads: &str) -> Value {
            "status": {"phase": "Running", "startTime": start}})
 }
 
-fn observe(s: &mut StaleConfigs, object: &Value, now: Timestamp) {
+pub(super) fn observe(s: &mut StaleConfigs, object: &Value, now: Timestamp) {
     let key = ObjectKey::of(object).unwrap();
     s.observe(
         &kind(object["kind"].as_str().unwrap()),
@@ -78,7 +78,7 @@ fn delete(s: &mut StaleConfigs, object: &Value, now: Timestamp) {
     s.observe(&kind(object["kind"].as_str().unwrap()), &key, None, now);
 }
 
-fn deployment(name: &str) -> ObjectKey {
+pub(super) fn deployment(name: &str) -> ObjectKey {
     ObjectKey {
         group: "apps".into(),
         kind: "Deployment".into(),
@@ -88,7 +88,10 @@ fn deployment(name: &str) -> ObjectKey {
 }
 
 /// Stale workloads after a flush at `now`: name -> (config, stale pod names with reads).
-fn stale(s: &mut StaleConfigs, now: Timestamp) -> BTreeMap<String, Vec<(String, Vec<String>)>> {
+pub(super) fn stale(
+    s: &mut StaleConfigs,
+    now: Timestamp,
+) -> BTreeMap<String, Vec<(String, Vec<String>)>> {
     s.flush(now);
     s.judged
         .iter()

@@ -261,6 +261,7 @@ fn stale_config_pods_count_per_workload_and_config_and_vanish_when_resolved() {
         name: name.into(),
         started_at: "2026-11-30T09:00:00Z".parse().unwrap(),
         reads: vec!["env".into()],
+        containers: vec!["app".into()],
     };
     let used = |config: &str, pods: Vec<StalePod>| StaleConfigUse {
         config: config.into(),
