@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// Metric names the project has fixed for later issues (the metric contract; the README's
+/// Metric names the project has fixed for later issues (the metric contract; docs/metrics.md's
 /// "Metrics" table lists what is exported today) that the dashboard or the rules already use. Remove a name when driftd starts exporting it: the metrics test
 /// fails until you do, so this list only ever names what is really missing.
 pub const PLANNED_NOT_YET_EXPORTED: &[&str] = &[];

@@ -14,6 +14,7 @@ mod commit_cli;
 mod corpus;
 mod corpus_sim;
 mod dashboards;
+mod docs;
 mod e2e_custom;
 mod e2e_demo;
 mod e2e_deploy;

@@ -94,7 +94,7 @@ pub async fn run(
     let client = kube::Client::try_from(kube_config.clone())?;
     let watches = watch_client(kube_config)?;
     let keys = config.secrets.load_keys().map_err(ServeError::Database)?;
-    // A shard loads, imports and judges only its own sources (README "Scaling").
+    // A shard loads, imports and judges only its own sources (docs/scaling.md).
     let scope = config.shard.scope();
     if !scope.is_all() {
         tracing::info!(

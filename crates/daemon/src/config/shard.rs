@@ -1,5 +1,5 @@
 //! `[shard]`: one of several `driftd serve` instances that split the sources between them
-//! (README "Scaling"). Each shard has its own database and Lease; Prometheus aggregates.
+//! (docs/scaling.md). Each shard has its own database and Lease; Prometheus aggregates.
 
 use driftd_store::SourceScope;
 use serde::Deserialize;
