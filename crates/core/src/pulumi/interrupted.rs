@@ -16,6 +16,8 @@
 //! stack's update and its time, the message the operation, its resource and (when known)
 //! the resource's id and the backend.
 
+use super::{pending_objects, StackExport};
+use crate::manifest::{LoadOptions, ManifestObject};
 use crate::text::shell_quote;
 use jiff::Timestamp;
 
@@ -47,6 +49,58 @@ pub fn resource_id(namespace: Option<&str>, name: &str) -> String {
     match namespace {
         Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
         _ => name.to_string(),
+    }
+}
+
+/// Each pending operation of `export` that changes the cluster, as an interrupted operation
+/// of `stack` (as `pulumi --stack` takes it) with the object it applies (none for a
+/// delete); `backend` is `file://<root>` when the state came from a file backend. What
+/// cannot be one is said in the warnings: an object kube-apiserver would refuse (it never
+/// reached the cluster), a resource that is no object of this stack (a `Patch`). The
+/// update's time is the state's, else `now`.
+pub fn operations(
+    export: &StackExport,
+    file: &str,
+    options: &LoadOptions,
+    stack: &str,
+    backend: Option<&str>,
+    now: Timestamp,
+) -> (Vec<(Interrupted, Vec<ManifestObject>)>, Vec<String>) {
+    let at = export.time.unwrap_or(now);
+    let mut out = Vec::new();
+    let mut warnings = Vec::new();
+    for (op, object) in pending_objects(export, file, options) {
+        let object = match (object, op.skipped) {
+            (Err(err), _) => {
+                warnings.push(format!("{err}: not recorded as an interrupted operation"));
+                continue;
+            }
+            (Ok(None), Some(reason)) => {
+                warnings.push(format!(
+                    "{file}: pending_operations[{}] ({}): {reason}: not recorded",
+                    op.index, op.urn
+                ));
+                continue;
+            }
+            (Ok(object), _) => object,
+        };
+        let mut interrupted = Interrupted::new(stack, at, &op.operation, &op.urn);
+        interrupted.backend = backend.map(str::to_string);
+        if op.operation == "creating" {
+            interrupted.id = object
+                .as_ref()
+                .map(|o| resource_id(o.key.namespace.as_deref(), &o.key.name));
+        }
+        out.push((interrupted, object.into_iter().collect()));
+    }
+    (out, warnings)
+}
+
+impl StackExport {
+    /// The stack as `pulumi --stack` takes it: the checkpoint's name for it, else the stack
+    /// of its URNs (resolved by Pulumi in the project's directory).
+    pub fn command_stack(&self) -> Option<&str> {
+        self.qualified_stack.as_deref().or(self.stack.as_deref())
     }
 }
 
@@ -256,6 +310,41 @@ mod tests {
             op.reason().contains("a pending create stays"),
             "{}",
             op.reason()
+        );
+    }
+
+    #[test]
+    fn each_pending_operation_is_one_with_the_object_it_applies() {
+        let text = include_str!(
+            "../../../../tests/fixtures/pulumi/interrupted/state/.pulumi/stacks/shop/dev.json"
+        );
+        let export = super::super::parse_stack_export(text, "dev.json").unwrap();
+        let now = Timestamp::UNIX_EPOCH;
+        let (ops, warnings) = operations(
+            &export,
+            "dev.json",
+            &LoadOptions::default(),
+            export.command_stack().unwrap(),
+            Some("file:///srv/pulumi"),
+            now,
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let [(op, objects)] = &ops[..] else {
+            panic!("{ops:?}")
+        };
+        assert_eq!(
+            op.holder(),
+            "pulumi update of organization/shop/dev at 2026-11-30T10:40:03Z"
+        );
+        assert_eq!(
+            op.message(),
+            "pulumi: interrupted while creating \
+             urn:pulumi:dev::shop::kubernetes:core/v1:ConfigMap::web-flags; \
+             id shop/web-flags-5d1e9c2a; backend file:///srv/pulumi"
+        );
+        assert_eq!(
+            objects[0].key.to_string(),
+            "ConfigMap shop/web-flags-5d1e9c2a"
         );
     }
 
