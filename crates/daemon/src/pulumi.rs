@@ -100,6 +100,11 @@ pub struct Scan {
     pub complete: bool,
 }
 
+/// (project, stack); no project in the legacy layout.
+type StackName = (Option<String>, String);
+/// A file that may hold a stack's state: path, length, modification time.
+type Candidate = (PathBuf, u64, SystemTime);
+
 /// The stack files under `<root>/.pulumi/stacks/` of every root.
 pub fn scan_stacks(roots: &[PathBuf]) -> Scan {
     let mut scan = Scan {
@@ -108,9 +113,7 @@ pub fn scan_stacks(roots: &[PathBuf]) -> Scan {
     };
     for root in roots {
         let stacks = root.join(".pulumi").join("stacks");
-        // (project, stack) -> candidates
-        let mut found: BTreeMap<(Option<String>, String), Vec<(PathBuf, u64, SystemTime)>> =
-            BTreeMap::new();
+        let mut found: BTreeMap<StackName, Vec<Candidate>> = BTreeMap::new();
         let mut visit = |dir: &Path, project: Option<&str>, scan: &mut Scan| {
             let entries = match std::fs::read_dir(dir) {
                 Ok(entries) => entries,
