@@ -1,6 +1,9 @@
 //! `driftd import pulumi`: commits the Kubernetes objects of a Pulumi stack's state as a
-//! revision, so a Pulumi stack's desired state is watched without hand-written manifests.
-//! The objects go through the same validation and store path as `driftd commit`.
+//! revision, so a Pulumi stack's desired state is watched without hand-written manifests,
+//! and records each operation an interrupted `pulumi up` left pending as an `interrupted`
+//! intent, so what it applied reads `uncommitted`, with Pulumi's ways out. The objects go
+//! through the same validation as `driftd commit`; `driftd serve` reads file backends the
+//! same way (`pulumi.state_dirs`).
 
 use super::commit::{
     author_or_user, count, describe_outcome, open_or_create, prepare, warn_pruned_fields, Prepared,
@@ -8,10 +11,10 @@ use super::commit::{
 use super::store::KeyArgs;
 use anyhow::Context;
 use driftd_core::manifest::STDIN_NAME;
-use driftd_core::pulumi::{self, LeftOutWhy};
-use driftd_store::{validate_source_name, CommitRequest};
+use driftd_core::pulumi::{self, interrupted, LeftOutWhy};
+use driftd_store::{validate_source_name, PulumiPending, PulumiSync};
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -23,7 +26,8 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Commit the Kubernetes objects of `pulumi stack export` output (or of a file backend's
-    /// `.pulumi/stacks/<project>/<stack>.json`): each object as its inputs desire it.
+    /// `.pulumi/stacks/<project>/<stack>.json[.gz]`): each object as its inputs desire it;
+    /// each operation an interrupted update left pending becomes an interrupted intent.
     Pulumi(PulumiArgs),
 }
 
@@ -32,9 +36,14 @@ pub struct PulumiArgs {
     /// SQLite database holding sources and revisions.
     #[arg(long, env = "DRIFTD_DB", default_value = "driftd.db")]
     pub db: PathBuf,
-    /// Name of the source the stack's objects become.
+    /// Name of the source the stack's objects become (default: `pulumi:<project>/<stack>`,
+    /// the name `driftd serve` gives the stacks of `pulumi.state_dirs`).
     #[arg(long)]
-    pub source: String,
+    pub source: Option<String>,
+    /// The stack as `pulumi --stack` takes it, in the commands driftd prints for an
+    /// interrupted update (default: the checkpoint's name for it, else the stack's name).
+    #[arg(long)]
+    pub stack: Option<String>,
     /// Why; shown by `driftd history` (default: names the stack).
     #[arg(long, short = 'm')]
     pub message: Option<String>,
@@ -47,7 +56,8 @@ pub struct PulumiArgs {
     /// Allow a stack without Kubernetes objects (the source then desires nothing).
     #[arg(long)]
     pub allow_empty: bool,
-    /// The export (`pulumi stack export --file FILE`); `-` reads stdin.
+    /// The export (`pulumi stack export --file FILE`), or a file backend's checkpoint (also
+    /// gzip- or zstd-compressed); `-` reads stdin.
     pub file: PathBuf,
     #[command(flatten)]
     pub keys: KeyArgs,
@@ -60,20 +70,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn import_pulumi(args: PulumiArgs) -> anyhow::Result<ExitCode> {
-    validate_source_name(&args.source)?;
-    let (name, text) = if args.file.as_os_str() == "-" {
-        let mut text = String::new();
+    if let Some(source) = &args.source {
+        validate_source_name(source)?;
+    }
+    let (name, bytes) = if args.file.as_os_str() == "-" {
+        let mut bytes = Vec::new();
         std::io::stdin()
-            .read_to_string(&mut text)
+            .read_to_end(&mut bytes)
             .context("cannot read standard input")?;
-        (STDIN_NAME.to_string(), text)
+        (STDIN_NAME.to_string(), bytes)
     } else {
         let name = args.file.display().to_string();
-        let text =
-            std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {name}"))?;
-        (name, text)
+        let bytes = std::fs::read(&args.file).with_context(|| format!("cannot read {name}"))?;
+        (name, bytes)
     };
+    let text = driftd_daemon::pulumi::decode_state(&bytes, &name).map_err(anyhow::Error::msg)?;
     let export = pulumi::parse_stack_export(&text, &name)?;
+    let stack = match (&export.project, &export.stack) {
+        (Some(project), Some(stack)) => format!("{project}/{stack}"),
+        _ => "unknown stack".into(),
+    };
+    let source = match (&args.source, &export.project, &export.stack) {
+        (Some(source), _, _) => source.clone(),
+        (None, Some(project), Some(stack)) => interrupted::source_name(project, stack),
+        (None, _, _) => anyhow::bail!(
+            "{name} names no project and stack (it has no resources): pass --source NAME"
+        ),
+    };
 
     let Prepared {
         store,
@@ -88,34 +111,93 @@ fn import_pulumi(args: PulumiArgs) -> anyhow::Result<ExitCode> {
     }
     report(&export);
     warn_pruned_fields(&committed_crds, &objects);
+    let command_stack = args
+        .stack
+        .clone()
+        .or_else(|| export.command_stack().map(str::to_string))
+        .unwrap_or_else(|| "<stack>".into());
+    let backend = backend_of(&args.file);
+    let (operations, warnings) = interrupted::operations(
+        &export,
+        &name,
+        &options,
+        &command_stack,
+        backend.as_deref(),
+        jiff::Timestamp::now(),
+    );
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
 
-    let stack = match (&export.project, &export.stack) {
-        (Some(project), Some(stack)) => format!("{project}/{stack}"),
-        _ => "unknown stack".into(),
-    };
     let message = args
         .message
         .clone()
         .unwrap_or_else(|| format!("pulumi stack export of {stack}"));
     let mut store = open_or_create(store, &args.db, &args.keys)?;
+    let pending: Vec<PulumiPending> = operations
+        .iter()
+        .map(|(operation, objects)| PulumiPending { operation, objects })
+        .collect();
     let outcome = store
-        .commit(&CommitRequest {
-            source: &args.source,
-            message: &message,
-            author: &author_or_user(args.author.as_deref()),
+        .sync_pulumi(&PulumiSync {
+            source: &source,
             objects: &objects,
-            committed_at: None,
-            skipped: 0,
+            author: &author_or_user(args.author.as_deref()),
+            message: &message,
+            at: None,
+            pending: &pending,
+            imported: false,
         })
-        .with_context(|| format!("commit to source {:?} refused", args.source))?;
-    println!("{} from Pulumi stack {stack}", describe_outcome(&outcome));
+        .with_context(|| format!("import to source {source:?} refused"))?;
+    println!(
+        "{} from Pulumi stack {stack}",
+        describe_outcome(&outcome.revision)
+    );
+    for intent in outcome.begun.iter().chain(&outcome.standing) {
+        let what = intent
+            .pulumi_operation()
+            .map(|op| format!("interrupted while {} {}", op.operation, op.urn))
+            .unwrap_or_else(|| intent.message.clone());
+        println!(
+            "intent {} ({}, held by {}): {what}\n  keep it:  {}\n  drop it (after undoing the \
+             change):  {}",
+            intent.id,
+            intent.state,
+            intent.holder,
+            intent.commit_command(),
+            intent.release_command()
+        );
+    }
+    for intent in &outcome.ended {
+        println!(
+            "intent {} {}: {}",
+            intent.id,
+            intent.state,
+            intent.end_reason.as_deref().unwrap_or("")
+        );
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `file://<root>` when `file` is a file backend's checkpoint (`<root>/.pulumi/stacks/...`).
+fn backend_of(file: &Path) -> Option<String> {
+    let file = std::path::absolute(file).ok()?;
+    let parts: Vec<Component> = file.components().collect();
+    let at = parts
+        .windows(2)
+        .rposition(|w| w[0].as_os_str() == ".pulumi" && w[1].as_os_str() == "stacks")?;
+    let root: PathBuf = parts[..at].iter().collect();
+    Some(format!("file://{}", root.display()))
 }
 
 /// Tells on stderr what was not imported and why; never a value.
 fn report(export: &pulumi::StackExport) {
     for field in &export.left_out {
         let why = match field.why {
+            LeftOutWhy::Plaintext => {
+                "is a Pulumi secret outside a Secret's data: left out, so its value is never \
+                 stored (driftd does not compare it)"
+            }
             LeftOutWhy::Encrypted => {
                 "is a Pulumi secret, encrypted in this export: left out, so driftd does not \
                  compare it (`pulumi stack export --show-secrets` includes it)"
@@ -124,13 +206,6 @@ fn report(export: &pulumi::StackExport) {
             LeftOutWhy::NotData => "is a Pulumi asset or reference, not Kubernetes data: left out",
         };
         eprintln!("warning: {}: field {} {why}", field.urn, field.field);
-    }
-    for op in &export.pending_operations {
-        eprintln!(
-            "warning: the stack's last update was interrupted while {} {}: driftd imports \
-             what the state recorded before it",
-            op.operation, op.urn
-        );
     }
     for skipped in &export.skipped {
         eprintln!("skipped {}: {}", skipped.urn, skipped.reason);

@@ -32,6 +32,7 @@ mod intent_cli;
 mod locks;
 mod plan;
 mod pulumi;
+mod pulumi_interrupted;
 mod real_manifests;
 mod real_manifests_sim;
 mod remediation;

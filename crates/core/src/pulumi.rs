@@ -15,7 +15,16 @@
 //! "1b47061264138c4ac30d75fd1eb44270", "ciphertext": "..."}` (`plaintext` with
 //! `--show-secrets`; pulumi `sdk/go/common/resource/properties.go` `SecretSig`,
 //! `pkg/resource/stack/secrets.go`). Ciphertext cannot be imported: the field is left out and
-//! named (URN and field path), never its value.
+//! named (URN and field path), never its value. A plaintext is imported only into a
+//! Secret's `data`/`stringData`, which the store keeps as keyed hashes (sealed when an
+//! encryption key is set); anywhere else it would be stored as it is, so it is left out too.
+//!
+//! **Pending operations.** While `pulumi up` runs, every resource operation is first
+//! written to the checkpoint's `pending_operations` (`OperationV2`: the resource as the
+//! operation began, and its type), and removed when it completes (pulumi
+//! `pkg/backend/snapshot.go`, `markOperationPending`/`markOperationComplete`). One that is
+//! still there after the update stopped is an operation that may or may not have reached the
+//! cluster: [`interrupted`] turns each into an intent of the stack's source.
 //!
 //! **Lock files.** The file backend locks a stack with
 //! `.pulumi/locks/<fully qualified stack>/<uuid>.json` holding
@@ -24,6 +33,8 @@
 //! (the DIY organization is always `organization`) or, in the legacy layout without projects,
 //! just `<stack>` (`diyBackendReference.FullyQualifiedName`). `pulumi cancel` deletes every
 //! lock file of the stack (`diyBackend.CancelCurrentUpdate`, `pkg/cmd/pulumi/cancel`).
+
+pub mod interrupted;
 
 use crate::manifest::{self, LoadOptions, ManifestObject, Origin};
 use crate::text::shell_quote;
@@ -53,6 +64,15 @@ pub enum PulumiError {
         field: Option<String>,
         reason: String,
     },
+    /// The object a pending operation applies fails those checks.
+    #[error("{file}: pending_operations[{index}] ({urn}): {}{reason}", field.as_ref().map(|f| format!("field {f} ")).unwrap_or_default())]
+    Pending {
+        file: String,
+        index: usize,
+        urn: String,
+        field: Option<String>,
+        reason: String,
+    },
     #[error("{path}: not a Pulumi lock file: {reason}")]
     Lock { path: String, reason: String },
 }
@@ -63,6 +83,12 @@ pub struct StackExport {
     /// Project and stack, from the resources' URNs.
     pub project: Option<String>,
     pub stack: Option<String>,
+    /// The stack as the file backend's checkpoint names it (`checkpoint.stack`, e.g.
+    /// `organization/shop/dev`); an export does not name it.
+    pub qualified_stack: Option<String>,
+    /// When Pulumi wrote this state (`deployment.manifest.time`): during an update, when its
+    /// last operation began or ended.
+    pub time: Option<Timestamp>,
     pub resources: Vec<KubernetesResource>,
     /// Kubernetes-provider resources that are not objects this stack owns, with why.
     pub skipped: Vec<Skipped>,
@@ -102,17 +128,38 @@ pub struct LeftOut {
 pub enum LeftOutWhy {
     /// A Pulumi secret exported without `--show-secrets`.
     Encrypted,
+    /// A Pulumi secret in plaintext outside a Secret's `data`/`stringData`: the store would
+    /// keep it as it is.
+    Plaintext,
     /// A value Pulumi did not know when it saved the state.
     Unknown,
     /// An asset, archive or resource reference: not Kubernetes data.
     NotData,
 }
 
+/// An operation of a Kubernetes resource that Pulumi began and never recorded as finished.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingOperation {
+    /// Position in the deployment's `pending_operations`.
+    pub index: usize,
     pub urn: String,
-    /// `creating`, `updating`, `deleting`, `reading`, `importing` (`apitype.OperationType`).
+    /// `creating`, `updating`, `deleting`, `reading`, `importing` (pulumi
+    /// `pkg/resource/operation.go`).
     pub operation: String,
+    /// The object the operation applies (its new inputs, cleaned as a resource's are), for
+    /// `creating`, `updating` and `importing`. `None` for `deleting` (what it wants is the
+    /// object gone), for `reading` (a read changes nothing), or when the resource is not an
+    /// object this stack owns (a `Patch`, a component: see `skipped`).
+    pub object: Option<Value>,
+    /// Why `object` is `None` for an operation that applies one.
+    pub skipped: Option<&'static str>,
+}
+
+impl PendingOperation {
+    /// Operations that change the cluster and that Pulumi leaves to the user: reads do not.
+    pub fn changes_cluster(&self) -> bool {
+        self.operation != "reading"
+    }
 }
 
 /// Reads a `pulumi stack export` (or a file backend's checkpoint) and keeps its Kubernetes
@@ -140,12 +187,22 @@ pub fn parse_stack_export(text: &str, file: &str) -> Result<StackExport, PulumiE
             ))
         }
     };
+    let mut export = StackExport {
+        qualified_stack: root["checkpoint"]["stack"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        // Go's time.Time in JSON: RFC 3339 with the writer's offset.
+        time: deployment["manifest"]["time"]
+            .as_str()
+            .and_then(|t| t.parse().ok()),
+        ..StackExport::default()
+    };
     let resources = match &deployment["resources"] {
         Value::Array(r) => r.as_slice(),
         Value::Null => &[],
         _ => return Err(err("\"resources\" is not a list".into())),
     };
-    let mut export = StackExport::default();
     for (index, resource) in resources.iter().enumerate() {
         let urn = resource["urn"].as_str().unwrap_or_default();
         let resource_type = resource["type"].as_str().unwrap_or_default();
@@ -163,7 +220,7 @@ pub fn parse_stack_export(text: &str, file: &str) -> Result<StackExport, PulumiE
             }
             continue;
         }
-        match desired_object(resource, resource_type) {
+        match desired_object(resource, resource_type, &resource["outputs"]) {
             Ok(inputs) => {
                 let object = export.clean(urn, inputs);
                 export.resources.push(KubernetesResource {
@@ -176,17 +233,39 @@ pub fn parse_stack_export(text: &str, file: &str) -> Result<StackExport, PulumiE
         }
     }
     if let Value::Array(ops) = &deployment["pending_operations"] {
-        for op in ops {
-            let urn = op["resource"]["urn"].as_str().unwrap_or_default();
-            if op["resource"]["type"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("kubernetes:"))
-            {
-                export.pending_operations.push(PendingOperation {
-                    urn: urn.to_string(),
-                    operation: op["type"].as_str().unwrap_or("unknown").to_string(),
-                });
+        for (index, op) in ops.iter().enumerate() {
+            let resource = &op["resource"];
+            let resource_type = resource["type"].as_str().unwrap_or_default();
+            if !resource_type.starts_with("kubernetes:") {
+                continue;
             }
+            let urn = resource["urn"].as_str().unwrap_or_default();
+            let operation = op["type"].as_str().unwrap_or("unknown").to_string();
+            let applies = matches!(operation.as_str(), "creating" | "updating" | "importing");
+            let (object, skipped) = if !applies {
+                (None, None)
+            } else {
+                // The state an update began from has no outputs yet: a name or namespace
+                // only the outputs know is in the resource's last recorded state.
+                let outputs = match &resource["outputs"] {
+                    Value::Object(o) if !o.is_empty() => &resource["outputs"],
+                    _ => resources
+                        .iter()
+                        .find(|r| r["urn"] == resource["urn"] && r["delete"] != Value::Bool(true))
+                        .map_or(&Value::Null, |r| &r["outputs"]),
+                };
+                match desired_object(resource, resource_type, outputs) {
+                    Ok(inputs) => (Some(export.clean(urn, inputs)), None),
+                    Err(reason) => (None, Some(reason)),
+                }
+            };
+            export.pending_operations.push(PendingOperation {
+                index,
+                urn: urn.to_string(),
+                operation,
+                object,
+                skipped,
+            });
         }
     }
     Ok(export)
@@ -198,8 +277,14 @@ fn stack_and_project(urn: &str) -> Option<(&str, &str)> {
     Some((parts.next()?, parts.next()?))
 }
 
-/// The desired object of a Kubernetes resource, or why it is not one this stack owns.
-fn desired_object(resource: &Value, resource_type: &str) -> Result<Value, &'static str> {
+/// The desired object of a Kubernetes resource, or why it is not one this stack owns;
+/// `outputs` is what Pulumi last recorded of it (pulumi-kubernetes keeps the live object
+/// there, with `__inputs`, `__initialApiVersion` and `__fieldManager` beside it).
+fn desired_object(
+    resource: &Value,
+    resource_type: &str,
+    outputs: &Value,
+) -> Result<Value, &'static str> {
     if resource["custom"] != Value::Bool(true) {
         return Err("component resource: its objects are listed as its children");
     }
@@ -245,7 +330,7 @@ fn desired_object(resource: &Value, resource_type: &str) -> Result<Value, &'stat
     }
     // A name Kubernetes generated (metadata.generateName), or a namespace the provider took
     // from the kubeconfig, are only in the outputs: that is where the object really is.
-    let outputs = &resource["outputs"]["metadata"];
+    let outputs = &outputs["metadata"];
     let metadata = inputs
         .entry("metadata")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -270,11 +355,24 @@ impl StackExport {
         });
     }
 
-    /// Replaces Pulumi's special values: a secret with its plaintext when the export has it,
+    /// Replaces Pulumi's special values: a secret with its plaintext when the export has it
+    /// and the field is a Secret's `data` or `stringData` (kept as keyed hashes by the store),
     /// else the field is left out and named.
     fn clean(&mut self, urn: &str, value: Value) -> Value {
         let mut left_out = Vec::new();
-        let cleaned = clean_value(value, "", &mut left_out).unwrap_or(Value::Null);
+        let is_secret = value["kind"] == "Secret" && value["apiVersion"] == "v1";
+        let cleaned = match value {
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .filter_map(|(k, v)| {
+                        let plaintext = is_secret && (k == "data" || k == "stringData");
+                        let p = child_path("", &k);
+                        clean_value(v, &p, plaintext, &mut left_out).map(|v| (k, v))
+                    })
+                    .collect(),
+            ),
+            other => clean_value(other, "", false, &mut left_out).unwrap_or(Value::Null),
+        };
         self.left_out
             .extend(left_out.into_iter().map(|(field, why)| LeftOut {
                 urn: urn.to_string(),
@@ -297,9 +395,11 @@ fn child_path(path: &str, key: &str) -> String {
     }
 }
 
+/// `value` without Pulumi's special values; `plaintext`: a secret's plaintext may stay.
 fn clean_value(
     value: Value,
     path: &str,
+    plaintext: bool,
     left_out: &mut Vec<(String, LeftOutWhy)>,
 ) -> Option<Value> {
     match value {
@@ -308,19 +408,22 @@ fn clean_value(
             None
         }
         Value::Object(map) if map.contains_key(SIG_KEY) => {
-            let plaintext = (map[SIG_KEY] == SECRET_SIG)
-                .then(|| map.get("plaintext").and_then(Value::as_str))
-                .flatten()
+            if map[SIG_KEY] != SECRET_SIG {
+                left_out.push((path.to_string(), LeftOutWhy::NotData));
+                return None;
+            }
+            let decoded = map
+                .get("plaintext")
+                .and_then(Value::as_str)
                 .and_then(|p| serde_json::from_str::<Value>(p).ok());
-            match plaintext {
-                Some(v) => clean_value(v, path, left_out),
+            match decoded {
+                Some(v) if plaintext => clean_value(v, path, plaintext, left_out),
+                Some(_) => {
+                    left_out.push((path.to_string(), LeftOutWhy::Plaintext));
+                    None
+                }
                 None => {
-                    let why = if map[SIG_KEY] == SECRET_SIG {
-                        LeftOutWhy::Encrypted
-                    } else {
-                        LeftOutWhy::NotData
-                    };
-                    left_out.push((path.to_string(), why));
+                    left_out.push((path.to_string(), LeftOutWhy::Encrypted));
                     None
                 }
             }
@@ -329,7 +432,7 @@ fn clean_value(
             map.into_iter()
                 .filter_map(|(k, v)| {
                     let p = child_path(path, &k);
-                    clean_value(v, &p, left_out).map(|v| (k, v))
+                    clean_value(v, &p, plaintext, left_out).map(|v| (k, v))
                 })
                 .collect(),
         )),
@@ -337,7 +440,7 @@ fn clean_value(
             items
                 .into_iter()
                 .enumerate()
-                .filter_map(|(i, v)| clean_value(v, &format!("{path}[{i}]"), left_out))
+                .filter_map(|(i, v)| clean_value(v, &format!("{path}[{i}]"), plaintext, left_out))
                 .collect(),
         )),
         other => Some(other),
@@ -352,14 +455,7 @@ pub fn manifest_objects(
     file: &str,
     options: &LoadOptions,
 ) -> Result<Vec<ManifestObject>, PulumiError> {
-    let mut options = options.clone();
-    for r in &export.resources {
-        if let Some((gk, namespaced)) =
-            manifest::crd_scope(r.object["kind"].as_str().unwrap_or(""), &r.object)
-        {
-            options.custom_scopes.insert(gk, namespaced);
-        }
-    }
+    let options = with_export_crds(export, options);
     let mut seen: HashMap<ObjectKey, &str> = HashMap::new();
     let mut out = Vec::with_capacity(export.resources.len());
     for r in &export.resources {
@@ -370,23 +466,87 @@ pub fn manifest_objects(
             field,
             reason,
         };
-        let parsed = manifest::parse_text(&r.object.to_string(), "resource.json", &options)
-            .map_err(|e| resource_err(e.field, e.reason))?;
-        let [mut object] = <[ManifestObject; 1]>::try_from(parsed)
-            .map_err(|_| resource_err(None, "is not exactly one object".into()))?;
+        let object = one_object(&r.object, file, r.index, &options)
+            .map_err(|(field, reason)| resource_err(field, reason))?;
         if let Some(first) = seen.insert(object.key.clone(), &r.urn) {
             return Err(resource_err(
                 None,
                 format!("{} is also managed by {first}", object.key),
             ));
         }
-        object.origin = Origin {
-            file: file.to_string(),
-            document: r.index,
-        };
         out.push(object);
     }
     Ok(out)
+}
+
+/// The object each pending operation applies, validated as [`manifest_objects`] validates
+/// the resources; `Ok(None)` for an operation that applies none (a delete). An object
+/// kube-apiserver would refuse never reached the cluster: its error is for a warning, not a
+/// reason to refuse the whole state. An object's origin is `file`, document = its index in
+/// `pending_operations`.
+pub fn pending_objects<'a>(
+    export: &'a StackExport,
+    file: &str,
+    options: &LoadOptions,
+) -> Vec<(
+    &'a PendingOperation,
+    Result<Option<ManifestObject>, PulumiError>,
+)> {
+    let options = with_export_crds(export, options);
+    export
+        .pending_operations
+        .iter()
+        .filter(|op| op.changes_cluster())
+        .map(|op| {
+            let object = op
+                .object
+                .as_ref()
+                .map(|o| {
+                    one_object(o, file, op.index, &options).map_err(|(field, reason)| {
+                        PulumiError::Pending {
+                            file: file.to_string(),
+                            index: op.index,
+                            urn: op.urn.clone(),
+                            field,
+                            reason,
+                        }
+                    })
+                })
+                .transpose();
+            (op, object)
+        })
+        .collect()
+}
+
+fn with_export_crds(export: &StackExport, options: &LoadOptions) -> LoadOptions {
+    let mut options = options.clone();
+    for r in &export.resources {
+        if let Some((gk, namespaced)) =
+            manifest::crd_scope(r.object["kind"].as_str().unwrap_or(""), &r.object)
+        {
+            options.custom_scopes.insert(gk, namespaced);
+        }
+    }
+    options
+}
+
+/// One resource's object through the manifest reader, with its origin; the error's field
+/// and reason.
+fn one_object(
+    object: &Value,
+    file: &str,
+    document: usize,
+    options: &LoadOptions,
+) -> Result<ManifestObject, (Option<String>, String)> {
+    let parsed = manifest::parse_text(&object.to_string(), "resource.json", options)
+        .map_err(|e| (e.field, e.reason))?;
+    let [mut object] = <[ManifestObject; 1]>::try_from(parsed)
+        .map_err(|_| (None, "is not exactly one object".to_string()))?;
+    object.origin = Origin {
+        file: file.to_string(),
+        document,
+    };
+    Ok(object)
 }
 
 /// A lock file of Pulumi's file backend.

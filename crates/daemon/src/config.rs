@@ -366,14 +366,18 @@ pub struct LocksConfig {
     pub auto_release_after: Option<Duration>,
 }
 
-/// `[pulumi]`: lock files of Pulumi's file backend, reported at `/locks` when stale.
+/// `[pulumi]`: Pulumi's file backends. Their stacks are sources with no `driftd import`,
+/// as Helm releases are, and their lock files are reported at `/locks` when stale.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct PulumiConfig {
-    /// Backend roots (the folders holding `.pulumi/`, as in `file://<root>`) to scan for
-    /// `.pulumi/locks/**.json`. Empty: no scanning.
+    /// Backend roots (the folders holding `.pulumi/`, as in `file://<root>`): every stack in
+    /// `.pulumi/stacks/` is the source `pulumi:<project>/<stack>`, and `.pulumi/locks/` is
+    /// scanned for stale locks. Empty: none.
+    pub state_dirs: Vec<PathBuf>,
+    /// Backend roots whose lock files alone are checked (their stacks are not read).
     pub lock_dirs: Vec<PathBuf>,
-    /// How often the lock folders are scanned.
+    /// How often the state and lock folders are scanned.
     pub scan_seconds: f64,
     /// A lock older than this is stale even if its holder may live: no `pulumi up` takes
     /// that long.
@@ -385,11 +389,23 @@ impl PulumiConfig {
     pub fn scan_period(&self) -> Duration {
         Duration::from_secs_f64(self.scan_seconds)
     }
+
+    /// Every root whose lock files are checked: the state directories' and `lock_dirs`.
+    pub fn lock_roots(&self) -> Vec<PathBuf> {
+        let mut roots = self.state_dirs.clone();
+        for dir in &self.lock_dirs {
+            if !roots.contains(dir) {
+                roots.push(dir.clone());
+            }
+        }
+        roots
+    }
 }
 
 impl Default for PulumiConfig {
     fn default() -> Self {
         PulumiConfig {
+            state_dirs: Vec::new(),
             lock_dirs: Vec::new(),
             scan_seconds: 30.0,
             max_lock_age: Duration::from_secs(3600),

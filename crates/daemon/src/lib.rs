@@ -21,6 +21,7 @@ pub mod dry_run;
 pub mod export;
 pub mod helm;
 pub mod leader;
+pub mod pulumi;
 pub mod reconcile;
 pub mod remediate;
 pub mod serve;

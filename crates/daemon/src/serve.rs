@@ -150,6 +150,18 @@ pub async fn run(
         ),
         false => None,
     };
+    // So are Pulumi stacks of file backends.
+    let pulumi_store = match config.pulumi.state_dirs.is_empty() {
+        false => Some(
+            Store::open_with_keys(
+                &config.database,
+                config.secrets.load_keys().map_err(ServeError::Database)?,
+            )
+            .map_err(ServeError::Database)?
+            .scoped(scope.clone()),
+        ),
+        true => None,
+    };
     let metrics = Arc::new(Metrics::new(index.clone(), leadership.clone()));
     metrics.register_shard(&config.shard.name);
     report_insecure_database(&store, &metrics);
@@ -230,6 +242,8 @@ pub async fn run(
     );
     let helm = helm_store
         .map(|store| crate::helm::spawn(client.clone(), &config.helm, store, stop_rx.clone()));
+    let pulumi =
+        pulumi_store.map(|store| crate::pulumi::spawn(&config.pulumi, store, stop_rx.clone()));
     let engine = Engine::new(
         store,
         &config,
@@ -324,8 +338,12 @@ pub async fn run(
         tracing::info!("shutting down");
         let _ = stop_tx.send(true);
     });
-    let helm = async move {
+    // The importers of what other tools record: Helm's release Secrets, Pulumi's states.
+    let tools = async move {
         if let Some(task) = helm {
+            let _ = task.await;
+        }
+        if let Some(task) = pulumi {
             let _ = task.await;
         }
     };
@@ -335,7 +353,7 @@ pub async fn run(
         }
     };
     let (engine_result, (), (), _, (), ()) =
-        tokio::join!(engine, server, election, importer, helm, remediation);
+        tokio::join!(engine, server, election, importer, tools, remediation);
     engine_result?;
     Ok(())
 }

@@ -59,7 +59,8 @@ pub struct HelmOutcome {
     pub retired: bool,
 }
 
-fn next_id(tx: &Connection, table: &str) -> Result<i64, StoreError> {
+/// The next id of `table` for an imported source's row (Helm release, Pulumi stack).
+pub(super) fn next_id(tx: &Connection, table: &str) -> Result<i64, StoreError> {
     let max: Option<i64> =
         tx.query_row(&format!("SELECT MAX(id) FROM {table}"), [], |r| r.get(0))?;
     Ok(max.map_or(HELM_ID_BASE, |m| (m + 1).max(HELM_ID_BASE)))

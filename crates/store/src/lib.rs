@@ -19,6 +19,7 @@ mod helm;
 mod history;
 mod import;
 mod intents;
+mod pulumi;
 mod remediations;
 mod revisions;
 mod rewrite;
@@ -46,6 +47,7 @@ pub use intents::{
     holder_pod, BeginRequest, IntentAction, IntentInfo, IntentObject, IntentState, LockHeld,
     OpenIntent, WrongState, MAX_TTL, MIN_TTL,
 };
+pub use pulumi::{PulumiOutcome, PulumiPending, PulumiSync};
 pub use remediations::{RemediationEvent, RemediationOutcome};
 pub use revisions::{canonical_json, validate_source_name};
 pub use rewrite::RekeyReport;
@@ -552,6 +554,22 @@ impl Store {
     /// in flight. A release no longer in the cluster is retired with [`Store::sync_helm`].
     pub fn helm_sources(&self) -> Result<Vec<String>, StoreError> {
         helm::tracked(&self.conn)
+    }
+
+    /// Brings the source of one Pulumi stack to what its state records (see [`pulumi`]): its
+    /// objects as the newest revision, each operation left pending as an `interrupted`
+    /// intent, intents of operations no longer recorded ended. Validated like a commit;
+    /// nothing is written when refused.
+    pub fn sync_pulumi(&mut self, req: &PulumiSync) -> Result<PulumiOutcome, StoreError> {
+        let now = self.now();
+        let sealing = sealing(&self.conn, &self.keys, &self.display())?;
+        pulumi::sync(&mut self.conn, req, &sealing, now)
+    }
+
+    /// The Pulumi sources (`pulumi:...`) this database tracks: with objects, or an
+    /// interrupted operation Pulumi recorded.
+    pub fn pulumi_sources(&self) -> Result<Vec<String>, StoreError> {
+        pulumi::tracked(&self.conn)
     }
 
     /// The numbers of the cluster log this database imported or refused.

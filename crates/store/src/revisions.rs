@@ -208,10 +208,13 @@ pub(super) fn validate_objects(
     objects: &[ManifestObject],
     sealing: &Sealing,
 ) -> Result<(String, Vec<StoredObject>), StoreError> {
-    match driftd_core::helm::parse_source(source) {
-        // A Helm release's source: `helm:` and a namespace and a release name, which
-        // Kubernetes names keep within the plain characters.
-        Some((namespace, name)) => validate_source_name(&format!("{namespace}/{name}"))?,
+    // A Helm release's source (`helm:` and a namespace and a release name, which Kubernetes
+    // names keep within the plain characters) or a Pulumi stack's (`pulumi:` and a project
+    // and a stack, which Pulumi names keep so too).
+    let imported = driftd_core::helm::parse_source(source)
+        .or_else(|| driftd_core::pulumi::interrupted::parse_source(source));
+    match imported {
+        Some((first, second)) => validate_source_name(&format!("{first}/{second}"))?,
         None => validate_source_name(source)?,
     }
     let mut seen: HashMap<&ObjectKey, &ManifestObject> = HashMap::new();
@@ -461,8 +464,9 @@ pub(super) fn sources(conn: &Connection) -> Result<Vec<SourceSummary>, StoreErro
     let mut stmt = conn.prepare(&format!(
         "SELECT s.name, {REVISION_COLUMNS} FROM sources s
          LEFT JOIN revisions r ON r.id = (SELECT MAX(id) FROM revisions WHERE source_id = s.id)
-         -- An uninstalled Helm release is no source any more (its history stays).
-         WHERE NOT (s.name LIKE 'helm:%' AND r.object_count = 0)
+         -- An uninstalled Helm release, a removed Pulumi stack, is no source any more (its
+         -- history stays).
+         WHERE NOT ((s.name LIKE 'helm:%' OR s.name LIKE 'pulumi:%') AND r.object_count = 0)
          ORDER BY s.name"
     ))?;
     let rows = stmt.query_map([], |row| {

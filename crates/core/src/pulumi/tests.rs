@@ -9,6 +9,10 @@ use serde_json::json;
 const EXPORT: &str = include_str!("../../../../tests/fixtures/pulumi/stack-export.json");
 const CHECKPOINT: &str =
     include_str!("../../../../tests/fixtures/pulumi/backend/.pulumi/stacks/shop/dev.json");
+const INTERRUPTED: &str = include_str!("../../../../tests/fixtures/pulumi/interrupted/export.json");
+const INTERRUPTED_CHECKPOINT: &str = include_str!(
+    "../../../../tests/fixtures/pulumi/interrupted/state/.pulumi/stacks/shop/dev.json"
+);
 const LOCK_PATH: &str = "tests/fixtures/pulumi/backend/.pulumi/locks/organization/shop/dev/0c7e5b7a-2f4d-4c1b-9a8e-3d6f1e2b4c5a.json";
 const LOCK: &str = include_str!("../../../../tests/fixtures/pulumi/backend/.pulumi/locks/organization/shop/dev/0c7e5b7a-2f4d-4c1b-9a8e-3d6f1e2b4c5a.json");
 const LEGACY_LOCK_PATH: &str =
@@ -91,11 +95,16 @@ fn resources_that_are_not_objects_of_this_stack_are_skipped_with_the_reason() {
             ),
         ]
     );
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+                     "metadata": {"name": "migrate-3c9d2a1b", "namespace": "shop"}});
     assert_eq!(
         export.pending_operations,
         [PendingOperation {
+            index: 0,
             urn: urn("kubernetes:batch/v1:Job::migrate"),
-            operation: "creating".into()
+            operation: "creating".into(),
+            object: Some(job),
+            skipped: None,
         }]
     );
 }
@@ -139,6 +148,49 @@ fn encrypted_secrets_are_left_out_and_named_never_copied() {
         !all.contains("ciphertext") && !all.contains(SIG_KEY),
         "{all}"
     );
+}
+
+#[test]
+fn plaintext_secrets_are_imported_only_into_a_secrets_data() {
+    // `pulumi stack export --show-secrets`: every secret in plaintext.
+    let export = parse_stack_export(INTERRUPTED, "export.json").unwrap();
+    let secret = &export.resources[1].object;
+    assert_eq!(secret["kind"], "Secret");
+    assert_eq!(
+        secret["stringData"],
+        json!({"token": "s3cr3t-api-token-4b1d"}),
+        "the store keeps a Secret's values as keyed hashes"
+    );
+    // Anywhere else the plaintext would be stored as it is: left out and named.
+    let env = &export.resources[2].object["spec"]["template"]["spec"]["containers"][0]["env"];
+    assert_eq!(env[1], json!({"name": "API_TOKEN"}));
+    let field = "spec.template.spec.containers[0].env[1].value";
+    let web = urn("kubernetes:apps/v1:Deployment::web");
+    let plaintext: Vec<(&str, &str)> = export
+        .left_out
+        .iter()
+        .filter(|l| l.why == LeftOutWhy::Plaintext)
+        .map(|l| (l.urn.as_str(), l.field.as_str()))
+        .collect();
+    assert_eq!(
+        plaintext,
+        [(web.as_str(), field), (web.as_str(), field)],
+        "resource and pending operation"
+    );
+    let all = serde_json::to_string(&(
+        export
+            .resources
+            .iter()
+            .map(|r| &r.object)
+            .collect::<Vec<_>>(),
+        export
+            .pending_operations
+            .iter()
+            .map(|p| &p.object)
+            .collect::<Vec<_>>(),
+    ))
+    .unwrap();
+    assert!(!all.contains("tok-plain-7f3a"), "{all}");
 }
 
 #[test]
@@ -369,5 +421,136 @@ fn a_lock_is_stale_when_its_pod_is_gone_or_it_is_too_old() {
     assert_eq!(
         reason.to_string(),
         "it was taken 2h ago, longer than the allowed 1h"
+    );
+}
+
+#[test]
+fn an_interrupted_update_leaves_its_operation_with_the_new_inputs() {
+    let export = parse_stack_export(INTERRUPTED, "export.json").unwrap();
+    assert_eq!(
+        export.time,
+        Some("2026-11-30T10:02:17.504112Z".parse().unwrap()),
+        "deployment.manifest.time, written with the writer's offset"
+    );
+    assert_eq!(
+        export.qualified_stack, None,
+        "an export does not name its stack"
+    );
+    let [op] = &export.pending_operations[..] else {
+        panic!("{:?}", export.pending_operations)
+    };
+    assert_eq!((op.index, op.operation.as_str()), (0, "updating"));
+    assert_eq!(op.urn, urn("kubernetes:apps/v1:Deployment::web"));
+    let object = op.object.as_ref().unwrap();
+    assert_eq!(
+        object["spec"]["template"]["spec"]["containers"][0]["image"], "ghcr.io/example/web:1.5.0",
+        "what the update was applying"
+    );
+    assert_eq!(
+        export.resources[2].object["spec"]["template"]["spec"]["containers"][0]["image"],
+        "ghcr.io/example/web:1.4.2",
+        "what the state recorded before it"
+    );
+    let objects = pending_objects(&export, "export.json", &LoadOptions::default());
+    let [(_, Ok(Some(object)))] = &objects[..] else {
+        panic!("{objects:?}")
+    };
+    assert_eq!(object.key.to_string(), "Deployment.apps shop/web");
+    assert_eq!(object.origin.to_string(), "export.json: document 0");
+}
+
+#[test]
+fn a_checkpoint_names_its_stack_and_a_pending_create() {
+    let export = parse_stack_export(INTERRUPTED_CHECKPOINT, "dev.json").unwrap();
+    assert_eq!(
+        export.qualified_stack.as_deref(),
+        Some("organization/shop/dev")
+    );
+    let [op] = &export.pending_operations[..] else {
+        panic!("{:?}", export.pending_operations)
+    };
+    assert_eq!(op.operation, "creating");
+    assert_eq!(
+        op.object.as_ref().unwrap()["metadata"]["name"],
+        "web-flags-5d1e9c2a"
+    );
+    // A checkpoint holds ciphertext only: nothing of it is imported.
+    assert!(export
+        .left_out
+        .iter()
+        .all(|l| l.why == LeftOutWhy::Encrypted));
+    assert!(!export.left_out.is_empty());
+}
+
+#[test]
+fn a_pending_update_takes_a_namespace_only_the_last_state_knows() {
+    let mut root: Value = serde_json::from_str(EXPORT).unwrap();
+    // The Service's namespace came from the kubeconfig (only its outputs have it); an
+    // update of it begins from a state without outputs (pulumi step_generator.go: the new
+    // state's outputs are nil until the provider answers).
+    let mut resource = root["deployment"]["resources"][6].clone();
+    resource.as_object_mut().unwrap().remove("outputs");
+    resource["inputs"]["spec"]["ports"][0]["port"] = json!(8080);
+    let deleted = root["deployment"]["resources"][3].clone();
+    root["deployment"]["pending_operations"] = json!([
+        {"resource": resource, "type": "updating"},
+        {"resource": deleted, "type": "deleting"},
+        {"resource": root["deployment"]["resources"][10].clone(), "type": "reading"},
+        {"resource": root["deployment"]["resources"][9].clone(), "type": "updating"},
+    ]);
+    let export = parse_stack_export(&root.to_string(), "x.json").unwrap();
+    let ops = &export.pending_operations;
+    assert_eq!(ops.len(), 4);
+    assert_eq!(
+        ops[0].object.as_ref().unwrap()["metadata"]["namespace"],
+        "shop"
+    );
+    assert_eq!(
+        (ops[1].object.as_ref(), ops[1].skipped),
+        (None, None),
+        "a delete applies no object"
+    );
+    assert_eq!(
+        ops[3].skipped,
+        Some("patch of an object another tool owns (server-side apply)")
+    );
+    let objects = pending_objects(&export, "x.json", &LoadOptions::default());
+    let kinds: Vec<(&str, Option<String>)> = objects
+        .iter()
+        .map(|(op, o)| {
+            (
+                op.operation.as_str(),
+                o.as_ref().unwrap().as_ref().map(|o| o.key.to_string()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("updating", Some("Service shop/web".to_string())),
+            ("deleting", None),
+            ("updating", None),
+        ],
+        "a read changes nothing: no intent"
+    );
+}
+
+#[test]
+fn a_pending_object_kube_apiserver_would_refuse_is_named() {
+    let mut root: Value = serde_json::from_str(EXPORT).unwrap();
+    let inputs = &mut root["deployment"]["pending_operations"][0]["resource"]["inputs"];
+    inputs["metadata"].as_object_mut().unwrap().remove("name");
+    let export = parse_stack_export(&root.to_string(), "stack.json").unwrap();
+    let objects = pending_objects(&export, "stack.json", &LoadOptions::default());
+    let [(_, Err(err))] = &objects[..] else {
+        panic!("{objects:?}")
+    };
+    assert!(
+        err.to_string()
+            == format!(
+                "stack.json: pending_operations[0] ({}): field metadata.name is required",
+                urn("kubernetes:batch/v1:Job::migrate")
+            ),
+        "{err}"
     );
 }

@@ -320,3 +320,24 @@ fn bad_shard_settings_name_their_key() {
         assert!(err.reason.contains(says), "{text}: {err}");
     }
 }
+
+#[test]
+fn pulumi_state_dirs_are_read_and_their_locks_checked() {
+    let f = file(
+        "[pulumi]\nstate_dirs = [\"/srv/pulumi\", \"/srv/ops\"]\nlock_dirs = [\"/srv/ops\", \"/srv/old\"]\n",
+    );
+    let c = Config::load_with_env(Some(f.path()), |_| None).unwrap();
+    assert_eq!(
+        c.pulumi.state_dirs,
+        [PathBuf::from("/srv/pulumi"), PathBuf::from("/srv/ops")]
+    );
+    assert_eq!(
+        c.pulumi.lock_roots(),
+        ["/srv/pulumi", "/srv/ops", "/srv/old"].map(PathBuf::from),
+        "each root once"
+    );
+    assert!(
+        Config::default().pulumi.state_dirs.is_empty(),
+        "none by default"
+    );
+}

@@ -7,6 +7,9 @@
 //!   `USER@HOST (pid N)` is a process of this host that is gone ([`local`]).
 //! - A Pulumi lock is stale when its hostname is a pod that is confirmed gone, or when it is
 //!   older than `pulumi.max_lock_age` (pulumi-core's `stale`).
+//! - An operation an interrupted `pulumi up` left pending in the stack's state (an
+//!   `interrupted` intent the Pulumi importer recorded) is listed from the start: Pulumi
+//!   asks for it to be resolved, and only Pulumi clears it.
 //! - A Helm release version in flight (an intent the Helm importer recorded) is stale once
 //!   it is older than `helm.stale_after` (its TTL): Helm refuses the next operation on the
 //!   release meanwhile. Only Helm clears it (`helm rollback`, `helm uninstall`).
@@ -87,6 +90,9 @@ pub fn judge_intent(
     local: &LocalHolders,
     now: Timestamp,
 ) -> Option<Judged> {
+    if let Some(op) = info.pulumi_operation() {
+        return judge_pulumi_operation(info, &op, now);
+    }
     if !info.state.holds_lock() {
         return None;
     }
@@ -190,6 +196,34 @@ fn judge_helm(info: &IntentInfo, lock: &PendingLock, now: Timestamp) -> Option<J
                 friendly(SignedDuration::from_secs(info.ttl_seconds))
             ),
             release: lock.release_command(),
+            path: None,
+        },
+        pod: None,
+        releasable: None,
+    })
+}
+
+/// An operation an interrupted `pulumi up` left pending (intent `info`, `interrupted` from the
+/// start): Pulumi asks for it to be resolved before it trusts the stack again (every `pulumi
+/// up` warns, a pending create stays), and its process is gone, so it is listed at once. Only
+/// Pulumi clears it; driftd never releases it.
+fn judge_pulumi_operation(
+    info: &IntentInfo,
+    op: &driftd_core::pulumi::interrupted::Interrupted,
+    now: Timestamp,
+) -> Option<Judged> {
+    (info.state == driftd_store::IntentState::Interrupted).then(|| Judged {
+        lock: StaleLock {
+            kind: LockKind::Pulumi,
+            source: info.source.clone(),
+            id: info.id.to_string(),
+            holder: info.holder.clone(),
+            state: Some(info.state.to_string()),
+            created_at: info.created_at,
+            age_seconds: now.duration_since(info.created_at).as_secs(),
+            since: info.created_at,
+            reason: op.reason(),
+            release: op.clear_command(),
             path: None,
         },
         pod: None,

@@ -178,6 +178,11 @@ impl IntentInfo {
         if let Some(lock) = driftd_core::helm::PendingLock::parse(&self.source, &self.holder) {
             return lock.release_command();
         }
+        // An operation Pulumi's state records as pending is cleared there, and driftd
+        // follows that state.
+        if let Some(op) = self.pulumi_operation() {
+            return op.clear_command();
+        }
         format!("driftd intent release {}{}", self.id, self.cluster_flag())
     }
 
@@ -200,7 +205,15 @@ impl IntentInfo {
                 ),
             };
         }
+        if let Some(op) = self.pulumi_operation() {
+            return op.keep_command();
+        }
         format!("driftd intent commit {}{}", self.id, self.cluster_flag())
+    }
+
+    /// The operation of an interrupted Pulumi update this intent stands for.
+    pub fn pulumi_operation(&self) -> Option<driftd_core::pulumi::interrupted::Interrupted> {
+        driftd_core::pulumi::interrupted::Interrupted::parse(&self.holder, &self.message)
     }
 
     fn cluster_flag(&self) -> &'static str {

@@ -46,7 +46,7 @@ impl LockState {
     pub(super) fn new(config: &Config) -> LockState {
         LockState {
             holders: Holders::default(),
-            pulumi_dirs: config.pulumi.lock_dirs.clone(),
+            pulumi_dirs: config.pulumi.lock_roots(),
             pulumi: None,
             scan_period: config.pulumi.scan_period(),
             max_lock_age: config.pulumi.max_lock_age,
@@ -86,7 +86,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         self
     }
 
-    /// Reads the Pulumi lock folders (`pulumi.lock_dirs`) and judges locks again.
+    /// Reads the Pulumi lock folders (of `pulumi.state_dirs` and `pulumi.lock_dirs`) and
+    /// judges locks again.
     pub fn scan_pulumi_locks(&mut self) {
         if self.locks.pulumi_dirs.is_empty() {
             return;
