@@ -16,9 +16,6 @@
 
 mod autoscaling;
 
-#[cfg(test)]
-mod autoscaling_tests;
-
 use serde_json::Value;
 
 use crate::kinds::{split_api_version, ResourceType, ALL_BUILTIN};

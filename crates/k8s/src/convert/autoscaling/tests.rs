@@ -5,7 +5,8 @@
 
 use serde_json::{json, Value};
 
-use super::{convert, hpa_v1_to_v2, hpa_v2_to_v1};
+use super::super::{also_served, convert, storage_type};
+use super::{hpa_v1_to_v2, hpa_v2_to_v1};
 
 fn v2(spec: Value) -> Value {
     json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
@@ -272,10 +273,10 @@ fn unknown_pairs_are_not_converted() {
 
 #[test]
 fn autoscaling_v1_is_served_besides_v2() {
-    let extra: Vec<String> = super::also_served().map(|t| t.api_version()).collect();
+    let extra: Vec<String> = also_served().map(|t| t.api_version()).collect();
     assert!(extra.contains(&"autoscaling/v1".to_string()), "{extra:?}");
-    let v1 = super::also_served()
+    let v1 = also_served()
         .find(|t| t.kind == "HorizontalPodAutoscaler")
         .unwrap();
-    assert_eq!(super::storage_type(v1).unwrap().version, "v2");
+    assert_eq!(storage_type(v1).unwrap().version, "v2");
 }
