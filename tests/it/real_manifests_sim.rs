@@ -7,12 +7,22 @@
 //! so this shows that the real binaries, kubectl and the protocol work together on real
 //! input, not that kube-apiserver stores these objects so.
 //!
+//! How it is read back: in the version each object was committed in, as `driftd serve`
+//! watches the committed apiVersion (`kubectl get` of `kind.group` alone answers the
+//! preferred version: an `autoscaling/v1` HorizontalPodAutoscaler would come back as v2).
+//! One `kubectl get` per version, each keeping the objects committed in that version.
+//!
 //! How it is applied: Namespaces and CustomResourceDefinitions first (files are retried
 //! until the kinds they need are served); `kubectl apply --server-side` for a file with an
 //! object too large for the last-applied annotation (kube-prometheus's README applies its
 //! CRDs that way); every folder's objects without a namespace in a namespace of their own
-//! (the corpus has several examples defining the same names). An object that cannot be
-//! applied as it is is left out and listed with the reason.
+//! (the corpus has several examples defining the same names), except that a file setting
+//! up a LimitRange or ResourceQuota, in a folder with several such files, gets a namespace of
+//! its own: each documentation example that constrains a namespace creates one for itself
+//! (kubernetes/website `admin/resource`), and one example's LimitRange would otherwise
+//! refuse or default another's Pods. An object that cannot be applied as it is is left out
+//! and listed with the reason (a Pod naming a PriorityClass no corpus file defines, which
+//! kube's Priority admission plugin refuses).
 
 use crate::real_manifests::corpus_files;
 use crate::scaffold::{shared_dir, Sim, DRIFTD};
@@ -39,8 +49,10 @@ struct Planned {
     server_side: bool,
     defines_namespace: bool,
     defines_crd: bool,
-    /// `kind.group` of every object, for reading them back.
+    /// `kind.version.group` of every object, for reading them back in their version.
     kinds: BTreeSet<String>,
+    /// The apiVersion each object is committed in, by `(group, kind, namespace, name)`.
+    versions: BTreeMap<LiveKey, String>,
     /// Namespaces its namespaced objects live in.
     namespaces: BTreeSet<String>,
 }
@@ -61,12 +73,29 @@ fn documents(text: &str) -> Vec<String> {
     docs
 }
 
-fn kind_group(kind: &str, group: &str) -> String {
-    if group.is_empty() {
-        kind.to_lowercase()
-    } else {
-        format!("{}.{group}", kind.to_lowercase())
+/// What `kubectl get` takes to read a kind in one version: `kind.version.group`, or the
+/// kind alone in the core group (which has one version, and whose `kind.v1` kubectl would
+/// read as group `v1`).
+fn kind_version_group(kind: &str, api_version: &str) -> String {
+    match api_version.split_once('/') {
+        Some((group, version)) => format!("{}.{version}.{group}", kind.to_lowercase()),
+        None => kind.to_lowercase(),
     }
+}
+
+/// An object's identity across versions: group, kind, namespace ("" when none), name.
+type LiveKey = (String, String, String, String);
+
+fn live_key(object: &Value) -> LiveKey {
+    let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let api_version = text("/apiVersion");
+    let group = api_version.split_once('/').map_or("", |(g, _)| g);
+    (
+        group.to_string(),
+        text("/kind").to_string(),
+        text("/metadata/namespace").to_string(),
+        text("/metadata/name").to_string(),
+    )
 }
 
 /// Plans every corpus file; documents left out are added to `left_out` with the reason.
@@ -79,10 +108,42 @@ fn plan(
     let mut files = Vec::new();
     corpus_files(root, &mut files);
     files.sort();
+    let load = |file: &Path| {
+        let options = LoadOptions {
+            custom_scopes: scopes.clone(),
+            ..LoadOptions::default()
+        };
+        manifest::load(std::slice::from_ref(&file.to_path_buf()), &options)
+            .map(|l| l.objects)
+            .unwrap_or_default()
+    };
+    // Files that constrain the namespace they are applied in, by folder.
+    let mut constraining: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
+    // PriorityClasses there will be: the corpus's and the two kube-apiserver creates.
+    let mut priority_classes: BTreeSet<String> =
+        ["system-cluster-critical", "system-node-critical"]
+            .map(String::from)
+            .into();
+    for file in &files {
+        for o in load(file) {
+            match (o.key.group.as_str(), o.key.kind.as_str()) {
+                ("", "LimitRange" | "ResourceQuota") => {
+                    constraining
+                        .entry(file.parent().unwrap().to_path_buf())
+                        .or_default()
+                        .insert(file.clone());
+                }
+                ("scheduling.k8s.io", "PriorityClass") => {
+                    priority_classes.insert(o.key.name.clone());
+                }
+                _ => {}
+            }
+        }
+    }
     let mut folders: BTreeMap<PathBuf, String> = BTreeMap::new();
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let mut planned = Vec::new();
-    for file in &files {
+    for (index, file) in files.iter().enumerate() {
         let name = file.strip_prefix(root).unwrap().display().to_string();
         let folder = file.parent().unwrap().to_path_buf();
         let n = folders.len();
@@ -108,7 +169,16 @@ fn plan(
                 .iter()
                 .any(|o| o.key.namespace.as_deref().is_some_and(|ns| ns != UNSET))
         });
-        let namespace = (!names_namespace).then(|| folder_ns.clone());
+        let own_namespace = constraining
+            .get(file.parent().unwrap())
+            .is_some_and(|files| files.len() > 1 && files.contains(file));
+        let namespace = (!names_namespace).then(|| {
+            if own_namespace {
+                format!("{folder_ns}-{index}")
+            } else {
+                folder_ns.clone()
+            }
+        });
         let default_namespace = namespace.clone().unwrap_or_else(|| "default".into());
         let mut kept = String::new();
         let mut p = Planned {
@@ -119,6 +189,7 @@ fn plan(
             defines_namespace: false,
             defines_crd: false,
             kinds: BTreeSet::new(),
+            versions: BTreeMap::new(),
             namespaces: BTreeSet::new(),
         };
         let mut dropped = false;
@@ -137,6 +208,18 @@ fn plan(
             if objects.is_empty() {
                 continue;
             }
+            let missing_class = objects.iter().find_map(|o| {
+                let class = o.object.pointer("/spec/priorityClassName")?.as_str()?;
+                (o.key.group.is_empty() && o.key.kind == "Pod" && !priority_classes.contains(class))
+                    .then(|| class.to_string())
+            });
+            if let Some(class) = missing_class {
+                left_out.push(format!(
+                    "{name}: document {i}: a Pod of PriorityClass {class}, which no corpus file defines (kube's Priority admission plugin refuses it)"
+                ));
+                dropped = true;
+                continue;
+            }
             let mut duplicate = None;
             for o in &objects {
                 let key = o.key.to_string();
@@ -153,7 +236,16 @@ fn plan(
             }
             for o in &objects {
                 seen.insert(o.key.to_string(), name.clone());
-                p.kinds.insert(kind_group(&o.key.kind, &o.key.group));
+                let api_version = o.object["apiVersion"].as_str().unwrap_or("").to_string();
+                p.kinds
+                    .insert(kind_version_group(&o.key.kind, &api_version));
+                let key = (
+                    o.key.group.clone(),
+                    o.key.kind.clone(),
+                    o.key.namespace.clone().unwrap_or_default(),
+                    o.key.name.clone(),
+                );
+                p.versions.insert(key, api_version);
                 if let Some(ns) = &o.key.namespace {
                     p.namespaces.insert(ns.clone());
                 }
@@ -291,10 +383,14 @@ fn applied_reads_back_in_sync(corpus: &str) {
             .push(p);
     }
     let mut pending: Vec<Vec<&Planned>> = batches.into_values().collect();
+    // Retried for a minute, and for as long as a pass applies something (a slow pass on
+    // a busy machine must not cut the retries short).
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut last_errors = Vec::new();
-    while !pending.is_empty() && Instant::now() < deadline {
+    let mut progressed = true;
+    while !pending.is_empty() && (progressed || Instant::now() < deadline) {
         last_errors.clear();
+        let before = pending.len();
         pending.retain(|batch| match apply(&sim, batch) {
             Ok(()) => false,
             Err(e) => {
@@ -302,6 +398,7 @@ fn applied_reads_back_in_sync(corpus: &str) {
                 true
             }
         });
+        progressed = pending.len() < before;
         if !pending.is_empty() {
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -313,23 +410,43 @@ fn applied_reads_back_in_sync(corpus: &str) {
     );
     let applied = started.elapsed();
 
-    // Read everything back once, with managedFields (who changed what).
+    // Read everything back, with managedFields (who changed what): one `kubectl get` per
+    // version, each object kept from the read in the version it was committed in.
+    let versions: BTreeMap<&LiveKey, &String> = planned.iter().flat_map(|p| &p.versions).collect();
     let kinds: BTreeSet<&String> = planned.iter().flat_map(|p| &p.kinds).collect();
-    let kinds: Vec<&str> = kinds.into_iter().map(String::as_str).collect();
-    let kinds = kinds.join(",");
-    let live = sim.kubectl(&[
-        "get",
-        kinds.as_str(),
-        "-A",
-        "-o",
-        "json",
-        "--show-managed-fields",
-    ]);
+    let mut by_version: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for k in kinds {
+        // `kind.version.group`: the version is the second part.
+        let version = k.split('.').nth(1).unwrap_or("").to_string();
+        by_version.entry(version).or_default().push(k.as_str());
+    }
+    let mut items: BTreeMap<LiveKey, Value> = BTreeMap::new();
+    for kinds in by_version.values() {
+        let list = sim.kubectl(&[
+            "get",
+            kinds.join(",").as_str(),
+            "-A",
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ]);
+        let list: Value = serde_json::from_str(&list).unwrap();
+        for item in list["items"].as_array().into_iter().flatten() {
+            let key = live_key(item);
+            let committed_here = versions
+                .get(&key)
+                .is_none_or(|v| item["apiVersion"].as_str() == Some(v.as_str()));
+            if committed_here {
+                items.entry(key).or_insert_with(|| item.clone());
+            }
+        }
+    }
+    let live_count = items.len();
+    let read_back = started.elapsed() - applied;
+    let live = serde_json::json!({"apiVersion": "v1", "kind": "List",
+        "items": items.into_values().collect::<Vec<_>>()});
     let live_path = dir.path().join("live.json");
-    std::fs::write(&live_path, &live).unwrap();
-    let live_count = serde_json::from_str::<Value>(&live).unwrap()["items"]
-        .as_array()
-        .map_or(0, Vec::len);
+    std::fs::write(&live_path, live.to_string()).unwrap();
 
     // One `check` per namespace choice: every object must be in sync.
     let mut groups: BTreeMap<Option<String>, Vec<&Planned>> = BTreeMap::new();
@@ -371,11 +488,13 @@ fn applied_reads_back_in_sync(corpus: &str) {
         }
     }
     println!(
-        "{corpus}: {} files applied in {:.1}s ({} server-side), {live_count} live objects read back, {} checks; {} documents left out:",
+        "{corpus}: {} files applied in {:.1}s ({} server-side), {live_count} live objects read back in {:.1}s, {} checks in {:.1}s; {} documents left out:",
         planned.len(),
         applied.as_secs_f64(),
         planned.iter().filter(|p| p.server_side).count(),
+        read_back.as_secs_f64(),
         groups.len(),
+        (started.elapsed() - applied - read_back).as_secs_f64(),
         left_out.len()
     );
     for l in &left_out {

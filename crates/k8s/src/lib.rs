@@ -5,6 +5,7 @@
 pub mod admission;
 pub mod api_types;
 pub mod consumption;
+pub mod convert;
 pub mod crd;
 pub mod defaults;
 pub mod field_labels;

@@ -210,3 +210,48 @@ pub fn aggregated(core: bool, types: &[ResourceType]) -> Value {
         "items": items,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// kube-apiserver v1.32 serves HorizontalPodAutoscalers in autoscaling/v2 and
+    /// autoscaling/v1, v2 preferred (`pkg/controlplane/apiserver` registers the versions in
+    /// priority order; `kubectl get hpa` answers v2): the group lists both, v2 first.
+    #[test]
+    fn autoscaling_lists_v1_after_the_preferred_v2() {
+        let types = crate::store::Store::new(10).types();
+        let group = api_group("autoscaling", &types).unwrap();
+        assert_eq!(group["preferredVersion"]["version"], "v2");
+        let versions: Vec<&str> = group["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["version"].as_str().unwrap())
+            .collect();
+        assert_eq!(versions, ["v2", "v1"]);
+        let v1 = resource_list("autoscaling", "v1", &types).unwrap();
+        let names: Vec<&str> = v1["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "horizontalpodautoscalers",
+                "horizontalpodautoscalers/status"
+            ]
+        );
+        let aggregated = aggregated(false, &types);
+        let autoscaling = aggregated["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["metadata"]["name"] == "autoscaling")
+            .unwrap();
+        assert_eq!(autoscaling["versions"][0]["version"], "v2");
+        assert_eq!(autoscaling["versions"][1]["version"], "v1");
+    }
+}

@@ -15,7 +15,12 @@
 //! - every type in [`driftd_k8s::kinds::BUILTIN`] (every built-in kind k8s-openapi knows,
 //!   in its preferred GA version, with its scope, plural and discovery extras: one table
 //!   for discovery, OpenAPI and storage; generic storage where no controller or defaults
-//!   are modelled) plus kinds defined by CRDs;
+//!   are modelled) plus kinds defined by CRDs; and the other versions kube-apiserver serves
+//!   a built-in kind in by default whose conversion [`driftd_k8s::convert`] knows
+//!   (autoscaling/v1 HorizontalPodAutoscalers, stored as autoscaling/v2): every verb
+//!   converts the body to the stored version (defaulted in its own version first) and
+//!   answers in the version asked, managedFields recorded as that version shows the
+//!   object; discovery lists them after the preferred version;
 //! - validation of every create, update and patch with [`driftd_k8s::validation`], the same
 //!   functions `driftd commit` uses, answered in kube-apiserver's words: a body that does
 //!   not decode into the kind's type is `400 BadRequest`; names by each kind's rule (RBAC

@@ -37,6 +37,13 @@ pub trait Allocator {
     fn node_port(&mut self) -> Option<u16>;
     /// A new object UID (RFC 4122 UUID, like `uuid.NewUUID()`).
     fn uid(&mut self) -> String;
+    /// The time a create stamps into the status it sets (a PersistentVolume's
+    /// `lastPhaseTransitionTime`): the server's clock, in seconds as metav1.Time encodes.
+    fn now(&mut self) -> String {
+        jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string()
+    }
 }
 
 /// First address and size of the default service CIDR 10.96.0.0/12.
@@ -151,6 +158,22 @@ fn serve(
         ("", "Service") => service(alloc, object, old),
         ("", "Secret") => driftd_k8s::secret::fold_string_data(object),
         ("", "PersistentVolumeClaim") => initial_status(object, json!({"phase": "Pending"})),
+        // PrepareForCreate with PersistentVolumeLastPhaseTransitionTime (GA and locked on
+        // since v1.31): phase Pending, stamped with the time of the create.
+        ("", "PersistentVolume") if create => {
+            let now = alloc.now();
+            initial_status(
+                object,
+                json!({"phase": "Pending", "lastPhaseTransitionTime": now}),
+            )
+        }
+        // The zero v2 status as the encoder writes it: desiredReplicas and currentMetrics
+        // have no omitempty (a nil list is null), currentReplicas and conditions have.
+        ("", "Node") => node_status(object),
+        ("autoscaling", "HorizontalPodAutoscaler") if create => initial_status(
+            object,
+            json!({"currentMetrics": null, "desiredReplicas": 0}),
+        ),
         ("", "Namespace") => namespace(object, old),
         ("apps", "Deployment") | ("batch", "CronJob") => initial_status(object, json!({})),
         ("apps", "StatefulSet") => {
@@ -189,6 +212,37 @@ fn serve(
 fn initial_status(object: &mut Value, status: Value) {
     if let Some(m) = map(object) {
         default_ptr(m, "status", status);
+    }
+}
+
+/// A Node's status as the encoder writes it: the kubelet's endpoint and the system info are
+/// structs without omitempty (their zero values printed: port 0, ten empty strings), so a
+/// Node created without them (no kubelet has reported) shows them all the same.
+fn node_status(object: &mut Value) {
+    let Some(m) = map(object) else { return };
+    let Some(status) = map(child(m, "status")) else {
+        return;
+    };
+    if let Some(endpoints) = map(child(status, "daemonEndpoints")) {
+        if let Some(kubelet) = map(child(endpoints, "kubeletEndpoint")) {
+            default_ptr(kubelet, "Port", json!(0));
+        }
+    }
+    if let Some(info) = map(child(status, "nodeInfo")) {
+        for f in [
+            "machineID",
+            "systemUUID",
+            "bootID",
+            "kernelVersion",
+            "osImage",
+            "containerRuntimeVersion",
+            "kubeletVersion",
+            "kubeProxyVersion",
+            "operatingSystem",
+            "architecture",
+        ] {
+            default_ptr(info, f, json!(""));
+        }
     }
 }
 

@@ -13,6 +13,15 @@ use driftd_k8s::kinds::{CustomResourceTypes, ResourceType, BUILTIN};
 use serde_json::Value;
 use std::sync::Arc;
 
+/// The built-in types served: each kind's preferred version, then the other versions kube
+/// serves by default that driftd converts to and from it (autoscaling/v1
+/// HorizontalPodAutoscalers), after them so discovery names the preferred one first.
+pub(super) fn builtin_types() -> Vec<ResourceType> {
+    let mut types = BUILTIN.clone();
+    types.extend(driftd_k8s::convert::also_served().cloned());
+    types
+}
+
 /// The types a CustomResourceDefinition object makes servable (one per served version).
 fn crd_types(crd: &Value) -> Vec<ResourceType> {
     CustomResourceTypes::read(crd)
@@ -23,7 +32,7 @@ fn crd_types(crd: &Value) -> Vec<ResourceType> {
 impl Inner {
     /// Re-reads the servable types after a CRD changed.
     pub(super) fn refresh_crds(&mut self) {
-        let mut types = BUILTIN.clone();
+        let mut types = builtin_types();
         let mut schemas = std::collections::HashMap::new();
         let crds = self
             .kinds

@@ -35,7 +35,7 @@ pub use write::{ApplyPlan, WriteCtx, Written};
 
 use super::server_defaults;
 use super::status::{ApiError, Gr};
-use driftd_k8s::kinds::{ResourceType, BUILTIN};
+use driftd_k8s::kinds::ResourceType;
 use history::History;
 use object::{object_key, storage_form, storage_of, StorageKey};
 use rand::Rng;
@@ -122,7 +122,7 @@ impl Store {
     pub fn new(history_limit: usize) -> Store {
         let store = Store {
             inner: Arc::new(Mutex::new(Inner {
-                types: Arc::new(BUILTIN.clone()),
+                types: Arc::new(crd::builtin_types()),
                 crd_schemas: HashMap::new(),
                 kinds: HashMap::new(),
                 rv: 0,
@@ -373,7 +373,7 @@ impl Inner {
 
     /// The one shared copy of `info`'s apiVersion string.
     fn shared_api_version(&mut self, info: &ResourceType) -> Arc<str> {
-        let api_version = info.api_version();
+        let api_version = object::stored_type(info).api_version();
         match self.versions.get(&api_version) {
             Some(av) => av.clone(),
             None => {
@@ -474,5 +474,7 @@ impl Inner {
     }
 }
 
+#[cfg(test)]
+mod conversion_tests;
 #[cfg(test)]
 mod tests;

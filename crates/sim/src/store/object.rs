@@ -5,6 +5,7 @@
 
 use super::super::events;
 use axum::body::Bytes;
+use driftd_k8s::convert;
 use driftd_k8s::kinds::ResourceType;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -145,6 +146,12 @@ fn owner_uids(object: &Value) -> Box<[Box<str>]> {
 pub fn render(info: &ResourceType, obj: &Value) -> Value {
     let mut obj = if is_new_event(info) {
         events::from_core(obj)
+    } else if let Some(storage) = convert::storage_type(info) {
+        // Stored in another version of the kind: served through kube's conversion.
+        let mut stored = obj.clone();
+        stored["apiVersion"] = json!(storage.api_version());
+        stored["kind"] = json!(storage.kind);
+        convert::convert(&stored, &info.api_version()).unwrap_or(stored)
     } else {
         obj.clone()
     };
@@ -167,13 +174,29 @@ pub fn is_new_event(info: &ResourceType) -> bool {
     info.group == "events.k8s.io" && info.plural == "events"
 }
 
-/// Converts a request body to the storage shape.
+/// Converts a request body to the storage shape. A body in a version of the kind other
+/// than the storage one is defaulted in its own version first, as kube-apiserver's decoder
+/// does, then converted.
 pub fn to_storage(info: &ResourceType, obj: Value) -> Value {
     if is_new_event(info) {
-        events::to_core(&obj)
-    } else {
-        obj
+        return events::to_core(&obj);
     }
+    let Some(storage) = convert::storage_type(info) else {
+        return obj;
+    };
+    let mut obj = obj;
+    obj["apiVersion"] = json!(info.api_version());
+    obj["kind"] = json!(info.kind);
+    driftd_k8s::defaults::apply(&info.api_version(), &info.kind, &mut obj);
+    convert::convert(&obj, &storage.api_version()).unwrap_or(obj)
+}
+
+/// The type whose version objects of `info` are stored in: `info` itself, or for a
+/// built-in served in several versions, its storage version (autoscaling/v2 for
+/// autoscaling/v1 HorizontalPodAutoscalers). Defaults, validation and admission run on the
+/// stored shape, as kube-apiserver runs them on the internal one.
+pub fn stored_type(info: &ResourceType) -> &ResourceType {
+    convert::storage_type(info).unwrap_or(info)
 }
 
 /// Storage key of an object: the namespace empty for cluster-scoped types whatever the
@@ -191,11 +214,12 @@ pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
 }
 
-/// What storing adds to every version: its type as `info` serves it, and its
-/// resourceVersion.
+/// What storing adds to every version: its type as it is stored (see [`stored_type`]),
+/// and its resourceVersion.
 pub fn storage_form(info: &ResourceType, object: &mut Value, rv: u64) {
-    object["apiVersion"] = json!(info.api_version());
-    object["kind"] = json!(info.kind);
+    let stored = stored_type(info);
+    object["apiVersion"] = json!(stored.api_version());
+    object["kind"] = json!(stored.kind);
     set_meta(object, "resourceVersion", json!(rv.to_string()));
 }
 

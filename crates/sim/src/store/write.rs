@@ -6,7 +6,9 @@ use super::super::fields;
 use super::super::server_defaults;
 use super::super::status::{ApiError, Gr};
 use super::alloc::Allocations;
-use super::object::{meta_str, object_key, render, set_meta, to_bytes, to_storage, Key, Stored};
+use super::object::{
+    meta_str, object_key, render, set_meta, stored_type, to_bytes, to_storage, Key, Stored,
+};
 use super::validate::{
     check_type, same_but_bookkeeping, same_spec, tracks_generation, validate_object,
     validate_request,
@@ -45,6 +47,33 @@ impl WriteCtx {
         WriteCtx {
             internal: true,
             ..WriteCtx::new(manager)
+        }
+    }
+
+    /// Records managedFields for a write through `info` of the stored objects `old` and
+    /// `new`. kube's field manager tracks the fields of the object in the version the
+    /// request used, so a write through a version the kind is not stored in records the
+    /// fields as that version shows them.
+    fn record_as(
+        &self,
+        info: &ResourceType,
+        old: Option<&Value>,
+        new: &mut Value,
+        w: &fields::Write,
+    ) {
+        if std::ptr::eq(stored_type(info), info) {
+            return self.record(&info.kind, old, new, w);
+        }
+        let old = old.map(|o| render(info, o));
+        let mut shown = render(info, new);
+        self.record(&info.kind, old.as_ref(), &mut shown, w);
+        match shown.pointer("/metadata/managedFields") {
+            Some(mf) => set_meta(new, "managedFields", mf.clone()),
+            None => {
+                new["metadata"]
+                    .as_object_mut()
+                    .map(|m| m.remove("managedFields"));
+            }
         }
     }
 
@@ -170,6 +199,8 @@ impl Store {
             set_meta(&mut obj, "name", json!(name));
         }
         let mut obj = to_storage(info, obj);
+        // From here on the object is in its stored shape.
+        let stored = stored_type(info);
         if meta_str(&obj, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
             // etcd3 storage's plain error, which kube-apiserver reports as a 500.
             return Err(ApiError::new(
@@ -193,10 +224,18 @@ impl Store {
                 md.remove(f);
             }
         }
-        // Status is the controllers' to write: create resets it (registries' PrepareForCreate).
+        // Status is the controllers' to write: create resets it (registries' PrepareForCreate),
+        // except a Node's: "Nodes allow *all* fields, including status, to be set on create"
+        // (the node strategy; it clears only `status.config`).
         if info.has("status") {
             if let Some(o) = obj.as_object_mut() {
-                o.remove("status");
+                if !info.custom && info.group.is_empty() && info.kind == "Node" {
+                    if let Some(status) = o.get_mut("status").and_then(Value::as_object_mut) {
+                        status.remove("config");
+                    }
+                } else {
+                    o.remove("status");
+                }
             }
         }
         match info.kind.as_str() {
@@ -220,14 +259,14 @@ impl Store {
         // generated selector names the Job's own uid.
         set_meta(&mut obj, "uid", json!(new_uid()));
         let mut alloc = Allocations::of(&g.services);
-        server_defaults::on_create(&mut alloc, &info.api_version(), &info.kind, &mut obj);
+        server_defaults::on_create(&mut alloc, &stored.api_version(), &stored.kind, &mut obj);
         g.store_custom(info, &name, &mut obj)?;
-        g.admit_create(info, &mut obj)?;
-        if webhook::run(&g.webhooks, info, "CREATE", &mut obj)? {
+        g.admit_create(stored, &mut obj)?;
+        if webhook::run(&g.webhooks, stored, "CREATE", &mut obj)? {
             g.store_custom(info, &name, &mut obj)?;
         }
-        validate_object(info, &name, &obj)?;
-        g.validate_admission(info, &obj)?;
+        validate_object(stored, &name, &obj)?;
+        g.validate_admission(stored, &obj)?;
         let now = now_rfc3339();
         set_meta(&mut obj, "creationTimestamp", json!(now));
         if tracks_generation(info) {
@@ -236,8 +275,8 @@ impl Store {
         if let Some(md) = obj["metadata"].as_object_mut() {
             md.remove("managedFields");
         }
-        ctx.record(
-            &info.kind,
+        ctx.record_as(
+            info,
             None,
             &mut obj,
             &fields::Write {
@@ -450,6 +489,7 @@ impl Store {
             validate_request(info, Some(ns_key), &new)?;
         }
         let mut new = to_storage(info, new);
+        let stored = stored_type(info);
         // Subresource rules, as the registries' PrepareForUpdate implement them.
         match subresource {
             Some("status") => {
@@ -510,12 +550,18 @@ impl Store {
             }
         }
         let mut alloc = Allocations::of(&g.services);
-        server_defaults::on_update(&mut alloc, &info.api_version(), &info.kind, &old, &mut new);
+        server_defaults::on_update(
+            &mut alloc,
+            &stored.api_version(),
+            &stored.kind,
+            &old,
+            &mut new,
+        );
         if subresource.is_none() {
-            webhook::run(&g.webhooks, info, "UPDATE", &mut new)?;
+            webhook::run(&g.webhooks, stored, "UPDATE", &mut new)?;
         }
         g.store_custom(info, name, &mut new)?;
-        validate_object(info, name, &new)?;
+        validate_object(stored, name, &new)?;
         if tracks_generation(info) && !same_spec(&new, &old) {
             let gen = old
                 .pointer("/metadata/generation")
@@ -523,8 +569,8 @@ impl Store {
                 .unwrap_or(0);
             set_meta(&mut new, "generation", json!(gen + 1));
         }
-        ctx.record(
-            &info.kind,
+        ctx.record_as(
+            info,
             Some(&old),
             &mut new,
             &fields::Write {
