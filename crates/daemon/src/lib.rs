@@ -7,7 +7,9 @@
 //! [`leader::Leadership`] handle) is consulted by `export` for leader-only work. `dry_run`
 //! is the task that asks the API server for server-side dry runs on the engine's behalf.
 //! `cluster_log` and `helm` import desired state recorded in the cluster (driftd's own
-//! records, Helm's releases) into the store, which the engine polls. `apply` is the one
+//! records, Helm's releases) into the store, which the engine polls. `hash_key` reads (and
+//! at the first start creates) the hash key kept in a Kubernetes Secret, and moves a database
+//! that still keeps its own key to it. `apply` is the one
 //! place that writes objects (server-side apply in plan order, for `driftd reconcile` and
 //! `remediate`, the leader's task for `remediation = "auto"` sources); `reconcile` reads a
 //! source's revision, plan and differences for both.
@@ -18,6 +20,7 @@ pub mod config;
 pub mod drift;
 pub mod dry_run;
 pub mod export;
+pub mod hash_key;
 pub mod helm;
 pub mod leader;
 pub mod reconcile;
