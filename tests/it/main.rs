@@ -24,6 +24,7 @@ mod e2e_rules;
 mod e2e_secrets;
 mod e2e_serve;
 mod ha;
+mod hash_key;
 mod helm;
 mod http_server;
 mod intent_cli;
