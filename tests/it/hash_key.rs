@@ -97,6 +97,21 @@ fn driftd_with(args: &[&str], sim: &Sim, config: Option<&Path>) -> std::process:
     cmd.output().expect("driftd runs")
 }
 
+/// `driftd commit --db DB --source SOURCE -f FILE...`, with the configuration `config`.
+fn commit_db(
+    sim: &Sim,
+    db: &Path,
+    source: &str,
+    files: &[&Path],
+    config: Option<&Path>,
+) -> std::process::Output {
+    let mut args = vec!["commit", "--db", db.to_str().unwrap(), "--source", source];
+    for file in files {
+        args.extend(["-f", file.to_str().unwrap()]);
+    }
+    driftd_with(&args, sim, config)
+}
+
 fn ok(out: &std::process::Output) -> String {
     assert!(
         out.status.success(),
@@ -329,19 +344,7 @@ fn replicas_make_one_key_secret_share_it_and_no_database_holds_it() {
         .unwrap()
         .execute("VACUUM INTO ?1", [copy.to_str().unwrap()])
         .unwrap();
-    let out = driftd_with(
-        &[
-            "commit",
-            "--db",
-            copy.to_str().unwrap(),
-            "--source",
-            "app",
-            "-f",
-            manifest.to_str().unwrap(),
-        ],
-        &sim,
-        None,
-    );
+    let out = commit_db(&sim, &copy, "app", &[&manifest], None);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -351,23 +354,20 @@ fn replicas_make_one_key_secret_share_it_and_no_database_holds_it() {
 
     // The CLI with the daemon's configuration hashes with the same key.
     let other = secret_manifest(dir.path(), "other", "0815");
-    ok(&driftd_with(
-        &[
-            "commit",
-            "--db",
-            db.to_str().unwrap(),
-            "--source",
-            "local",
-            "-f",
-            other.to_str().unwrap(),
-        ],
-        &sim,
-        Some(&a),
-    ));
+    ok(&commit_db(&sim, &db, "local", &[&other], Some(&a)));
     assert_eq!(
         stored_hash(&db, "other", "/stringData/pin"),
         hmac_hex(&key, b"0815")
     );
+    // `reconcile` compares with it: the applied Secret is in sync, nothing to write.
+    sim.kubectl(&["apply", "-f", other.to_str().unwrap()]);
+    let db_arg = db.to_str().unwrap();
+    let out = ok(&driftd_with(
+        &["reconcile", "--db", db_arg, "--source", "local"],
+        &sim,
+        Some(&a),
+    ));
+    assert!(out.contains("writes 0 object(s)"), "{out}");
     let out = ok(&driftd_with(
         &["store", "rekey", "--db", db.to_str().unwrap()],
         &sim,
@@ -402,21 +402,7 @@ fn local_database(dir: &Path, sim: &Sim, name: &str) -> PathBuf {
     for manifest in [&pin, &drifting] {
         sim.kubectl(&["apply", "-f", manifest.to_str().unwrap()]);
     }
-    ok(&driftd_with(
-        &[
-            "commit",
-            "--db",
-            db.to_str().unwrap(),
-            "--source",
-            "app",
-            "-f",
-            pin.to_str().unwrap(),
-            "-f",
-            drifting.to_str().unwrap(),
-        ],
-        sim,
-        None,
-    ));
+    ok(&commit_db(sim, &db, "app", &[&pin, &drifting], None));
     sim.merge_patch(
         "default",
         &["secret", "drifting"],
