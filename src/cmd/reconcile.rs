@@ -55,7 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = Config::load(args.keys.config.as_deref())?;
     let store = super::store::open(
         super::sources::existing(&args.db)?,
-        config.secrets.load_keys()?,
+        super::store::load_keys(&config)?,
     )?;
     let revision = reconcile::load(&store, &args.source)?;
     let plan = revision.plan()?;

@@ -1,5 +1,7 @@
 //! Opening the database from the CLI (with the configured Secret keys, warning when its files
-//! are readable by others) and `driftd store rekey`.
+//! are readable by others) and `driftd store rekey`. The hash key is the one `driftd serve`
+//! uses: a key file, or the Secret `secrets.hash_key_secret` names in driftd's namespace, read
+//! through the kubeconfig (never created here).
 
 use driftd_daemon::config::Config;
 use driftd_store::{SecretKeys, Store};
@@ -25,10 +27,28 @@ impl KeyArgs {
         }
     }
 
-    /// Reads the configured key files (none configured: no keys).
+    /// Reads the configured keys (none configured: no keys).
     pub fn load(&self) -> anyhow::Result<SecretKeys> {
-        Ok(Config::load(self.config.as_deref())?.secrets.load_keys()?)
+        load_keys(&Config::load(self.config.as_deref())?)
     }
+}
+
+/// The keys `config` names: its key files, and the hash key from its Secret when
+/// `secrets.hash_key_secret` is set. The cluster is read on a thread of its own, as callers
+/// may run inside a runtime already (`driftd run`).
+pub fn load_keys(config: &Config) -> anyhow::Result<SecretKeys> {
+    if config.secrets.hash_key_secret.is_none() {
+        return Ok(config.secrets.load_keys()?);
+    }
+    let config = config.clone();
+    let keys = std::thread::spawn(move || {
+        super::runtime()?
+            .block_on(driftd_daemon::hash_key::cli_keys(&config))
+            .map_err(anyhow::Error::from)
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("reading the hash key's Secret panicked"))??;
+    Ok(keys)
 }
 
 /// Opens (creating it if needed) the database with `keys`, warning on stderr about files of
@@ -74,7 +94,47 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn rekey(args: RekeyArgs) -> anyhow::Result<ExitCode> {
     let keys = args.keys.load()?;
     let encryption = keys.encryption.as_ref().map(|k| k.id());
+    let hash = keys.hash.as_ref().map(|k| k.id());
     let mut store = open(super::sources::existing(&args.db)?, keys)?;
+    // A database that still keeps its own hash key moves to the configured one first, as
+    // `driftd serve` does at start; values kept only as hashes come from the live Secrets.
+    if let (Some(pending), Some(id)) = (store.pending_key_move()?, hash) {
+        let moved = if pending.live_needed.is_empty() {
+            store.move_hash_key(&Default::default())?
+        } else {
+            // One runtime for the client and its calls: kube's client runs its connection
+            // on the runtime it was made in.
+            super::runtime()?.block_on(async {
+                let client = kube::Client::try_default().await.map_err(|e| {
+                    anyhow::anyhow!(
+                        "cannot connect to Kubernetes ({e}): the values of {} are kept only as \
+                         hashes under the database's own key, and moving to the configured \
+                         hash key recovers them from the live Secrets: set KUBECONFIG, or run \
+                         it where driftd runs",
+                        super::commit::count(pending.live_needed.len(), "stored Secret")
+                    )
+                })?;
+                anyhow::Ok(
+                    driftd_daemon::hash_key::move_database(&mut store, &client)
+                        .await?
+                        .unwrap_or_default(),
+                )
+            })?
+        };
+        println!(
+            "the database keeps no hash key now: every stored Secret value is hashed under the \
+             configured key {id} ({} rehashed from sealed values, {} from the live Secrets)",
+            moved.from_sealed, moved.from_live
+        );
+        if !moved.unrecoverable.is_empty() {
+            println!(
+                "{} kept only as hashes whose values the live Secret no longer holds: {}; \
+                 they read as changed until their manifests are committed again",
+                super::commit::count(moved.unrecoverable.len(), "stored Secret"),
+                moved.unrecoverable.join(", ")
+            );
+        }
+    }
     let report = store.rekey()?;
     if let Some(id) = encryption {
         println!(

@@ -2,7 +2,8 @@
 //! valid Kubernetes and least privilege: the base applies with kubectl and driftd itself
 //! reports every object of it in sync once committed; the overlays apply (the Prometheus
 //! Operator's CRDs first); the ClusterRole grants exactly what driftd calls, with no wildcard
-//! and no write verb outside Events; the Deployment runs hardened.
+//! and no write verb outside Events, and the Roles in driftd's namespace exactly its Lease's
+//! and its hash key Secret's calls; the Deployment runs hardened.
 
 use crate::dashboards::{kubectl_local, repo_file, yaml_file_to_json, yaml_to_json};
 use crate::scaffold::*;
@@ -59,6 +60,13 @@ const NAMESPACE_CALLS: &[(&str, &str, &[&str])] = &[(
     &["get", "create", "update"],
 )];
 
+/// What driftd calls on its hash key's Secret (`crates/daemon/src/hash_key/mod.rs`): get by
+/// name at every start, create at the first (a create cannot be limited to one name).
+const HASH_KEY_CALLS: &[(&str, &str, &[&str])] = &[
+    ("", "secrets/driftd-hash-key", &["get"]),
+    ("", "secrets", &["create"]),
+];
+
 /// What `driftd commit|intent|run --cluster` call in driftd's namespace
 /// (`crates/daemon/src/cluster_log/writer.rs`): get by name, create records, update the
 /// sequence, a source's lock and an intent's state at the version read; `intent list
@@ -94,14 +102,16 @@ fn object<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} {name} rendered"))
 }
 
-/// A role's rules as (group, resource, verb) triples.
+/// A role's rules as (group, resource, verb) triples; a rule limited to some names grants
+/// `resource/name` for each.
 fn grants(role: &Value) -> BTreeSet<(String, String, String)> {
     let mut out = BTreeSet::new();
     for rule in role["rules"].as_array().unwrap() {
-        assert!(
-            rule.get("resourceNames").is_none() && rule.get("nonResourceURLs").is_none(),
-            "{rule}"
-        );
+        assert!(rule.get("nonResourceURLs").is_none(), "{rule}");
+        let names: Vec<&str> = rule["resourceNames"]
+            .as_array()
+            .map(|n| n.iter().map(|n| n.as_str().unwrap()).collect())
+            .unwrap_or_default();
         let list = |k: &str| -> Vec<String> {
             rule[k]
                 .as_array()
@@ -112,8 +122,14 @@ fn grants(role: &Value) -> BTreeSet<(String, String, String)> {
         };
         for group in list("apiGroups") {
             for resource in list("resources") {
-                for verb in list("verbs") {
-                    out.insert((group.clone(), resource.clone(), verb));
+                let resources: Vec<String> = match names.as_slice() {
+                    [] => vec![resource],
+                    names => names.iter().map(|n| format!("{resource}/{n}")).collect(),
+                };
+                for resource in resources {
+                    for verb in list("verbs") {
+                        out.insert((group.clone(), resource.clone(), verb));
+                    }
                 }
             }
         }
@@ -172,10 +188,22 @@ fn cluster_role_grants_exactly_what_driftd_calls() {
     assert_no_wildcard(role);
     assert_grants(role, &table(NAMESPACE_CALLS));
 
-    // Both are bound to driftd's ServiceAccount, which the Deployment runs as.
+    // The hash key's Secret, by the name driftd.toml gives it, in driftd's namespace.
+    let role = object(&objects, "Role", "driftd-hash-key");
+    assert_eq!(role["metadata"]["namespace"], "driftd");
+    assert_no_wildcard(role);
+    assert_grants(role, &table(HASH_KEY_CALLS));
+    let toml = std::fs::read_to_string(repo_file("deploy/base/driftd.toml")).unwrap();
+    assert!(
+        toml.contains("hash_key_secret = \"driftd-hash-key\"\n"),
+        "{toml}"
+    );
+
+    // All are bound to driftd's ServiceAccount, which the Deployment runs as.
     for (kind, name, role_kind) in [
         ("ClusterRoleBinding", "driftd", "ClusterRole"),
         ("RoleBinding", "driftd-leader-election", "Role"),
+        ("RoleBinding", "driftd-hash-key", "Role"),
     ] {
         let binding = object(&objects, kind, name);
         assert_eq!(binding["roleRef"]["kind"], role_kind);
@@ -257,6 +285,14 @@ fn deployment_runs_hardened_with_the_config_it_is_given() {
         .map(|a| a.as_str().unwrap())
         .collect();
     assert_eq!(args, ["serve", "--config", "/etc/driftd/driftd.toml"]);
+    // `kubectl exec` commands read the same configuration, the hash key's Secret with it.
+    let config_env = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "DRIFTD_CONFIG")
+        .expect("DRIFTD_CONFIG set");
+    assert_eq!(config_env["value"], "/etc/driftd/driftd.toml");
     let mount = |name: &str| {
         c["volumeMounts"]
             .as_array()

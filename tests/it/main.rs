@@ -26,6 +26,7 @@ mod e2e_secrets;
 mod e2e_serve;
 mod field_selectors;
 mod ha;
+mod hash_key;
 mod helm;
 mod http_server;
 mod intent_cli;

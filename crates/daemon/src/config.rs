@@ -16,6 +16,8 @@ mod stale_config;
 pub use stale_config::StaleConfigConfig;
 mod shard;
 pub use shard::ShardConfig;
+mod secrets;
+pub use secrets::SecretsConfig;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -133,53 +135,6 @@ fn parse_kind(text: &str) -> Result<TypeKey, KindError> {
         return Err(KindError::Malformed(text.to_string()));
     }
     Ok(TypeKey { api_version, kind })
-}
-
-/// `[secrets]`: key files for Secret values at rest. Keys never live in the database; the
-/// CLI commands that write Secrets read the same settings.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct SecretsConfig {
-    /// Seals committed Secret values, so remediation can restore them; without it only their
-    /// keyed hashes are stored.
-    pub encryption_key_file: Option<PathBuf>,
-    /// Earlier encryption keys: values sealed under them still open until `driftd store
-    /// rekey` reseals them. The environment gives them comma-separated.
-    #[serde(deserialize_with = "paths")]
-    pub previous_encryption_key_files: Vec<PathBuf>,
-    /// Keys the hashes of Secret values, so the database alone cannot test guesses against
-    /// them; unset, a random key kept in the database does.
-    pub hash_key_file: Option<PathBuf>,
-}
-
-impl SecretsConfig {
-    /// Reads the key files; errors name the file, never its content.
-    pub fn load_keys(&self) -> Result<driftd_store::SecretKeys, driftd_store::StoreError> {
-        driftd_store::SecretKeys::from_files(
-            self.hash_key_file.as_deref(),
-            self.encryption_key_file.as_deref(),
-            &self.previous_encryption_key_files,
-        )
-    }
-}
-
-/// A list of paths, or one string of comma-separated paths (as an environment variable).
-fn paths<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Paths {
-        List(Vec<PathBuf>),
-        Joined(String),
-    }
-    Ok(match Paths::deserialize(d)? {
-        Paths::List(list) => list,
-        Paths::Joined(text) => text
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-            .collect(),
-    })
 }
 
 /// `[http]`: the HTTP server's limits, so clients that connect and stay silent, send
@@ -567,6 +522,7 @@ const ENV_KEYS: &[&str] = &[
     "secrets.encryption_key_file",
     "secrets.previous_encryption_key_files",
     "secrets.hash_key_file",
+    "secrets.hash_key_secret",
     "http.header_read_timeout_seconds",
     "http.idle_timeout_seconds",
     "http.request_timeout_seconds",
@@ -716,6 +672,9 @@ impl Config {
             return Err(bad(key, &reason));
         }
         if let Err((key, reason)) = self.remediation.check() {
+            return Err(bad(key, &reason));
+        }
+        if let Err((key, reason)) = self.secrets.check() {
             return Err(bad(key, &reason));
         }
         if let Err((key, reason)) = self.shard.check() {

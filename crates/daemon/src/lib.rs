@@ -8,7 +8,9 @@
 //! is the task that asks the API server for server-side dry runs on the engine's behalf.
 //! `cluster_log` and `helm` import desired state recorded in the cluster (driftd's own
 //! records, Helm's releases) into the store, which the engine polls; `cluster_log` also
-//! writes the releases the engine asks of it (a stale lock held in the cluster log). `apply` is the one
+//! writes the releases the engine asks of it (a stale lock held in the cluster log).
+//! `hash_key` reads (and at the first start creates) the hash key kept in a Kubernetes
+//! Secret, and moves a database that still keeps its own key to it. `apply` is the one
 //! place that writes objects (server-side apply in plan order, for `driftd reconcile` and
 //! `remediate`, the leader's task for `remediation = "auto"` sources); `reconcile` reads a
 //! source's revision, plan and differences for both.
@@ -19,6 +21,7 @@ pub mod config;
 pub mod drift;
 pub mod dry_run;
 pub mod export;
+pub mod hash_key;
 pub mod helm;
 pub mod leader;
 pub mod pulumi;

@@ -51,6 +51,9 @@ pub enum ServeError {
     /// The kube client could not be built from the cluster configuration.
     #[error("cannot connect to Kubernetes: {0}")]
     Kube(#[from] kube::Error),
+    /// The hash key's Secret could not be read or made, or the database not moved to it.
+    #[error(transparent)]
+    HashKey(#[from] crate::hash_key::HashKeyError),
 }
 
 /// Where the HTTP server listens, once it does.
@@ -93,7 +96,8 @@ pub async fn run(
     }
     let client = kube::Client::try_from(kube_config.clone())?;
     let watches = watch_client(kube_config)?;
-    let keys = config.secrets.load_keys().map_err(ServeError::Database)?;
+    // Every handle on the database gets the same keys; the hash key may come from the cluster.
+    let keys = crate::hash_key::serve_keys(&config, &client).await?;
     // A shard loads, imports and judges only its own sources (docs/scaling.md).
     let scope = config.shard.scope();
     if !scope.is_all() {
@@ -105,9 +109,17 @@ pub async fn run(
             scope.patterns()
         );
     }
-    let store = Store::open_with_keys(&config.database, keys)
-        .map_err(ServeError::Database)?
-        .scoped(scope.clone());
+    let mut store =
+        Store::open_with_keys(&config.database, keys.clone()).map_err(ServeError::Database)?;
+    // Before anything compares: a database that still keeps its own key moves to the
+    // configured one (docs/security.md, "The hash key").
+    if let (Some(report), Some(key)) = (
+        crate::hash_key::move_database(&mut store, &client).await?,
+        &keys.hash,
+    ) {
+        crate::hash_key::log_move(&report, &key.id());
+    }
+    let store = store.scoped(scope.clone());
     let index = Arc::new(RwLock::new(DriftIndex::new(
         config.metrics.max_object_series,
     )));
@@ -132,21 +144,15 @@ pub async fn run(
     });
     // The cluster log's importer writes through its own connection; the engine sees its
     // imports as it sees any commit.
-    let import_store = Store::open_with_keys(
-        &config.database,
-        config.secrets.load_keys().map_err(ServeError::Database)?,
-    )
-    .map_err(ServeError::Database)?
-    .scoped(scope.clone());
+    let import_store = Store::open_with_keys(&config.database, keys.clone())
+        .map_err(ServeError::Database)?
+        .scoped(scope.clone());
     // Helm releases are imported the same way, through a connection of their own.
     let helm_store = match config.helm.enabled {
         true => Some(
-            Store::open_with_keys(
-                &config.database,
-                config.secrets.load_keys().map_err(ServeError::Database)?,
-            )
-            .map_err(ServeError::Database)?
-            .scoped(scope.clone()),
+            Store::open_with_keys(&config.database, keys.clone())
+                .map_err(ServeError::Database)?
+                .scoped(scope.clone()),
         ),
         false => None,
     };
@@ -218,11 +224,8 @@ pub async fn run(
         true => None,
         false => Some(crate::remediate::spawn(
             crate::remediate::Remediator {
-                store: Store::open_with_keys(
-                    &config.database,
-                    config.secrets.load_keys().map_err(ServeError::Database)?,
-                )
-                .map_err(ServeError::Database)?,
+                store: Store::open_with_keys(&config.database, keys.clone())
+                    .map_err(ServeError::Database)?,
                 cluster: crate::apply::Cluster::new(client.clone()),
                 index: index.clone(),
                 leadership: leadership.clone(),

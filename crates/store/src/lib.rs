@@ -1,7 +1,8 @@
 //! The desired-state store: SQLite (WAL), schema versioned by `PRAGMA user_version`.
 //! Sources, immutable revisions, their objects, intents (the write-ahead log of deploys and
 //! the per-source lock), drift episodes, the content hashes of the cluster's Secrets and
-//! ConfigMaps (`stale_config`), and the installation key.
+//! ConfigMaps (`stale_config`), and, unless the hash key is kept outside (`key_move`), the
+//! installation key.
 //!
 //! Secret values are never stored in clear (see [`secrets`]): keyed hashes always, the values
 //! sealed only under a configured encryption key. The file is created 0600, deleted content
@@ -20,20 +21,22 @@ mod history;
 mod import;
 mod intents;
 mod pulumi;
+mod key_move;
 mod remediations;
 mod revisions;
 mod rewrite;
 mod schema;
 mod scope;
 pub mod secrets;
+mod sqlite;
 
 use driftd_core::manifest::ManifestObject;
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
-use rusqlite::config::DbConfig;
 use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::Value;
+use sqlite::{checkpoint, connection_settings, retry_busy};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -48,6 +51,7 @@ pub use intents::{
     OpenIntent, WrongState, MAX_TTL, MIN_TTL,
 };
 pub use pulumi::{PulumiOutcome, PulumiPending, PulumiSync};
+pub use key_move::{KeyMove, KeyMoveReport};
 pub use remediations::{RemediationEvent, RemediationOutcome};
 pub use revisions::{canonical_json, validate_source_name};
 pub use rewrite::RekeyReport;
@@ -82,9 +86,10 @@ pub enum StoreError {
     #[error(
         "database {database}: its Secret values are hashed with {stored}, but this driftd is \
          configured with {configured}; hashes under one key cannot be compared with values \
-         hashed under another. Configure the same hash key again (secrets.hash_key_file, \
-         DRIFTD_SECRETS_HASH_KEY_FILE), or rehash the stored values with `driftd store rekey` \
-         (it needs their encrypted copies)"
+         hashed under another. Configure the same hash key again (secrets.hash_key_secret or \
+         secrets.hash_key_file), or rehash the stored values with `driftd store rekey` (it \
+         needs their encrypted copies, or, to move the installation key out of the database, \
+         the cluster's Secrets)"
     )]
     HashKeyMismatch {
         database: String,
@@ -94,6 +99,15 @@ pub enum StoreError {
     /// Stored Secret values that are needed and not available (never kept, or no key).
     #[error("{0}")]
     SecretValues(String),
+    /// The database's hash key lives outside it (moved out), and none is configured.
+    #[error(
+        "database {database}: its Secret values are hashed with a key kept outside the \
+         database (id {id}), and this driftd is configured with none: set \
+         secrets.hash_key_secret (DRIFTD_SECRETS_HASH_KEY_SECRET) and driftd's namespace as \
+         `driftd serve` has them (with a kubeconfig that may read that Secret), or \
+         secrets.hash_key_file"
+    )]
+    NoHashKey { database: String, id: String },
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -340,10 +354,11 @@ impl Store {
     /// stored hashes were made with, rehashes every value: in one transaction, then
     /// checkpointed so the file no longer holds what was replaced.
     pub fn rekey(&mut self) -> Result<RekeyReport, StoreError> {
+        let display = self.display();
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let report = rewrite::rekey(&tx, &self.keys)?;
+        let report = rewrite::rekey(&tx, &self.keys, &display)?;
         tx.commit()?;
         if self.path.is_some() {
             checkpoint(&self.conn)?;
@@ -683,9 +698,10 @@ impl Store {
             .query_row("PRAGMA data_version", [], |r| r.get(0))?)
     }
 
-    /// The key of the HMAC that stands in for Secret values, stored and reported: the hash
-    /// key file's when `secrets.hash_key_file` is configured, else the random key created
-    /// with the database. Refused when the stored hashes were made with another key.
+    /// The key of the HMAC that stands in for Secret values, stored and reported: the
+    /// configured hash key (`secrets.hash_key_file`, `secrets.hash_key_secret`), else the
+    /// random key created with the database. Refused when the stored hashes were made with
+    /// another key.
     pub fn installation_key(&self) -> Result<Vec<u8>, StoreError> {
         Ok(
             secrets::checked_hash_key(&self.conn, &self.keys, &self.display())?
@@ -722,23 +738,6 @@ impl Store {
         })?;
         Ok(Some(writer))
     }
-}
-
-/// What every connection to a database sets for itself (SQLite keeps these per connection),
-/// once the file's journal mode is settled; `file` is false in memory.
-fn connection_settings(conn: &Connection, file: bool) -> rusqlite::Result<()> {
-    if file {
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-    }
-    conn.pragma_update(None, "foreign_keys", true)?;
-    // Plans that never depend on bound values: otherwise SQLite (built with STAT4)
-    // re-prepares a cached statement whenever some parameters change, which was most of
-    // a commit's time (`perf`: `sqlite3Reprepare` under the per-object ownership check).
-    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
-    // What is deleted or rewritten (a value replaced by its hash, a rotated ciphertext)
-    // is overwritten with zeros, not left in free pages of the file.
-    conn.pragma_update(None, "secure_delete", true)?;
-    Ok(())
 }
 
 /// The keys a write stores Secret values with, the hash key checked against the database's.
@@ -792,27 +791,3 @@ mod intent_tests;
 mod secret_tests;
 #[cfg(test)]
 mod tests;
-
-/// Copies the WAL into the database file and empties it.
-fn checkpoint(conn: &Connection) -> Result<(), StoreError> {
-    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-    Ok(())
-}
-
-/// Runs `op` again while SQLite reports the database busy or locked, up to [`BUSY_TIMEOUT`].
-fn retry_busy<T>(mut op: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
-    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
-    loop {
-        match op() {
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if matches!(
-                    e.code,
-                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-                ) && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            other => return other,
-        }
-    }
-}

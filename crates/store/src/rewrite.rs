@@ -35,18 +35,19 @@ const TABLES: [(&str, &str, &str, &str); 2] = [
 ];
 
 /// One stored Secret.
-struct Row {
+pub(crate) struct Row {
     table: &'static str,
     owner_column: &'static str,
     owner: i64,
     /// "revision 3 of source app", for messages.
-    place: String,
-    key: ObjectKey,
-    body: Value,
-    sealed: Option<Vec<u8>>,
+    pub place: String,
+    pub key: ObjectKey,
+    pub body: Value,
+    pub sealed: Option<Vec<u8>>,
 }
 
-fn secret_rows(conn: &Connection) -> Result<Vec<Row>, StoreError> {
+/// Every stored Secret, of revisions and intents alike.
+pub(crate) fn secret_rows(conn: &Connection) -> Result<Vec<Row>, StoreError> {
     let mut rows = Vec::new();
     for (table, owner_column, place, from) in TABLES {
         let mut stmt = conn.prepare(&format!(
@@ -77,7 +78,8 @@ fn secret_rows(conn: &Connection) -> Result<Vec<Row>, StoreError> {
     Ok(rows)
 }
 
-fn update(conn: &Connection, row: &Row) -> Result<(), StoreError> {
+/// Writes a rewritten Secret back where it was read.
+pub(crate) fn update(conn: &Connection, row: &Row) -> Result<(), StoreError> {
     conn.execute(
         &format!(
             "UPDATE {} SET body = ?1, sealed = ?2
@@ -98,7 +100,7 @@ fn update(conn: &Connection, row: &Row) -> Result<(), StoreError> {
 }
 
 /// Recomputes `content_hash` of every revision and intent from their stored objects.
-fn rehash_contents(conn: &Connection) -> Result<(), StoreError> {
+pub(crate) fn rehash_contents(conn: &Connection) -> Result<(), StoreError> {
     for (owners, objects, owner_column) in [
         ("revisions", "revision_objects", "revision_id"),
         ("intents", "intent_objects", "intent_id"),
@@ -136,8 +138,12 @@ fn rehash_contents(conn: &Connection) -> Result<(), StoreError> {
 /// key is configured too. Without one the values are gone from the database for good (the
 /// manifests still hold them); with one, remediation keeps working for old revisions.
 /// Returns whether anything was rewritten.
-pub(crate) fn hash_stored_values(conn: &Connection, keys: &SecretKeys) -> Result<bool, StoreError> {
-    let hash = configured_hash_key(conn, keys)?;
+pub(crate) fn hash_stored_values(
+    conn: &Connection,
+    keys: &SecretKeys,
+    database: &str,
+) -> Result<bool, StoreError> {
+    let hash = configured_hash_key(conn, keys, database)?;
     record_hash_key(conn, &hash)?;
     let rows = secret_rows(conn)?;
     let mut rewrote = false;
@@ -173,8 +179,12 @@ pub struct RekeyReport {
 /// Seals every stored value under the current encryption key and, when the configured hash
 /// key is not the one the stored hashes were made with, rehashes every value under it. One
 /// transaction: either every Secret is rewritten or none.
-pub(crate) fn rekey(conn: &Connection, keys: &SecretKeys) -> Result<RekeyReport, StoreError> {
-    let hash = configured_hash_key(conn, keys)?;
+pub(crate) fn rekey(
+    conn: &Connection,
+    keys: &SecretKeys,
+    database: &str,
+) -> Result<RekeyReport, StoreError> {
+    let hash = configured_hash_key(conn, keys, database)?;
     let rows = secret_rows(conn)?;
     let rehash = recorded_hash_key(conn)?.is_none_or(|id| !hash.has_id(&id));
     if keys.encryption.is_none() && rows.iter().any(|r| r.sealed.is_some()) {

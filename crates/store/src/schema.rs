@@ -182,17 +182,27 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 /// Steps that rewrite data with Rust code, run right after the SQL step of the same number,
 /// in the same transaction. They may use the keys of the process that migrates, and must
 /// work without any. Returns whether they rewrote stored data.
-fn data_step(version: usize, tx: &Connection, keys: &SecretKeys) -> Result<bool, StoreError> {
+fn data_step(
+    version: usize,
+    tx: &Connection,
+    keys: &SecretKeys,
+    database: &str,
+) -> Result<bool, StoreError> {
     match version {
         3 => {
-            ensure_installation_key(tx)?;
-            rewrite::hash_stored_values(tx, keys)
+            ensure_installation_key(tx, keys)?;
+            rewrite::hash_stored_values(tx, keys, database)
         }
         _ => Ok(false),
     }
 }
 
-fn ensure_installation_key(conn: &Connection) -> rusqlite::Result<()> {
+/// Creates the random installation key, unless a hash key is configured: then the key lives
+/// outside the database, and the database must not hold one a copy of it could use.
+fn ensure_installation_key(conn: &Connection, keys: &SecretKeys) -> rusqlite::Result<()> {
+    if keys.hash.is_some() {
+        return Ok(());
+    }
     let key: [u8; 32] = rand::random();
     conn.execute(
         "INSERT OR IGNORE INTO meta (key, value) VALUES ('installation_key', ?1)",
@@ -210,7 +220,8 @@ fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA user_version", [], |row| row.get(0))
 }
 
-/// Brings the schema up to date and creates the installation key, in one transaction.
+/// Brings the schema up to date and, without a configured hash key, creates the
+/// installation key, in one transaction.
 /// Returns whether stored data was rewritten (the caller then checkpoints, so the file no
 /// longer holds what was replaced).
 ///
@@ -239,11 +250,11 @@ pub(crate) fn migrate(
     let mut rewrote = false;
     for (i, step) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         tx.execute_batch(step)?;
-        rewrote |= data_step(i + 1, &tx, keys)?;
+        rewrote |= data_step(i + 1, &tx, keys, path)?;
     }
     // PRAGMA cannot take bound parameters; the value is our own integer.
     tx.execute_batch(&format!("PRAGMA user_version = {supported}"))?;
-    ensure_installation_key(&tx)?;
+    ensure_installation_key(&tx, keys)?;
     tx.commit()?;
     Ok(rewrote)
 }

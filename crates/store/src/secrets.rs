@@ -3,9 +3,11 @@
 //! is the committed one, useless to someone who reads the file without the hash key. The
 //! values themselves are kept only when an encryption key is configured, sealed with
 //! XChaCha20-Poly1305 in the object's `sealed` column, because putting a Secret back needs
-//! them. Keys come from files (a mounted Kubernetes Secret is a file), never from the
-//! database; so does the hash key when `secrets.hash_key_file` is set, else the random
-//! installation key in `meta` keys the hashes.
+//! them. The encryption key comes from a file (a mounted Kubernetes Secret is a file), never
+//! from the database. So does the hash key when it is configured (`secrets.hash_key_file`,
+//! or the key driftd keeps in a Kubernetes Secret, `secrets.hash_key_secret`, which the
+//! daemon reads and hands over as a [`Key`]); only a local run without either keys the
+//! hashes with the random installation key in `meta`.
 //!
 //! `sealed` layout: a version byte (`1`), the 8-byte id of the key, a 24-byte random nonce,
 //! then the ciphertext with its 16-byte tag. The plaintext is the JSON map of the values by
@@ -34,7 +36,7 @@ const HASH_KEY_ID: &str = "hash_key_id";
 
 /// Short public name of a key: the first 8 bytes of a SHA-256 over it (a key is 32 random
 /// bytes, so this reveals nothing usable), in messages and in `sealed` blobs.
-fn key_id(bytes: &[u8]) -> [u8; KEY_ID_LEN] {
+pub(crate) fn key_id(bytes: &[u8]) -> [u8; KEY_ID_LEN] {
     let digest = Sha256::new()
         .chain_update(b"driftd key id\0")
         .chain_update(bytes)
@@ -43,10 +45,13 @@ fn key_id(bytes: &[u8]) -> [u8; KEY_ID_LEN] {
 }
 
 /// A 32-byte key and where it came from. Debug output shows only its id and origin.
+#[derive(Clone)]
 pub struct Key {
     bytes: Zeroizing<[u8; 32]>,
     id: [u8; KEY_ID_LEN],
     origin: String,
+    /// How messages name it: "the hash key file PATH", "the hash key in Secret NS/NAME".
+    described: String,
 }
 
 impl std::fmt::Debug for Key {
@@ -79,6 +84,7 @@ impl Key {
         Key {
             id: key_id(&bytes[..]),
             bytes,
+            described: format!("the hash key file {origin}"),
             origin,
         }
     }
@@ -86,6 +92,20 @@ impl Key {
     /// A key from bytes (tests and tools that make their own).
     pub fn from_bytes(bytes: [u8; 32], origin: &str) -> Key {
         Key::new(Zeroizing::new(bytes), origin.to_string())
+    }
+
+    /// A key read from elsewhere than a file (a Kubernetes Secret's data), in any form a key
+    /// file may hold; `None` when it holds no 32-byte key. `origin` names it in messages.
+    pub fn parse(raw: &[u8], origin: &str) -> Option<Key> {
+        parse_key(raw).map(|bytes| Key {
+            described: format!("the hash key {origin}"),
+            ..Key::new(bytes, origin.to_string())
+        })
+    }
+
+    /// Where the key came from (a file's path, a Secret's name), for messages.
+    pub fn origin(&self) -> &str {
+        &self.origin
     }
 
     /// The key's public id, as 16 hex digits.
@@ -117,10 +137,10 @@ fn parse_key(raw: &[u8]) -> Option<Zeroizing<[u8; 32]>> {
 
 /// The keys one driftd process was configured with. Without any, Secret values are stored
 /// only as hashes under the installation key.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct SecretKeys {
-    /// `secrets.hash_key_file`: keys the stored and reported hashes instead of the
-    /// installation key in the database.
+    /// `secrets.hash_key_file` or `secrets.hash_key_secret`: keys the stored and reported
+    /// hashes instead of the installation key in the database.
     pub hash: Option<Key>,
     /// `secrets.encryption_key_file`: values are stored sealed under it.
     pub encryption: Option<Key>,
@@ -167,45 +187,67 @@ impl HashKey {
 }
 
 /// How a key is described in messages.
-fn describe(id: &[u8], installation: &[u8; KEY_ID_LEN], file: Option<&Key>) -> String {
+fn describe(id: &[u8], installation: Option<&[u8; KEY_ID_LEN]>, file: Option<&Key>) -> String {
     match file {
-        Some(k) if k.id[..] == *id => format!("the hash key file {} (id {})", k.origin, k.id()),
-        _ if installation[..] == *id => format!(
+        Some(k) if k.id[..] == *id => format!("{} (id {})", k.described, k.id()),
+        _ if installation.is_some_and(|i| i[..] == *id) => format!(
             "the installation key kept in the database (id {})",
             hex::encode(id)
         ),
-        _ => format!("another hash key file (id {})", hex::encode(id)),
+        _ => format!(
+            "another hash key, kept outside the database (id {})",
+            hex::encode(id)
+        ),
     }
 }
 
-fn installation_key(conn: &Connection) -> rusqlite::Result<Zeroizing<Vec<u8>>> {
+/// The random key a database created without a configured hash key keeps in `meta`; `None`
+/// once the key lives outside (see `key_move`).
+pub(crate) fn installation_key(conn: &Connection) -> rusqlite::Result<Option<Zeroizing<Vec<u8>>>> {
     conn.query_row(
         "SELECT value FROM meta WHERE key = 'installation_key'",
         [],
         |r| r.get(0),
     )
-    .map(Zeroizing::new)
+    .optional()
+    .map(|k| k.map(Zeroizing::new))
 }
 
-/// The hash key this process uses: the file's, else the installation key. Not checked
-/// against the database ([`checked_hash_key`]).
+impl HashKey {
+    pub(crate) fn of(key: &Key) -> HashKey {
+        HashKey {
+            bytes: Zeroizing::new(key.bytes.to_vec()),
+            id: key.id,
+        }
+    }
+
+    pub(crate) fn of_bytes(bytes: Zeroizing<Vec<u8>>) -> HashKey {
+        HashKey {
+            id: key_id(&bytes),
+            bytes,
+        }
+    }
+}
+
+/// The hash key this process uses: the configured one, else the installation key. Not
+/// checked against the database ([`checked_hash_key`]). A database whose key was moved out
+/// holds none: without a configured key it is refused, naming the key it needs.
 pub(crate) fn configured_hash_key(
     conn: &Connection,
     keys: &SecretKeys,
-) -> rusqlite::Result<HashKey> {
-    Ok(match &keys.hash {
-        Some(k) => HashKey {
-            bytes: Zeroizing::new(k.bytes.to_vec()),
-            id: k.id,
-        },
-        None => {
-            let bytes = installation_key(conn)?;
-            HashKey {
-                id: key_id(&bytes),
-                bytes,
-            }
-        }
-    })
+    database: &str,
+) -> Result<HashKey, StoreError> {
+    if let Some(k) = &keys.hash {
+        return Ok(HashKey::of(k));
+    }
+    match installation_key(conn)? {
+        Some(bytes) => Ok(HashKey::of_bytes(bytes)),
+        None => Err(StoreError::NoHashKey {
+            database: database.to_string(),
+            id: recorded_hash_key(conn)?
+                .map_or_else(|| "none recorded yet".to_string(), hex::encode),
+        }),
+    }
 }
 
 pub(crate) fn recorded_hash_key(conn: &Connection) -> rusqlite::Result<Option<Vec<u8>>> {
@@ -218,7 +260,7 @@ pub(crate) fn recorded_hash_key(conn: &Connection) -> rusqlite::Result<Option<Ve
 }
 
 /// Whether any stored object holds Secret values (hashed ones included).
-fn secrets_stored(conn: &Connection) -> rusqlite::Result<bool> {
+pub(crate) fn secrets_stored(conn: &Connection) -> rusqlite::Result<bool> {
     conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM revision_objects WHERE kind = 'Secret')
              OR EXISTS (SELECT 1 FROM intent_objects WHERE kind = 'Secret')",
@@ -234,18 +276,29 @@ pub(crate) fn checked_hash_key(
     keys: &SecretKeys,
     database: &str,
 ) -> Result<HashKey, StoreError> {
-    let key = configured_hash_key(conn, keys)?;
+    let key = configured_hash_key(conn, keys, database)?;
     match recorded_hash_key(conn)? {
         Some(id) if id != key.id && secrets_stored(conn)? => {
-            let installation = key_id(&installation_key(conn)?);
-            Err(StoreError::HashKeyMismatch {
-                database: database.to_string(),
-                stored: describe(&id, &installation, keys.hash.as_ref()),
-                configured: describe(&key.id, &installation, keys.hash.as_ref()),
-            })
+            Err(mismatch(conn, keys, database, &id)?)
         }
         _ => Ok(key),
     }
+}
+
+/// The refusal of a configured hash key other than the one the stored hashes were made with.
+pub(crate) fn mismatch(
+    conn: &Connection,
+    keys: &SecretKeys,
+    database: &str,
+    stored: &[u8],
+) -> Result<StoreError, StoreError> {
+    let configured = configured_hash_key(conn, keys, database)?;
+    let installation = installation_key(conn)?.map(|k| key_id(&k));
+    Ok(StoreError::HashKeyMismatch {
+        database: database.to_string(),
+        stored: describe(stored, installation.as_ref(), keys.hash.as_ref()),
+        configured: describe(&configured.id, installation.as_ref(), keys.hash.as_ref()),
+    })
 }
 
 /// Records that the stored hashes are made with `key` (inside the write that stores them).
