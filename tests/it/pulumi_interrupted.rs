@@ -188,7 +188,9 @@ fn an_interrupted_update_in_an_export_is_uncommitted_until_a_state_without_it() 
     assert_eq!(intent["keep"], keep);
     assert_eq!(
         intent["revert"],
-        format!("apply this entry's `patch` to the live object, then `{clear}`")
+        format!(
+            "`{clear}`, then `driftd reconcile --source {SOURCE} --object Deployment.apps/shop/web --apply`"
+        )
     );
     let change = &entry["changes"][0];
     assert_eq!(
