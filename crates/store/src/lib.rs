@@ -20,8 +20,8 @@ mod helm;
 mod history;
 mod import;
 mod intents;
-mod pulumi;
 mod key_move;
+mod pulumi;
 mod remediations;
 mod revisions;
 mod rewrite;
@@ -50,8 +50,8 @@ pub use intents::{
     holder_pod, BeginRequest, IntentAction, IntentInfo, IntentObject, IntentState, LockHeld,
     OpenIntent, WrongState, MAX_TTL, MIN_TTL,
 };
-pub use pulumi::{PulumiOutcome, PulumiPending, PulumiSync};
 pub use key_move::{KeyMove, KeyMoveReport};
+pub use pulumi::{PulumiOutcome, PulumiPending, PulumiSync};
 pub use remediations::{RemediationEvent, RemediationOutcome};
 pub use revisions::{canonical_json, validate_source_name};
 pub use rewrite::RekeyReport;
