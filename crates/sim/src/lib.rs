@@ -47,9 +47,15 @@
 //!   ([`driftd_k8s::admission`]): ServiceAccount (token volume and mounts),
 //!   DefaultTolerationSeconds, Priority, DefaultStorageClass, DefaultIngressClass.
 //!
+//! - the review APIs of delegated authentication ([`auth`]): TokenReview of the tokens it
+//!   issued (`kubectl create token`: the `serviceaccounts/token` subresource) and of its
+//!   kubeconfig user's token (a `system:masters` administrator), SubjectAccessReview decided
+//!   by RBAC over the stored ClusterRoles, Roles and bindings.
+//!
 //! Not served: protobuf bodies for other kinds (415 naming the problem),
-//! `fieldValidation=Strict` checks, admission webhooks and other plugins, RBAC, pod
-//! logs/exec.
+//! `fieldValidation=Strict` checks, admission webhooks and other plugins, authentication
+//! and authorization of its own requests (every request is served, whatever its token),
+//! pod logs/exec.
 //!
 //! # Fault injection
 //! As a library ([`Simulator::fail_next`], [`Simulator::set_latency`], [`Simulator::compact`],
@@ -73,7 +79,8 @@
 //!   rewound.
 //! - `POST /_sim/history-limit` `{"limit": N}`: how many past changes watches can resume from.
 //! - `GET /_sim/stats`: `{"resourceVersion", "openWatches", "objects", "storedBytes",
-//!   "historyLength", "controllers", "watchEvents", "watchBytes"}` and, after a bulk edit,
+//!   "historyLength", "controllers", "watchEvents", "watchBytes", "tokenReviews",
+//!   "subjectAccessReviews"}` and, after a bulk edit,
 //!   `"bulkEdit"` (its report with the watch delivery measured up to now).
 //!
 //! # Benchmarks
@@ -91,6 +98,7 @@
 //!
 //! [`SimOptions::controllers`] `false` runs no controller at all, for pure-load benchmarks.
 
+pub mod auth;
 mod controller;
 mod discovery;
 mod events;
@@ -180,6 +188,7 @@ impl Simulator {
             last_edit: Default::default(),
             controllers: opts.controllers,
             snapshot: Mutex::new(None),
+            auth: auth::Auth::default(),
         });
         // The controllers' queue starts here, so nothing the server accepts escapes them.
         let controller_feed = opts.controllers.then(|| {
@@ -243,10 +252,12 @@ contexts:
 current-context: driftd-sim
 users:
 - name: driftd-sim
-  user: {{}}
+  user:
+    token: {token}
 preferences: {{}}
 ",
-            url = self.url()
+            url = self.url(),
+            token = self.app.auth.tokens.admin_token(),
         )
     }
 

@@ -5,6 +5,7 @@
 
 pub mod admin;
 mod patch;
+mod reviews;
 mod verbs;
 mod watch;
 
@@ -51,6 +52,8 @@ pub struct App {
     pub controllers: bool,
     /// What `/_sim/restore` goes back to (taken by `/_sim/snapshot`).
     pub snapshot: Mutex<Option<crate::store::restore::Snapshot>>,
+    /// Tokens, and the review APIs' counters.
+    pub auth: crate::auth::Auth,
 }
 
 fn json_response(code: u16, v: &Value) -> Response {
@@ -257,6 +260,9 @@ async fn route(
             _ => return Err(not_found_path()),
         },
     };
+    if let Some(answer) = reviews::serve(app, method, &target, &body) {
+        return answer;
+    }
     if let Some(sub) = &target.subresource {
         if !target.info.has(sub) {
             return Err(not_found_path());
