@@ -14,7 +14,7 @@ pub struct Args {
 }
 
 pub fn run(Args { daemon: args }: Args) -> anyhow::Result<ExitCode> {
-    let body: LocksResponse = super::drift::fetch(&args.server, "/locks", &[])?;
+    let body: LocksResponse = super::drift::fetch(&args, "/locks", &[])?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&body)?),
         Format::Table => print!("{}", render(&body, jiff::Timestamp::now())),

@@ -25,6 +25,7 @@ mod e2e_secrets;
 mod e2e_serve;
 mod ha;
 mod helm;
+mod http_auth;
 mod http_server;
 mod intent_cli;
 mod locks;
