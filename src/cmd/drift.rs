@@ -20,6 +20,11 @@ pub struct ServerArgs {
     pub server: String,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// A file holding the bearer token to send, for a daemon with `[http] auth =
+    /// "kubernetes"` (e.g. `<(kubectl create token NAME -n NS)`); a file, so the token is in
+    /// no process list.
+    #[arg(long, env = "DRIFTD_TOKEN_FILE")]
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -53,7 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         kind: args.kind,
         class,
     };
-    let body: DriftResponse = fetch(&args.daemon.server, "/drift", &filter.to_pairs())?;
+    let body: DriftResponse = fetch(&args.daemon, "/drift", &filter.to_pairs())?;
     match args.daemon.format {
         Format::Json => println!("{}", render_json(&body)?),
         Format::Table => print!("{}", render_table(&body)),
@@ -61,24 +66,46 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// GETs `path` of the daemon at `server` with `query` and reads the JSON body as `T`.
+/// GETs `path` of the daemon `daemon` names with `query` (and its token, if any) and reads
+/// the JSON body as `T`.
 pub fn fetch<T: DeserializeOwned>(
-    server: &str,
+    daemon: &ServerArgs,
     path: &str,
     query: &[(&str, String)],
 ) -> anyhow::Result<T> {
-    let url = format!("{}{path}", server.trim_end_matches('/'));
+    let url = format!("{}{path}", daemon.server.trim_end_matches('/'));
+    let token = match &daemon.token_file {
+        Some(file) => Some(
+            std::fs::read_to_string(file)
+                .map_err(|e| anyhow::anyhow!("cannot read --token-file {}: {e}", file.display()))?
+                .trim()
+                .to_string(),
+        ),
+        None => None,
+    };
     super::runtime()?.block_on(async {
-        let response = reqwest::Client::new()
-            .get(&url)
-            .query(query)
-            .send()
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot reach driftd at {url}: {e}; is `driftd serve` running there? (--server)"))?;
+        let mut request = reqwest::Client::new().get(&url).query(query);
+        if let Some(token) = &token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.map_err(|e| {
+            anyhow::anyhow!(
+                "cannot reach driftd at {url}: {e}; is `driftd serve` running there? (--server)"
+            )
+        })?;
         let status = response.status();
         if !status.is_success() {
             let text = response.text().await.unwrap_or_default();
-            anyhow::bail!("{url} answered {status}: {}", escape_control(text.trim()));
+            let hint = match status.as_u16() {
+                401 if token.is_none() => "; this daemon needs a token (--token-file)",
+                401 => "; the API server does not accept the token in --token-file",
+                403 => "; RBAC does not let the token's user get this path (docs/security.md)",
+                _ => "",
+            };
+            anyhow::bail!(
+                "{url} answered {status}: {}{hint}",
+                escape_control(text.trim())
+            );
         }
         response
             .json::<T>()

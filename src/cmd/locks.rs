@@ -38,7 +38,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let client = args.cluster.client().await?;
             judged_here(&store, Some(client)).await
         })?,
-        (None, false) => super::drift::fetch(&args.daemon.server, "/locks", &[])?,
+        (None, false) => super::drift::fetch(&args.daemon, "/locks", &[])?,
     };
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&body)?),

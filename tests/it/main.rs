@@ -28,6 +28,7 @@ mod field_selectors;
 mod ha;
 mod hash_key;
 mod helm;
+mod http_auth;
 mod http_server;
 mod intent_cli;
 mod locks;

@@ -18,6 +18,8 @@ mod shard;
 pub use shard::ShardConfig;
 mod secrets;
 pub use secrets::SecretsConfig;
+mod http;
+pub use http::{HttpAuth, HttpConfig, MIN_CONNECTIONS};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -136,78 +138,6 @@ fn parse_kind(text: &str) -> Result<TypeKey, KindError> {
     }
     Ok(TypeKey { api_version, kind })
 }
-
-/// `[http]`: the HTTP server's limits, so clients that connect and stay silent, send
-/// headers slowly, or never read their answer cannot take every connection (or file
-/// descriptor) and starve `/healthz`; and the optional TLS and basic-auth web config.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct HttpConfig {
-    /// A client must send a request's complete headers within this time of connecting (or,
-    /// on a kept-alive HTTP/1.1 connection, of the previous answer), and finish the TLS
-    /// handshake within it.
-    pub header_read_timeout_seconds: f64,
-    /// A connection with no request in progress is closed after this long.
-    pub idle_timeout_seconds: f64,
-    /// One request, from its headers to the last byte of the answer; a handler that takes
-    /// longer answers 503.
-    pub request_timeout_seconds: f64,
-    /// Open connections at most; kept below the process's file-descriptor limit. At the cap
-    /// a new connection closes the longest-idle one, so silent clients cannot lock out a
-    /// health probe.
-    pub max_connections: usize,
-    /// Requests handled at once; more are answered 503 at once. `/healthz` and `/readyz`
-    /// are not counted.
-    pub max_in_flight_requests: usize,
-    /// Prometheus exporter-toolkit web config file (`--web.config.file`): TLS, basic auth,
-    /// response headers. Relative paths inside it are relative to its directory.
-    pub web_config_file: Option<PathBuf>,
-    /// Whether `basic_auth_users` also guards `/healthz` and `/readyz`. Off by default:
-    /// kubelet probes cannot send credentials without writing them into the Pod spec.
-    pub health_requires_auth: bool,
-}
-
-impl HttpConfig {
-    pub fn header_read_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.header_read_timeout_seconds)
-    }
-
-    pub fn idle_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.idle_timeout_seconds)
-    }
-
-    pub fn request_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.request_timeout_seconds)
-    }
-
-    fn check(&self) -> Result<(), (&'static str, String)> {
-        for (key, value) in [
-            (
-                "http.header_read_timeout_seconds",
-                self.header_read_timeout_seconds,
-            ),
-            ("http.idle_timeout_seconds", self.idle_timeout_seconds),
-            ("http.request_timeout_seconds", self.request_timeout_seconds),
-        ] {
-            if !(value > 0.0 && value <= 3600.0) {
-                return Err((key, "must be greater than 0 and at most 3600".into()));
-            }
-        }
-        if self.max_connections < MIN_CONNECTIONS {
-            return Err((
-                "http.max_connections",
-                format!("must be at least {MIN_CONNECTIONS}"),
-            ));
-        }
-        if self.max_in_flight_requests == 0 {
-            return Err(("http.max_in_flight_requests", "must be at least 1".into()));
-        }
-        Ok(())
-    }
-}
-
-/// Fewer connections than this cannot serve a scrape, a probe and an engineer at once.
-pub const MIN_CONNECTIONS: usize = 8;
 
 /// `[metrics]`
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -458,22 +388,6 @@ impl Default for MetricsConfig {
     }
 }
 
-impl Default for HttpConfig {
-    /// Go's `http.Server` has no limits by default; these are what a small daemon needs:
-    /// probes every few seconds, a scrape every 15-60 s, people now and then.
-    fn default() -> Self {
-        HttpConfig {
-            header_read_timeout_seconds: 10.0,
-            idle_timeout_seconds: 60.0,
-            request_timeout_seconds: 30.0,
-            max_connections: 512,
-            max_in_flight_requests: 64,
-            web_config_file: None,
-            health_requires_auth: false,
-        }
-    }
-}
-
 impl Default for EventsConfig {
     fn default() -> Self {
         EventsConfig {
@@ -530,6 +444,8 @@ const ENV_KEYS: &[&str] = &[
     "http.max_in_flight_requests",
     "http.web_config_file",
     "http.health_requires_auth",
+    "http.auth",
+    "http.auth_cache_seconds",
     "locks.auto_release_after",
     "pulumi.scan_seconds",
     "pulumi.max_lock_age",

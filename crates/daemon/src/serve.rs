@@ -45,6 +45,9 @@ pub enum ServeError {
     /// The web config file (`http.web_config_file`, `--web.config.file`).
     #[error(transparent)]
     WebConfig(#[from] WebConfigError),
+    /// `[http] auth` cannot work with the web config.
+    #[error("HTTP server: {0}")]
+    HttpAuth(String),
     /// The file-descriptor limit leaves too few connections.
     #[error("HTTP server: {0}")]
     Limits(String),
@@ -89,6 +92,7 @@ pub async fn run(
         Some(path) => WebConfig::load(path)?,
         None => WebConfig::default(),
     };
+    http::check_auth(&config.http, &web).map_err(ServeError::HttpAuth)?;
     let (max_connections, note) =
         server::fd_budget(config.http.max_connections).map_err(ServeError::Limits)?;
     if let Some(note) = note {
@@ -183,6 +187,7 @@ pub async fn run(
         %addr,
         tls = web.tls.is_some(),
         basic_auth = !web.users.is_empty(),
+        auth = ?config.http.auth,
         max_connections,
         "HTTP server listening: /drift /locks /metrics /healthz /readyz"
     );
@@ -287,6 +292,7 @@ pub async fn run(
         },
         &config.http,
         &web,
+        client.clone(),
     );
     let limits = server::Limits {
         header_read_timeout: config.http.header_read_timeout(),

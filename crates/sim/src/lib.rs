@@ -52,9 +52,15 @@
 //!   ([`driftd_k8s::admission`]): ServiceAccount (token volume and mounts),
 //!   DefaultTolerationSeconds, Priority, DefaultStorageClass, DefaultIngressClass.
 //!
+//! - the review APIs of delegated authentication ([`auth`]): TokenReview of the tokens it
+//!   issued (`kubectl create token`: the `serviceaccounts/token` subresource) and of its
+//!   kubeconfig user's token (a `system:masters` administrator), SubjectAccessReview decided
+//!   by RBAC over the stored ClusterRoles, Roles and bindings.
+//!
 //! Not served: protobuf bodies for other kinds (415 naming the problem),
-//! `fieldValidation=Strict` checks, admission webhooks and other plugins, RBAC, pod
-//! logs/exec.
+//! `fieldValidation=Strict` checks, admission webhooks and other plugins, authentication
+//! and authorization of its own requests (every request is served, whatever its token),
+//! pod logs/exec.
 //!
 //! # Fault injection
 //! As a library ([`Simulator::fail_next`], [`Simulator::set_latency`], [`Simulator::compact`],
@@ -78,7 +84,8 @@
 //!   rewound.
 //! - `POST /_sim/history-limit` `{"limit": N}`: how many past changes watches can resume from.
 //! - `GET /_sim/stats`: `{"resourceVersion", "openWatches", "objects", "storedBytes",
-//!   "historyLength", "controllers", "watchEvents", "watchBytes"}` and, after a bulk edit,
+//!   "historyLength", "controllers", "watchEvents", "watchBytes", "tokenReviews",
+//!   "subjectAccessReviews"}` and, after a bulk edit,
 //!   `"bulkEdit"` (its report with the watch delivery measured up to now).
 //!
 //! # Benchmarks
@@ -96,6 +103,7 @@
 //!
 //! [`SimOptions::controllers`] `false` runs no controller at all, for pure-load benchmarks.
 
+pub mod auth;
 mod controller;
 mod discovery;
 mod events;
@@ -186,6 +194,7 @@ impl Simulator {
             controllers: opts.controllers,
             snapshot: Mutex::new(None),
             kubelet: Default::default(),
+            auth: auth::Auth::default(),
         });
         // The controllers' queue starts here, so nothing the server accepts escapes them.
         let controller_feed = opts.controllers.then(|| {
@@ -253,10 +262,12 @@ contexts:
 current-context: driftd-sim
 users:
 - name: driftd-sim
-  user: {{}}
+  user:
+    token: {token}
 preferences: {{}}
 ",
-            url = self.url()
+            url = self.url(),
+            token = self.app.auth.tokens.admin_token(),
         )
     }
 

@@ -1,10 +1,12 @@
 //! Decoding of the Kubernetes protobuf envelope for the few kinds kubectl's generators send
-//! that way (`kubectl create namespace|configmap|secret generic` use the typed client, which
-//! speaks protobuf to built-in types). Everything else is answered with 415, asking for JSON.
+//! that way (`kubectl create namespace|configmap|secret generic|serviceaccount` and
+//! `kubectl create token` use the typed client, which speaks protobuf to built-in types).
+//! Everything else is answered with 415, asking for JSON.
 //!
 //! Wire layout (k8s.io/apimachinery `runtime.Unknown`): magic `k8s\0`, then
 //! `{1: TypeMeta{1: apiVersion, 2: kind}, 2: raw object bytes, ...}`; field numbers of the
-//! objects follow `k8s.io/api/core/v1/generated.proto`.
+//! objects follow `k8s.io/api/core/v1/generated.proto` and, for TokenRequest,
+//! `k8s.io/api/authentication/v1/generated.proto`.
 
 use base64::Engine;
 use serde_json::{json, Map, Value};
@@ -110,8 +112,43 @@ fn object_meta(b: &[u8]) -> Option<Value> {
     Some(Value::Object(m))
 }
 
-fn decode_kind(kind: &str, raw: &[u8]) -> Option<Value> {
-    let mut obj = json!({"kind": kind, "apiVersion": "v1"});
+/// TokenRequestSpec: `audiences` 1, `boundObjectRef` 3 (kind, apiVersion, name, uid),
+/// `expirationSeconds` 4.
+fn token_request_spec(b: &[u8]) -> Option<Value> {
+    let mut spec = json!({});
+    let mut audiences = Vec::new();
+    for (n, f) in fields(b)? {
+        match (n, f) {
+            (1, Field::Bytes(x)) => audiences.push(json!(string(x)?)),
+            (3, Field::Bytes(x)) => {
+                let mut reference = Map::new();
+                for (n, f) in fields(x)? {
+                    let key = match n {
+                        1 => "kind",
+                        2 => "apiVersion",
+                        3 => "name",
+                        4 => "uid",
+                        _ => continue,
+                    };
+                    if let Field::Bytes(v) = f {
+                        reference.insert(key.into(), json!(string(v)?));
+                    }
+                }
+                spec["boundObjectRef"] = Value::Object(reference);
+            }
+            // int64 on the wire: two's complement in a varint.
+            (4, Field::Varint(v)) => spec["expirationSeconds"] = json!(v as i64),
+            _ => {}
+        }
+    }
+    if !audiences.is_empty() {
+        spec["audiences"] = Value::Array(audiences);
+    }
+    Some(spec)
+}
+
+fn decode_kind(api_version: &str, kind: &str, raw: &[u8]) -> Option<Value> {
+    let mut obj = json!({"kind": kind, "apiVersion": api_version});
     let (mut data, mut binary, mut string_data) = (Map::new(), Map::new(), Map::new());
     for (n, f) in fields(raw)? {
         match (kind, n, f) {
@@ -132,6 +169,10 @@ fn decode_kind(kind: &str, raw: &[u8]) -> Option<Value> {
             ("Secret", 4, Field::Bytes(x)) => {
                 drop(map_entry(x, false).map(|(k, v)| string_data.insert(k, v)))
             }
+            ("ServiceAccount", 4, Field::Varint(v)) => {
+                obj["automountServiceAccountToken"] = json!(v != 0)
+            }
+            ("TokenRequest", 2, Field::Bytes(x)) => obj["spec"] = token_request_spec(x)?,
             ("Namespace", 2, Field::Bytes(x)) => {
                 let fins: Option<Vec<Value>> = fields(x)?
                     .into_iter()
@@ -179,9 +220,12 @@ pub fn decode(body: &[u8]) -> Result<Value, String> {
     }
     let raw = raw.ok_or_else(bad)?;
     match (api_version.as_str(), kind.as_str()) {
-        ("v1", "ConfigMap" | "Secret" | "Namespace") => decode_kind(&kind, raw).ok_or_else(bad),
+        ("v1", "ConfigMap" | "Secret" | "Namespace" | "ServiceAccount")
+        | ("authentication.k8s.io/v1", "TokenRequest") => {
+            decode_kind(&api_version, &kind, raw).ok_or_else(bad)
+        }
         _ => Err(format!(
-            "protobuf bodies are only understood for v1 Namespace, ConfigMap and Secret, not {api_version} {kind}; send JSON (e.g. kubectl create -f)"
+            "protobuf bodies are only understood for v1 Namespace, ConfigMap, Secret and ServiceAccount and authentication.k8s.io/v1 TokenRequest, not {api_version} {kind}; send JSON (e.g. kubectl create -f)"
         )),
     }
 }
@@ -210,6 +254,17 @@ mod tests {
         assert_eq!(v["metadata"]["name"], "cfg");
         assert_eq!(v["metadata"]["labels"]["app"], "web");
         assert_eq!(v["data"]["k"], "v");
+        // TokenRequest (authentication/v1 generated.proto): audiences 1, expirationSeconds 4.
+        let spec = [ld(1, b"driftd"), vec![4 << 3, 0x90, 0x1c]].concat();
+        let tr = [ld(1, b""), ld(2, &spec)].concat();
+        let tm = [ld(1, b"authentication.k8s.io/v1"), ld(2, b"TokenRequest")].concat();
+        let body = [MAGIC.to_vec(), ld(1, &tm), ld(2, &tr)].concat();
+        let v = decode(&body).unwrap();
+        assert_eq!(v["apiVersion"], "authentication.k8s.io/v1");
+        assert_eq!(
+            v["spec"],
+            json!({"audiences": ["driftd"], "expirationSeconds": 3600})
+        );
         let tm = [ld(1, b"apps/v1"), ld(2, b"Deployment")].concat();
         let body = [MAGIC.to_vec(), ld(1, &tm), ld(2, b"")].concat();
         assert!(decode(&body).unwrap_err().contains("send JSON"));

@@ -4,6 +4,7 @@
 
 mod app;
 mod auth;
+mod delegated;
 pub mod server;
 
 pub use app::{App, HEALTH_PATHS};
@@ -11,7 +12,7 @@ pub use app::{App, HEALTH_PATHS};
 use super::metrics::Metrics;
 use super::page;
 use super::web_config::WebConfig;
-use crate::config::HttpConfig;
+use crate::config::{HttpAuth, HttpConfig};
 use crate::drift::SharedIndex;
 use crate::leader::Leadership;
 use axum::extract::{Query, State};
@@ -43,19 +44,52 @@ pub fn router(handles: Handles) -> Router {
         .with_state(handles)
 }
 
-/// The routes behind `[http]`'s request limits and the web config's authentication and
-/// headers.
-pub fn app(handles: Handles, config: &HttpConfig, web: &WebConfig) -> App {
+/// The routes behind `[http]`'s request limits and authentication (the web config's, or
+/// the API server's with `auth = "kubernetes"`, asked through `client`), and the web
+/// config's headers.
+pub fn app(handles: Handles, config: &HttpConfig, web: &WebConfig, client: kube::Client) -> App {
+    let guard = match config.auth {
+        HttpAuth::Kubernetes => Some(app::Guard::Kubernetes(delegated::KubernetesAuth::new(
+            std::sync::Arc::new(delegated::KubeReviewer::new(client)),
+            config.auth_cache(),
+        ))),
+        HttpAuth::None => auth::BasicAuth::new(web.users.clone()).map(app::Guard::Basic),
+    };
     App::new(
         router(handles),
         app::AppSettings {
             max_in_flight_requests: config.max_in_flight_requests,
             request_timeout: config.request_timeout(),
-            auth: auth::BasicAuth::new(web.users.clone()),
+            auth: guard,
             health_requires_auth: config.health_requires_auth,
             headers: web.headers.clone(),
         },
     )
+}
+
+/// How `[http] auth` combines with the web config, checked at start: the Kubernetes auth
+/// and `basic_auth_users` both read the `Authorization` header, so not both; TLS combines
+/// with either (and should carry bearer tokens: without it they cross the network in clear,
+/// which is only warned about, as the NetworkPolicy or a service mesh may protect them).
+pub fn check_auth(config: &HttpConfig, web: &WebConfig) -> Result<(), String> {
+    if config.auth != HttpAuth::Kubernetes {
+        return Ok(());
+    }
+    if !web.users.is_empty() {
+        return Err(
+            "http.auth = \"kubernetes\" and the web config's basic_auth_users both read the \
+             Authorization header: remove basic_auth_users (TLS settings may stay) or set \
+             http.auth = \"none\""
+                .into(),
+        );
+    }
+    if web.tls.is_none() {
+        tracing::warn!(
+            "http.auth = \"kubernetes\" without TLS: clients' bearer tokens cross the network \
+             in clear; configure tls_server_config in the web config (http.web_config_file)"
+        );
+    }
+    Ok(())
 }
 
 /// `GET /drift?source=&namespace=&kind=&class=`; an unknown filter or class is a 400 that

@@ -128,6 +128,8 @@ pub fn stats(app: &App) -> Value {
         "controllers": app.controllers,
         "watchEvents": app.delivery.events.load(Ordering::Relaxed),
         "watchBytes": app.delivery.bytes.load(Ordering::Relaxed),
+        "tokenReviews": app.auth.reviews().0,
+        "subjectAccessReviews": app.auth.reviews().1,
     });
     let last = app
         .last_edit

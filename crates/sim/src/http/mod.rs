@@ -5,6 +5,7 @@
 
 pub mod admin;
 mod patch;
+mod reviews;
 mod verbs;
 mod watch;
 
@@ -54,6 +55,8 @@ pub struct App {
     /// The pods waiting for a config: the controllers' kubelet and
     /// `/_sim/restart-container` share them.
     pub kubelet: Arc<crate::controller::Kubelet>,
+    /// Tokens, and the review APIs' counters.
+    pub auth: crate::auth::Auth,
 }
 
 fn json_response(code: u16, v: &Value) -> Response {
@@ -260,6 +263,9 @@ async fn route(
             _ => return Err(not_found_path()),
         },
     };
+    if let Some(answer) = reviews::serve(app, method, &target, &body) {
+        return answer;
+    }
     if let Some(sub) = &target.subresource {
         if !target.info.has(sub) {
             return Err(not_found_path());

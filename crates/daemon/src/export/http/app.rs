@@ -3,16 +3,21 @@
 //! - `/healthz` and `/readyz` bypass the in-flight limit and the request timeout (they
 //!   read one flag), so probes answer while `/drift` is overloaded, and by default need no
 //!   credentials (kubelet cannot send them without writing them into the Pod spec);
-//! - everything else needs the `basic_auth_users` credentials when some are configured, and
-//!   counts against `max_in_flight_requests` (tower's `ConcurrencyLimit`, with `LoadShed`
+//! - everything else needs credentials when authentication is on (the web config's
+//!   `basic_auth_users`, or `[http] auth = "kubernetes"`: a token and a permission the API
+//!   server grants, [`super::delegated`]), checked before the limits so a client whose
+//!   answer is cached is never shed behind others' reviews, and counts against `max_in_flight_requests` (tower's `ConcurrencyLimit`, with `LoadShed`
 //!   answering 503 at once rather than queueing) and `request_timeout_seconds`
 //!   (tower-http's `Timeout`, 503);
 //! - every answer, 401 and 503 included, carries the web config's `headers`.
 
 use super::auth::BasicAuth;
+use super::delegated::KubernetesAuth;
 use axum::body::Body;
 use axum::error_handling::HandleErrorLayer;
-use axum::http::{header, HeaderName, HeaderValue, Request, Response, StatusCode};
+use axum::http::{
+    header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode,
+};
 use axum::response::IntoResponse;
 use axum::Router;
 use std::convert::Infallible;
@@ -29,9 +34,33 @@ pub const HEALTH_PATHS: [&str; 2] = ["/healthz", "/readyz"];
 pub struct AppSettings {
     pub max_in_flight_requests: usize,
     pub request_timeout: Duration,
-    pub auth: Option<BasicAuth>,
+    pub auth: Option<Guard>,
     pub health_requires_auth: bool,
     pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+/// Who checks credentials: the web config's basic auth or the API server, never both (both
+/// read the `Authorization` header).
+pub enum Guard {
+    Basic(BasicAuth),
+    Kubernetes(KubernetesAuth),
+}
+
+impl Guard {
+    /// `Ok` when the request may go on; otherwise the answer to send instead. Takes the
+    /// request's parts, not the request, whose body cannot be shared across threads.
+    async fn check(
+        &self,
+        method: &Method,
+        path: &str,
+        headers: &HeaderMap,
+    ) -> Result<(), Response<Body>> {
+        match self {
+            Guard::Basic(auth) if auth.allows(headers).await => Ok(()),
+            Guard::Basic(_) => Err(unauthorized()),
+            Guard::Kubernetes(auth) => auth.check(method, path, headers).await,
+        }
+    }
 }
 
 /// The whole application as the connections call it; cheap to clone.
@@ -43,7 +72,7 @@ pub struct App {
 struct Inner {
     health: Router,
     limited: BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>,
-    auth: Option<BasicAuth>,
+    auth: Option<Guard>,
     health_requires_auth: bool,
     headers: Vec<(HeaderName, HeaderValue)>,
 }
@@ -80,13 +109,20 @@ impl App {
             .auth
             .as_ref()
             .filter(|_| !health || inner.health_requires_auth);
-        let mut response = match guarded {
-            Some(auth) if !auth.allows(request.headers()).await => unauthorized(),
-            _ if health => match inner.health.clone().oneshot(request).await {
+        let refused = match guarded {
+            Some(guard) => guard
+                .check(request.method(), request.uri().path(), request.headers())
+                .await
+                .err(),
+            None => None,
+        };
+        let mut response = match refused {
+            Some(refused) => refused,
+            None if health => match inner.health.clone().oneshot(request).await {
                 Ok(response) => response,
                 Err(never) => match never {},
             },
-            _ => match inner.limited.clone().oneshot(request).await {
+            None => match inner.limited.clone().oneshot(request).await {
                 Ok(response) => response,
                 Err(never) => match never {},
             },
@@ -149,7 +185,7 @@ mod tests {
         let settings = AppSettings {
             max_in_flight_requests: max_in_flight,
             request_timeout: timeout,
-            auth: BasicAuth::new(users),
+            auth: BasicAuth::new(users).map(Guard::Basic),
             health_requires_auth: false,
             headers: vec![(
                 HeaderName::from_static("x-frame-options"),
