@@ -176,9 +176,12 @@ fn one_batch_of_episode_writes_opens_updates_and_closes_as_single_writes_do() {
         name: name.into(),
     };
     let t = |s: i64| Timestamp::from_second(1_700_000_000 + s).unwrap();
-    let (a, b, c) = (key("a"), key("b"), key("c"));
+    let (a, b, c, d) = (key("a"), key("b"), key("c"), key("d"));
     store
         .record_drift(&a, "web", "modified", t(0), &["data.x".into()])
+        .unwrap();
+    store
+        .record_drift(&d, "web", "modified", t(0), &["data.x".into()])
         .unwrap();
     store
         .record_drift(&c, "web", "modified", t(0), &[])
@@ -186,8 +189,17 @@ fn one_batch_of_episode_writes_opens_updates_and_closes_as_single_writes_do() {
     let paths = ["data.y".to_string()];
     store
         .write_episodes(&[
+            // Same class, other paths: the episode goes on.
             EpisodeWrite::Drifting {
                 key: &a,
+                source: "web",
+                class: "modified",
+                at: t(10),
+                paths: &paths,
+            },
+            // Another class: a new episode from now, as `record_drift` does.
+            EpisodeWrite::Drifting {
+                key: &d,
                 source: "web",
                 class: "deleted",
                 at: t(10),
@@ -214,8 +226,15 @@ fn one_batch_of_episode_writes_opens_updates_and_closes_as_single_writes_do() {
         [
             (
                 "a".into(),
-                "deleted".into(),
+                "modified".into(),
                 t(0),
+                t(10),
+                vec!["data.y".to_string()]
+            ),
+            (
+                "d".into(),
+                "deleted".into(),
+                t(10),
                 t(10),
                 vec!["data.y".to_string()]
             ),
