@@ -48,12 +48,15 @@ fn cluster_role_binding(role: &str, subjects: &[&str]) -> Value {
         "subjects": subjects})
 }
 
+/// A verb, a non-resource URL, and whether the rule allows them.
+type Expected<'a> = (&'a str, &'a str, bool);
+
 /// plugin/pkg/auth/authorizer/rbac/rbac_test.go, `TestRuleMatches`, the cases
 /// "star nonresource, exact match other", "star nonresource subpath" and
 /// "star verb, exact nonresource", every request with its expected answer.
 #[test]
 fn non_resource_rules_match_as_rule_matches_upstream() {
-    let cases: &[(PolicyRule, &[(&str, &str, bool)])] = &[
+    let cases: &[(PolicyRule, &[Expected])] = &[
         (
             rule(&["verb1"], &["*"]),
             &[
