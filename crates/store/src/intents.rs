@@ -115,8 +115,8 @@ fn require_state(
 
 /// Refuses a local write (`verb`: the `driftd intent` subcommand that was run) to an
 /// intent this database only mirrors: one of the cluster log, which is ended there for
-/// every replica, or one standing for a Helm release's version in flight, which only Helm
-/// ends. Writing it here alone would free nothing where the lock is really held.
+/// every replica, or one standing for a Helm release's version in flight or an operation a
+/// Pulumi state records as pending, which only Helm or Pulumi ends. Writing it here alone would free nothing where the lock is really held.
 fn owned_elsewhere(intent: &IntentInfo, verb: &str) -> Result<(), StoreError> {
     if let Some(lock) = driftd_core::helm::PendingLock::parse(&intent.source, &intent.holder) {
         return Err(StoreError::Rejected(format!(
@@ -135,6 +135,17 @@ fn owned_elsewhere(intent: &IntentInfo, verb: &str) -> Result<(), StoreError> {
             "intent {} belongs to Helm release {}: Helm's release records decide it, not \
              driftd, so driftd does not {verb} it",
             intent.id, intent.source
+        )));
+    }
+    if let Some(op) = intent.pulumi_operation() {
+        return Err(StoreError::Rejected(format!(
+            "intent {} is an operation Pulumi's state records as pending (stack {}): that \
+             record decides it, not driftd, so driftd does not {verb} it. To keep what reached \
+             the cluster: `{}`; to clear the record: `{}`",
+            intent.id,
+            op.stack,
+            op.keep_command(),
+            op.clear_command()
         )));
     }
     if intent.cluster {

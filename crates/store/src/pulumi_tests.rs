@@ -97,6 +97,23 @@ fn a_pending_update_is_an_interrupted_intent_until_a_state_without_it() {
         .ends_with("pulumi stack import --stack organization/shop/dev"));
     let open = store.open_intents().unwrap();
     assert_eq!(open[0].objects[0].object["data"]["image"], "web:1.4.3");
+    // Pulumi's record decides it: driftd's own commit and release refuse and change nothing.
+    let commit = store
+        .commit_intent(begun.id, ACTOR)
+        .unwrap_err()
+        .to_string();
+    assert!(commit.contains("driftd does not commit it"), "{commit}");
+    assert!(
+        commit.contains("pulumi refresh --yes --stack organization/shop/dev"),
+        "{commit}"
+    );
+    let release = store
+        .release_intent(begun.id, ACTOR, "done")
+        .unwrap_err()
+        .to_string();
+    assert!(release.contains("driftd does not release it"), "{release}");
+    assert!(release.contains("pulumi stack import"), "{release}");
+    assert_eq!(store.open_intents().unwrap(), open);
 
     // Written again (a later operation of the same update): the same intent stands.
     let again = sync(&mut store, 230, "web:1.4.2", std::slice::from_ref(&update));
