@@ -327,6 +327,10 @@ impl Differ {
             // Committed state = manifest + kube-apiserver's deterministic defaults: a field
             // the manifest leaves to a default was committed with that value.
             driftd_k8s::defaults::apply(api_version, kind, &mut stored);
+            // A version stored as another is committed as it reads back.
+            if let Some(read_back) = driftd_k8s::convert::read_back(&stored) {
+                stored = read_back;
+            }
             normalize::drop_null_creation_timestamps(&mut stored);
         }
         // The previous revision stays as written: only fields it *set* are pruned.

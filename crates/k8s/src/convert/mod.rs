@@ -57,6 +57,24 @@ pub fn convert(object: &Value, to_api_version: &str) -> Option<Value> {
     }
 }
 
+/// `object` (of a built-in type, already defaulted for its own version) as a client reads it
+/// back in that version when kube-apiserver stores the kind in another: converted to the
+/// storage version, given that version's defaults (applied when the stored object is
+/// decoded), converted back. What a manifest leaves out can come back set this way (an
+/// autoscaling/v1 HorizontalPodAutoscaler without a CPU target reads back with 80%), so
+/// that is the committed state to compare with. `None` when the type is its own storage
+/// version or driftd knows no conversion.
+pub fn read_back(object: &Value) -> Option<Value> {
+    let api_version = object.get("apiVersion")?.as_str()?;
+    let kind = object.get("kind")?.as_str()?;
+    let served = crate::kinds::builtin(api_version, kind)?;
+    let storage = storage_type(served)?;
+    let storage_version = storage.api_version();
+    let mut stored = convert(object, &storage_version)?;
+    crate::defaults::apply(&storage_version, kind, &mut stored);
+    convert(&stored, api_version)
+}
+
 /// Whether driftd can convert objects of `group`/`kind` between `version` and `other`.
 pub fn converts(group: &str, kind: &str, version: &str, other: &str) -> bool {
     version == other

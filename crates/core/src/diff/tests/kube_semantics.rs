@@ -363,3 +363,44 @@ fn bytes_wrapped_over_lines_are_the_bytes_they_decode_to() {
         ]
     );
 }
+
+/// An autoscaling/v1 HorizontalPodAutoscaler without a CPU target, read back in v1. Expected
+/// values derived from kube-apiserver v1.32: `pkg/apis/autoscaling/v1/defaults.go`
+/// `SetDefaults_HorizontalPodAutoscaler` sets only `minReplicas` = 1 ("we apply a default for
+/// CPU utilization in conversion"); `pkg/apis/autoscaling/v1/conversion.go`
+/// `Convert_v1_HorizontalPodAutoscaler_To_autoscaling_HorizontalPodAutoscaler` gives an
+/// object with neither a CPU target nor metrics in its annotation the CPU `Utilization`
+/// metric at `autoscaling.DefaultCPUUtilization` (80), and
+/// `Convert_autoscaling_HorizontalPodAutoscalerSpec_To_v1_HorizontalPodAutoscalerSpec`
+/// reads `targetCPUUtilizationPercentage` back from that metric. So the committed target is
+/// 80, and a hand edit to 70 is drift.
+#[test]
+fn an_autoscaling_v1_hpa_without_a_cpu_target_is_committed_at_80_percent() {
+    let desired = json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                 "maxReplicas": 5}});
+    let live = |target: i64| {
+        json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web", "namespace": "shop", "uid": "u", "resourceVersion": "5"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                     "minReplicas": 1, "maxReplicas": 5,
+                     "targetCPUUtilizationPercentage": target}})
+    };
+    assert_eq!(cmp(&desired, &live(80)).class, DriftClass::InSync);
+    let c = cmp(&desired, &live(70));
+    assert_eq!(c.class, DriftClass::Modified);
+    assert_eq!(
+        paths(&c),
+        vec![(
+            "/spec/targetCPUUtilizationPercentage".to_string(),
+            ChangeOp::Replace
+        )]
+    );
+    assert_eq!(c.changes[0].desired, Some(json!(80)));
+    assert_patch_restores(&desired, &live(70), &c);
+    // A target in the manifest is the committed one.
+    let mut set = desired.clone();
+    set["spec"]["targetCPUUtilizationPercentage"] = json!(70);
+    assert_eq!(cmp(&set, &live(70)).class, DriftClass::InSync);
+}
