@@ -139,8 +139,8 @@ pub fn note_unresolved(loaded: &Loaded) {
     eprintln!(
         "note: no CustomResourceDefinition committed or in the input defines {}: their scope \
          (namespaced until the cluster says otherwise) and schema are taken from the cluster \
-         (`serve` asks discovery and reads the live CRD); --namespaced/--cluster-scoped \
-         KIND.GROUP declare a scope",
+         (`serve` and `--cluster` ask discovery, `serve` reads the live CRD); \
+         --namespaced/--cluster-scoped KIND.GROUP declare a scope",
         list.join(", ")
     );
 }
@@ -300,8 +300,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// `commit --cluster`: validated as `commit --db` validates, then recorded as a revision of
 /// the cluster log.
 fn commit_to_cluster(desired: &DesiredArgs) -> anyhow::Result<ExitCode> {
-    let loaded = desired.load_for_cluster()?;
     super::runtime()?.block_on(async {
+        let loaded = desired.load_for_cluster().await?;
         let log = desired.cluster.connect().await?;
         let id = log
             .commit(NewRevision {

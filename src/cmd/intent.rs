@@ -202,7 +202,7 @@ pub async fn begin_cluster_intent(
     holder: &str,
     ttl: Duration,
 ) -> anyhow::Result<(ClusterLog, i64)> {
-    let loaded = desired.load_for_cluster()?;
+    let loaded = desired.load_for_cluster().await?;
     let log = desired.cluster.connect().await?;
     let id = log
         .begin(NewIntent {

@@ -413,3 +413,97 @@ fn a_revision_larger_than_one_secret_is_split_and_imported_whole() {
     let history: Value = serde_json::from_str(&history).unwrap();
     assert_eq!(history[0]["object_count"], 2, "{history:#}");
 }
+
+/// The objects of revision record `name` as the log holds them: the Secret's `record` is
+/// the payload JSON, gzipped and base64-encoded (Helm's encoding), small enough here to be
+/// one part.
+fn record_objects(sim: &Sim, name: &str) -> Vec<Value> {
+    use base64::Engine as _;
+    use std::io::Read as _;
+    let secret = sim.kubectl_json(&["get", "secret", name, "-n", "driftd", "-o", "json"]);
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let data = b64
+        .decode(secret["data"]["record"].as_str().unwrap())
+        .unwrap();
+    let gzipped = b64.decode(&data).unwrap();
+    let mut json = String::new();
+    flate2::read::GzDecoder::new(&gzipped[..])
+        .read_to_string(&mut json)
+        .unwrap();
+    let record: Value = serde_json::from_str(&json).unwrap();
+    record["objects"].as_array().unwrap().clone()
+}
+
+/// Custom kinds whose CRDs someone else installed: no CRD in the input says their scope, so
+/// `commit --cluster` asks the cluster's discovery, and the log records a cluster-scoped
+/// kind's object without the namespace `-n` would give a namespaced one.
+#[test]
+fn commit_to_the_cluster_takes_custom_kinds_scopes_from_discovery() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path());
+    sim.kubectl(&["create", "namespace", "driftd"]);
+    sim.kubectl(&["create", "namespace", "shop"]);
+    let crd = |plural: &str, kind: &str, scope: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+             metadata:\n  name: {plural}.cert-manager.io\nspec:\n  group: cert-manager.io\n\
+             \x20 scope: {scope}\n  names:\n    plural: {plural}\n    kind: {kind}\n\
+             \x20 versions:\n  - name: v1\n    served: true\n    storage: true\n\
+             \x20   schema:\n      openAPIV3Schema:\n        type: object\n\
+             \x20       x-kubernetes-preserve-unknown-fields: true\n"
+        )
+    };
+    let crds = dir.path().join("crds.yaml");
+    std::fs::write(
+        &crds,
+        format!(
+            "{}---\n{}",
+            crd("clusterissuers", "ClusterIssuer", "Cluster"),
+            crd("issuers", "Issuer", "Namespaced")
+        ),
+    )
+    .unwrap();
+    sim.kubectl(&["apply", "-f", crds.to_str().unwrap()]);
+    let manifest = dir.path().join("issuers.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata:\n  name: letsencrypt\n\
+         spec:\n  acme: {}\n---\napiVersion: cert-manager.io/v1\nkind: Issuer\n\
+         metadata:\n  name: local\nspec:\n  selfSigned: {}\n",
+    )
+    .unwrap();
+    let out = cluster(
+        &sim,
+        &[
+            "commit",
+            "--cluster",
+            "--source",
+            "shop",
+            "-n",
+            "shop",
+            "-f",
+            manifest.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("no CustomResourceDefinition"), "{stderr}");
+    let mut keys: Vec<(String, Option<String>)> = record_objects(&sim, "driftd.revision.1")
+        .iter()
+        .map(|o| {
+            let key = &o["key"];
+            (
+                key["kind"].as_str().unwrap().to_string(),
+                key["namespace"].as_str().map(String::from),
+            )
+        })
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            ("ClusterIssuer".to_string(), None),
+            ("Issuer".to_string(), Some("shop".to_string()))
+        ]
+    );
+}
