@@ -1,11 +1,12 @@
 //! driftd's daemon: watches the cluster, keeps the drift index current, and publishes it.
 //!
-//! Dependencies point one way: `watch` (watcher messages and control; the kube client
-//! [`watch::Supervisor`]) <- `drift` (the engine and the drift index it writes) <- `export`
-//! (`/drift`, `/metrics` rendered from the index, Events) <- `serve` (wiring). `config` is
-//! the daemon's configuration, read by all. `leader` (the Lease election and the
-//! [`leader::Leadership`] handle) is consulted by `export` for leader-only work. `dry_run`
-//! is the task that asks the API server for server-side dry runs on the engine's behalf.
+//! Dependencies point one way: `watch` (watcher messages and control, the packed copies
+//! watchers make; the kube client [`watch::Supervisor`]) <- `drift` (the engine, the drift
+//! index it writes, the [`drift::Leadership`] handle it consults) <- `export` (`/drift`,
+//! `/metrics` rendered from the index, Events) <- `serve` (wiring). `config` is the
+//! daemon's configuration, read by all. `leader` (the Lease election) drives the
+//! leadership handle. `dry_run` is the task that asks the API server for server-side dry
+//! runs on the engine's behalf.
 //! `cluster_log` and `helm` import desired state recorded in the cluster (driftd's own
 //! records, Helm's releases) into the store, which the engine polls; `cluster_log` also
 //! writes the releases the engine asks of it (a stale lock held in the cluster log).

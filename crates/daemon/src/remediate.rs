@@ -11,10 +11,10 @@
 
 use crate::apply::{ApplyOptions, Cluster};
 use crate::config::{Config, RemediationConfig};
+use crate::drift::Leadership;
 use crate::drift::SharedIndex;
 use crate::export::events::{EventRequest, EventSink, RateLimit};
 use crate::export::metrics::Metrics;
-use crate::leader::Leadership;
 use crate::reconcile;
 use driftd_core::diff::DriftClass;
 use driftd_core::report::DriftEntry;

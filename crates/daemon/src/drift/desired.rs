@@ -8,7 +8,7 @@
 //! where keeping the prepared tree cost ten times the manifest's text per object.
 
 use super::crds::GroupKind;
-use super::packed::{self, Packed, Samples};
+use crate::watch::packed::{self, Packed, Samples};
 use driftd_core::par;
 use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::{DesiredText, RevisionInfo, Store, StoreError};

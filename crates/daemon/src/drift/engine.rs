@@ -26,12 +26,12 @@ use super::intents::{IntentChange, IntentSet};
 use super::lists::{ListEvent, Lists, Position};
 use super::memory::release_free_memory;
 use super::outputs::{Announcement, Outputs};
-use super::packed::{self, Packed};
 use super::settle::{Drift, Report, Settling};
 use super::stale_config::StaleConfigs;
 use super::tracked::TrackedSet;
 use crate::config::{Config, ConfigError};
-use crate::leader::Leadership;
+use crate::drift::Leadership;
+use crate::watch::packed::{self, Packed};
 use crate::watch::{Applied, WatchControl, WatchEvent, WatchMessage};
 use driftd_core::diff::{ClusterFacts, CompareInput, Differ};
 use driftd_core::report::{Changes, DriftClass, DriftEntry, DriftPatch};
@@ -93,8 +93,8 @@ mod stale_config;
 mod uncommitted;
 mod unmanaged;
 
-pub(crate) use live::kept_copy;
-use live::{as_compared, Live};
+use crate::watch::kept::{as_compared, kept_copy};
+use live::Live;
 
 /// Why the engine cannot start or go on.
 #[derive(Debug, thiserror::Error)]

@@ -12,9 +12,10 @@
 //! - `holders`: the pods holding deploy locks; `locks`: which locks are stale (`local`:
 //!   holder processes of this host; `release`: releases asked of the cluster log);
 //! - `stale_config`: running pods older than the Secrets/ConfigMaps they read;
-//! - `tracked`: the judged objects with their live copies; `packed`: objects kept as
-//!   compressed JSON rather than trees (memory per object);
+//! - `tracked`: the judged objects with their live copies (kept packed: see
+//!   `watch::packed`, shared with the watchers that pack them);
 //! - `memory`: freed heap pages given back after bursts;
+//! - `leadership`: whether this replica acts as leader (the daemon's elector drives it);
 //! - `index`: the published state; `outputs`: counters and Events; `clock`: time.
 
 mod clock;
@@ -27,11 +28,11 @@ mod holders;
 mod hpa;
 mod index;
 mod intents;
+mod leadership;
 mod lists;
 mod locks;
 mod memory;
 mod outputs;
-mod packed;
 mod settle;
 mod stale_config;
 mod tracked;
@@ -40,13 +41,12 @@ mod tracked;
 pub(crate) use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
 pub use dry_run::{DryRunAnswer, DryRunOutcome, DryRunRequest};
-pub(crate) use engine::kept_copy;
 pub use engine::{Engine, EngineError};
 pub use holders::Holders;
 pub use index::{DriftIndex, SharedIndex, WatchHealth};
+pub use leadership::{Leadership, Standing};
 pub use locks::local::{LocalHolders, Process, Processes};
 pub use locks::release::{ClusterRelease, ClusterReleased, ReleaseOutcome};
 pub use locks::{holder_names, judge_all, PodRef};
 pub use memory::{return_freed_pages_promptly, small_pages_only};
 pub use outputs::{Announcement, LiveIdentity, LockAnnouncement, Outputs};
-pub(crate) use packed::Packed;

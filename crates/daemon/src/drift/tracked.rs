@@ -11,7 +11,7 @@
 //! engine's thread (issue #11). What is listed for people or re-evaluated is sorted by key.
 
 use super::outputs::{Identified, LiveIdentity};
-use super::packed::{self, Packed, Samples};
+use crate::watch::packed::{self, Packed, Samples};
 use driftd_k8s::{ObjectKey, TypeKey};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};

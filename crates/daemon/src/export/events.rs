@@ -26,8 +26,8 @@
 
 use super::metrics::Metrics;
 use crate::config::EventsConfig;
+use crate::drift::Leadership;
 use crate::drift::{LiveIdentity, LockAnnouncement, PodRef, SharedIndex};
-use crate::leader::Leadership;
 use driftd_core::report::{DriftClass, DriftEntry, StaleConfigNote, StaleLock};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};

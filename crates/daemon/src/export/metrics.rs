@@ -13,7 +13,7 @@
 //! only, gone once a rollout replaced the pods.
 
 use crate::drift::{DriftIndex, SharedIndex};
-use crate::leader::{Leadership, Standing};
+use crate::drift::{Leadership, Standing};
 use driftd_core::report::{DriftClass, DriftEntry};
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;

@@ -4,8 +4,8 @@
 
 use super::events::{EventRequest, EventSink};
 use super::metrics::Metrics;
+use crate::drift::Leadership;
 use crate::drift::{Announcement, LiveIdentity, LockAnnouncement, Outputs, PodRef};
-use crate::leader::Leadership;
 use crate::watch::WatchError;
 use driftd_core::report::{DriftEntry, StaleLock};
 use driftd_k8s::TypeKey;

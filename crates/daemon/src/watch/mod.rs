@@ -5,8 +5,10 @@
 //! kube client implementation is [`Supervisor`] (list+watch in `listwatch`).
 
 mod backoff;
+pub mod kept;
 mod listwatch;
 mod live_object;
+pub mod packed;
 pub mod secrets;
 mod supervisor;
 
@@ -14,8 +16,9 @@ pub use backoff::Backoff;
 pub use live_object::LiveObject;
 pub use supervisor::{watch_client, Supervisor};
 
-use crate::drift::{kept_copy, Packed};
 use driftd_k8s::TypeKey;
+use kept::kept_copy;
+use packed::Packed;
 use serde_json::Value;
 use std::collections::BTreeSet;
 

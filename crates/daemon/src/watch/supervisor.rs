@@ -336,7 +336,7 @@ mod tests {
         );
         copies.set(&[kind("ConfigMap"), kind("Secret")].into());
         assert!(
-            kept(outbox.applied(object.clone())) == Some(crate::drift::kept_copy(&object)),
+            kept(outbox.applied(object.clone())) == Some(crate::watch::kept::kept_copy(&object)),
             "the copy the engine keeps"
         );
         assert!(

@@ -1,5 +1,5 @@
 use super::*;
-use crate::leader::Leadership;
+use crate::drift::Leadership;
 use driftd_core::report::DriftEntry;
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;

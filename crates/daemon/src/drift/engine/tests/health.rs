@@ -206,7 +206,7 @@ fn the_metrics_families_follow_the_health() {
     let mut h = Harness::start_with(&config(), &cm("a", "1"));
     h.list(&configmaps(), live(&cm("a", "1")));
     let index = h.index.clone();
-    let metrics = crate::export::metrics::Metrics::new(index, crate::leader::Leadership::always());
+    let metrics = crate::export::metrics::Metrics::new(index, crate::drift::Leadership::always());
     let line = |text: &str, name: &str| {
         text.lines()
             .find(|l| l.starts_with(&format!("{name}{{kind=\"ConfigMap\"}}")))

@@ -3,7 +3,7 @@
 //! leads; Pulumi lock files.
 
 use super::*;
-use crate::leader::Leadership;
+use crate::drift::Leadership;
 use crate::watch::pod_type;
 use driftd_core::report::{LockKind, StaleLock};
 use driftd_store::{IntentAction, IntentState};

@@ -111,6 +111,11 @@ impl Samples {
         self.sizes.len()
     }
 
+    /// Whether no text was added.
+    pub fn is_empty(&self) -> bool {
+        self.sizes.is_empty()
+    }
+
     /// The texts added, in order.
     #[cfg(test)]
     pub fn texts(&self) -> impl Iterator<Item = &[u8]> {
@@ -315,6 +320,11 @@ impl Packed {
     /// Bytes held.
     pub fn len(&self) -> usize {
         self.0.len()
+    }
+
+    /// Never: packed bytes hold at least their generation.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
