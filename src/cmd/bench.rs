@@ -25,9 +25,9 @@
 //!    taken in by watches that only parse them, as the transfer floor is for cold start.
 
 use anyhow::{bail, Context};
-use driftd_daemon::watch::LiveObject;
 use driftd_sim::store::bulk::{BulkEdit, DEFAULT_EDIT_KINDS};
 use driftd_sim::{SimOptions, Simulator};
+use driftd_watch::LiveObject;
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::Api;

@@ -83,8 +83,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The rules file is read as a daemon configuration, so `serve` and `check` can share one
     // file (a file with only `[[ignore]]` tables is a valid configuration too).
     let config = match &args.rules {
-        Some(path) => driftd_daemon::config::Config::load_with_env(Some(path), |_| None)?,
-        None => driftd_daemon::config::Config::default(),
+        Some(path) => driftd_config::Config::load_with_env(Some(path), |_| None)?,
+        None => driftd_config::Config::default(),
     };
     let rules = config.rule_set();
     // The live side first: a custom resource in the desired files takes its scope from

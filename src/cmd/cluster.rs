@@ -3,9 +3,9 @@
 
 use super::commit::{no_objects, read_input, warn_pruned_fields, DesiredArgs};
 use anyhow::Context;
+use driftd_cluster::cluster_log::format::RecordObject;
+use driftd_cluster::cluster_log::ClusterLog;
 use driftd_core::manifest::{LoadOptions, Loaded};
-use driftd_daemon::cluster_log::format::RecordObject;
-use driftd_daemon::cluster_log::ClusterLog;
 use driftd_store::{validate_source_name, CommitRequest, Store};
 
 /// Where to record: `--cluster` and driftd's namespace.

@@ -7,8 +7,8 @@
 use super::cluster::{records, ClusterArgs};
 use super::store::{self, KeyArgs};
 use anyhow::Context;
+use driftd_cluster::cluster_log::NewRevision;
 use driftd_core::manifest::{self, LoadOptions, Loaded, ManifestObject};
-use driftd_daemon::cluster_log::NewRevision;
 use driftd_store::{validate_source_name, CommitOutcome, CommitRequest, Store};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

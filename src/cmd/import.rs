@@ -84,7 +84,7 @@ fn import_pulumi(args: PulumiArgs) -> anyhow::Result<ExitCode> {
         let bytes = std::fs::read(&args.file).with_context(|| format!("cannot read {name}"))?;
         (name, bytes)
     };
-    let text = driftd_daemon::pulumi::decode_state(&bytes, &name).map_err(anyhow::Error::msg)?;
+    let text = driftd_cluster::pulumi::decode_state(&bytes, &name).map_err(anyhow::Error::msg)?;
     let export = pulumi::parse_stack_export(&text, &name)?;
     let stack = match (&export.project, &export.stack) {
         (Some(project), Some(stack)) => format!("{project}/{stack}"),

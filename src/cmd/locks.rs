@@ -8,7 +8,7 @@ use super::drift::ServerArgs;
 use super::sources::{human_age, open_existing, render_table};
 use super::Format;
 use driftd_core::report::LocksResponse;
-use driftd_daemon::drift::{holder_names, judge_all, Holders, LocalHolders};
+use driftd_engine::{holder_names, judge_all, Holders, LocalHolders};
 use driftd_store::Store;
 use std::path::PathBuf;
 use std::process::ExitCode;

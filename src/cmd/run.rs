@@ -20,7 +20,7 @@
 use super::commit::{describe_outcome, DesiredArgs};
 use super::intent::{begin_cluster_intent, begin_intent, LockArgs};
 use anyhow::Context;
-use driftd_daemon::cluster_log::{ClusterLog, End, LogError};
+use driftd_cluster::cluster_log::{ClusterLog, End, LogError};
 use driftd_store::{Store, StoreError};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;

@@ -3,7 +3,7 @@
 //! uses: a key file, or the Secret `secrets.hash_key_secret` names in driftd's namespace, read
 //! through the kubeconfig (never created here).
 
-use driftd_daemon::config::Config;
+use driftd_config::Config;
 use driftd_store::{SecretKeys, Store};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

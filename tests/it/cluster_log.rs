@@ -5,7 +5,7 @@
 //! `resourceVersion` conflicts; a refused input writes nothing.
 //!
 //! The record format (payload encoding, chunking, labels) is unit-tested in
-//! `crates/daemon/src/cluster_log/format_tests.rs`; the store's import rules (numbers kept,
+//! `crates/cluster/src/cluster_log/format_tests.rs`; the store's import rules (numbers kept,
 //! idempotence, refusals) in `crates/store/src/import_tests.rs`.
 
 use crate::scaffold::*;

@@ -6,7 +6,7 @@
 //! on its own Lease, so both publish Events.
 //!
 //! Pattern matching is unit-tested in `crates/store/src/scope.rs`, the `[shard]` keys in
-//! `crates/daemon/src/config/tests.rs`.
+//! `crates/config/src/tests.rs`.
 
 use crate::helm::{applied_objects, record, release_secret};
 use crate::scaffold::*;

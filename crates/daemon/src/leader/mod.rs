@@ -18,7 +18,7 @@ mod kube;
 pub use election::{Elector, LeaseApi, LeaseError, LeaseRecord, State, Timings, Versioned};
 pub use kube::KubeLease;
 
-pub use crate::drift::{Leadership, Standing};
+pub use driftd_engine::{Leadership, Standing};
 
 /// This replica's name in the Lease and in Events' `reportingInstance`: the pod name from the
 /// downward API (`POD_NAME`), else `hostname_pid`, unique among processes on one host.
