@@ -66,7 +66,7 @@ pub struct Args {
     #[arg(long)]
     pub allow_empty: bool,
     #[command(flatten)]
-    pub input: super::commit::InputArgs,
+    pub input: super::common::desired::InputArgs,
 }
 
 /// One compared object that drifts.
@@ -95,7 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..LoadOptions::default()
     };
     args.input.apply(&mut live_options);
-    let live = super::commit::read_input(&args.live, &live_options)
+    let live = super::common::desired::read_input(&args.live, &live_options)
         .context("live files")?
         .objects;
     let mut desired_options = LoadOptions {
@@ -116,10 +116,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .or_insert(o.key.namespace.is_some());
         }
     }
-    let loaded =
-        super::commit::read_input(&args.desired, &desired_options).context("desired files")?;
+    let loaded = super::common::desired::read_input(&args.desired, &desired_options)
+        .context("desired files")?;
     if loaded.objects.is_empty() && !args.allow_empty {
-        return Err(super::commit::no_objects(
+        return Err(super::common::desired::no_objects(
             &args.desired,
             loaded.skipped.len(),
         ));
@@ -135,7 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let expected = if args.expected.is_empty() {
         Vec::new()
     } else {
-        super::commit::read_input(&args.expected, &live_options)
+        super::common::desired::read_input(&args.expected, &live_options)
             .context("expected (dry-run) files")?
             .objects
     };

@@ -5,7 +5,7 @@
 //! through the same validation as `driftd commit`; `driftd serve` reads file backends the
 //! same way (`pulumi.state_dirs`).
 
-use super::commit::{
+use super::common::desired::{
     author_or_user, count, describe_outcome, open_or_create, prepare, warn_pruned_fields, Prepared,
 };
 use super::store::KeyArgs;

@@ -4,9 +4,11 @@
 //! ended; `release` frees an abandoned lock on purpose; `list` shows them.
 
 use super::cluster::{records, ClusterArgs};
-use super::commit::{count, describe_outcome, DesiredArgs};
+use super::common::database::open_existing;
+use super::common::desired::{count, describe_outcome, DesiredArgs};
+use super::common::table::{first_line, human_age, render_table};
 use super::holders;
-use super::sources::{first_line, human_age, open_existing, render_table, Format};
+use super::Format;
 use anyhow::Context;
 use driftd_cluster::cluster_log::{ClusterLog, End, NewIntent};
 use driftd_store::{BeginRequest, IntentAction, IntentInfo, IntentState, Store, MAX_TTL, MIN_TTL};

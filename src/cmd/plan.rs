@@ -27,7 +27,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let store = super::sources::open_existing(&args.db)?;
+    let store = super::common::database::open_existing(&args.db)?;
     let revision = reconcile::load(&store, &args.source)?;
     let plan = revision.plan()?;
     if !plan.external().is_empty() {

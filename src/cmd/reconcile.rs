@@ -54,7 +54,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = Config::load(args.keys.config.as_deref())?;
     let store = super::store::open(
-        super::sources::existing(&args.db)?,
+        super::common::database::existing(&args.db)?,
         super::store::load_keys(&config)?,
     )?;
     let revision = reconcile::load(&store, &args.source)?;
