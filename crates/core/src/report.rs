@@ -3,10 +3,27 @@
 //! The daemon serializes these and `driftd drift` deserializes the same types, so the wire
 //! format has one definition.
 
-use crate::diff::{IgnoredCount, SchemaUse};
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
+
+/// How a custom resource was compared (see [`crate::diff::Comparison::schema`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchemaUse {
+    /// By the structural schema of its CRD's version.
+    Crd,
+    /// Without a schema: its CRD (or that version) was not known.
+    None,
+}
+
+/// Differences one ignore rule (or the `driftd.io/ignore` annotation) hid from a comparison.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct IgnoredCount {
+    /// `ignore[0] ("istio sidecar")` for a config rule, `annotation driftd.io/ignore`.
+    pub rule: String,
+    pub count: usize,
+}
 
 mod details;
 pub use details::{Changes, DriftPatch};

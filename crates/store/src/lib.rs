@@ -13,6 +13,7 @@
 //! every write is one `BEGIN IMMEDIATE` transaction and readers poll `data_version` to learn
 //! that someone else committed.
 
+mod commit;
 mod config_content;
 mod episodes;
 mod files;
@@ -407,7 +408,7 @@ impl Store {
     pub fn commit(&mut self, req: &CommitRequest) -> Result<CommitOutcome, StoreError> {
         let now = self.now();
         let sealing = sealing(&self.conn, &self.keys, &self.display())?;
-        revisions::commit(&mut self.conn, req, &sealing, now)
+        commit::commit(&mut self.conn, req, &sealing, now)
     }
 
     /// Records a pending intent (the objects a deploy is about to apply) and takes the

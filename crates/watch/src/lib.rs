@@ -9,6 +9,7 @@ mod backoff;
 pub mod kept;
 mod listwatch;
 mod live_object;
+mod outbox;
 pub mod packed;
 pub mod secrets;
 mod supervisor;

@@ -16,7 +16,7 @@
 
 use super::backoff::Backoff;
 use super::live_object::LiveObject;
-use super::supervisor::Outbox;
+use super::outbox::Outbox;
 use super::{WatchError, WatchEvent};
 use futures::stream::BoxStream;
 use futures::StreamExt;

@@ -14,11 +14,11 @@
 
 use super::listwatch::{self, is_not_found, End};
 use super::live_object::LiveObject;
-use super::{pod_type, Applied, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
+use super::outbox::Outbox;
+use super::{pod_type, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
 use driftd_k8s::TypeKey;
 use kube::api::{ApiResource, GroupVersionKind};
 use kube::{Api, Client};
-use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -189,45 +189,6 @@ impl Drop for Supervisor {
 pub fn watch_client(mut config: kube::Config) -> Result<Client, kube::Error> {
     config.default_retry = false;
     Client::try_from(config)
-}
-
-/// Where one watcher run sends its messages, tagged with its kind and id.
-pub(super) struct Outbox {
-    pub(super) key: TypeKey,
-    id: WatcherId,
-    sender: mpsc::Sender<WatchMessage>,
-    list_pages: Arc<Semaphore>,
-    /// Whether the engine keeps copies of this kind: see [`CopyFlags`].
-    pack: Arc<AtomicBool>,
-}
-
-impl Outbox {
-    /// [`WatchEvent::Apply`] of `object`, with the engine's copy packed if it keeps one.
-    pub(super) fn applied(&self, object: Value) -> WatchEvent {
-        WatchEvent::Apply(match self.pack.load(Ordering::Relaxed) {
-            true => Applied::packed(object),
-            false => Applied::unpacked(object),
-        })
-    }
-
-    /// Waits for a turn to fetch and hand over one list page; the turn ends when the
-    /// returned permit is dropped.
-    pub(super) async fn list_page_turn(&self) -> tokio::sync::SemaphorePermit<'_> {
-        self.list_pages
-            .acquire()
-            .await
-            .expect("the semaphore is never closed")
-    }
-
-    /// False once the engine is gone.
-    pub(super) async fn send(&self, event: WatchEvent) -> bool {
-        let message = WatchMessage {
-            type_key: self.key.clone(),
-            watcher: self.id,
-            event,
-        };
-        self.sender.send(message).await.is_ok()
-    }
 }
 
 async fn run_watcher(client: Client, outbox: Outbox) {
