@@ -9,7 +9,7 @@
 //!
 //! Decoding (gzip bomb, corrupt payloads) is unit-tested in `crates/core/src/helm/tests.rs`,
 //! the store's mapping in `crates/store/src/helm_tests.rs`, the importer in
-//! `crates/cluster/src/helm/tests.rs`.
+//! `crates/cluster/src/helm_importer/tests.rs`.
 
 use crate::scaffold::*;
 use base64::Engine as _;

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 mod tests;
 
 /// The field manager of everything driftd writes (and of its dry runs).
-pub use crate::dry_run::FIELD_MANAGER;
+pub use crate::dry_run_task::FIELD_MANAGER;
 
 /// One field another manager owns with another value.
 #[derive(Debug, Clone, PartialEq, Eq)]

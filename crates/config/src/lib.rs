@@ -8,12 +8,12 @@
 use driftd_k8s::TypeKey;
 use serde::Deserialize;
 
-mod dry_run;
+mod comparison;
 mod remediation;
-pub use dry_run::{Compare, DryRunConfig, SourceConfig};
+pub use comparison::{Compare, DryRunConfig, SourceConfig};
 pub use remediation::{Remediation, RemediationConfig};
-mod stale_config;
-pub use stale_config::StaleConfigConfig;
+mod stale_config_section;
+pub use stale_config_section::StaleConfigConfig;
 mod shard;
 pub use shard::ShardConfig;
 mod secrets;
@@ -596,7 +596,7 @@ impl Config {
         if let Err((key, reason)) = self.shard.check() {
             return Err(bad(&key, &reason));
         }
-        if let Err((key, reason)) = dry_run::check_sources(&self.sources) {
+        if let Err((key, reason)) = comparison::check_sources(&self.sources) {
             return Err(bad(&key, &reason));
         }
         if let Err((key, reason)) = self.stale_config.check() {

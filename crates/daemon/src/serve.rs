@@ -249,7 +249,7 @@ pub async fn run(
         stop_rx.clone(),
     );
     let helm = helm_store.map(|store| {
-        driftd_cluster::helm::spawn(client.clone(), &config.helm, store, stop_rx.clone())
+        driftd_cluster::helm_importer::spawn(client.clone(), &config.helm, store, stop_rx.clone())
     });
     let pulumi = pulumi_store
         .map(|store| driftd_cluster::pulumi::spawn(&config.pulumi, store, stop_rx.clone()));
@@ -277,8 +277,11 @@ pub async fn run(
     let engine = if config.dry_run_sources().is_empty() {
         engine
     } else {
-        let (requests, answers) =
-            driftd_cluster::dry_run::spawn(client.clone(), config.dry_run.max_per_second, &metrics);
+        let (requests, answers) = driftd_cluster::dry_run_task::spawn(
+            client.clone(),
+            config.dry_run.max_per_second,
+            &metrics,
+        );
         engine.with_dry_run(requests, answers)
     };
 

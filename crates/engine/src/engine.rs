@@ -19,11 +19,11 @@ use super::clock::Clock;
 use super::coverage::Coverage;
 use super::crds::{crd_kind, group_kind, is_crd_kind, is_custom, Crds, GroupKind};
 use super::desired::{Desired, DesiredSet};
-use super::dry_run::{DryRunAnswer, DryRunOutcome, DryRunRequest, DryRuns};
+use super::dry_run_answers::{DryRunAnswer, DryRunOutcome, DryRunRequest, DryRuns};
 use super::hpa::{hpa_kind, is_hpa_kind, Autoscalers};
 use super::index::SharedIndex;
 use super::intents::{IntentChange, IntentSet};
-use super::lists::{ListEvent, Lists, Position};
+use super::list_states::{ListEvent, Lists, Position};
 use super::memory::release_free_memory;
 use super::outputs::{Announcement, Outputs};
 use super::settle::{Drift, Report, Settling};
@@ -82,14 +82,14 @@ macro_rules! publishing {
     };
 }
 
-mod dry_run;
+mod dry_run_judging;
 mod episodes;
 mod health;
 mod judging;
 mod live;
 mod packing;
 mod stale;
-mod stale_config;
+mod stale_config_feed;
 mod uncommitted;
 mod unmanaged;
 
@@ -170,7 +170,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, EngineError> {
         let key = store.installation_key()?;
-        let (stale_configs, content_writer) = stale_config::start(&store, config, &key)?;
+        let (stale_configs, content_writer) = stale_config_feed::start(&store, config, &key)?;
         let mut settling = Settling::new(config.settle());
         let mut open_since = HashMap::new();
         for episode in store.open_episodes()? {
@@ -247,7 +247,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let relist_period = self.relist.unwrap_or(Duration::from_secs(86400));
         let mut relist_tick =
             tokio::time::interval_at(tokio::time::Instant::now() + relist_period, relist_period);
-        let mut dry_run_tick = tokio::time::interval(dry_run::DRY_RUN_PERIOD);
+        let mut dry_run_tick = tokio::time::interval(dry_run_judging::DRY_RUN_PERIOD);
         let mut answers = self.dry_run_answers.take();
         let mut released = self.locks.take_release_answers();
         tokio::pin!(shutdown);
@@ -292,7 +292,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 _ = recount_tick.tick() => self.recount_intents(),
                 _ = scan_tick.tick() => self.scan_pulumi_locks(),
                 _ = relist_tick.tick(), if self.relist.is_some() => self.relist_periodically(),
-                Some(answer) = dry_run::next_answer(&mut answers) => self.dry_run_answered(answer),
+                Some(answer) = dry_run_judging::next_answer(&mut answers) => self.dry_run_answered(answer),
                 _ = dry_run_tick.tick(), if answers.is_some() => self.refresh_dry_runs(),
                 Some(answer) = super::locks::release::next_answer(&mut released) => {
                     self.cluster_released(answer);
@@ -791,7 +791,7 @@ struct Publishing<'a> {
 impl Publishing<'_> {
     /// See [`Engine::publish_entry`].
     fn publish(&mut self, key: &ObjectKey, mut entry: DriftEntry) {
-        stale_config::decorate(self.stale_configs, key, &mut entry);
+        stale_config_feed::decorate(self.stale_configs, key, &mut entry);
         let mut index = self.index.write().unwrap();
         entry.since = match entry.class {
             DriftClass::InSync => {

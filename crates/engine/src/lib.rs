@@ -5,11 +5,11 @@
 //! The engine ([`Engine`]) is the index's only writer; HTTP handlers and the metrics read it
 //! through [`SharedIndex`]. Its parts, one concern each:
 //! - `desired`: the desired state, reloaded when someone commits;
-//! - `lists`: the list lifecycle of every watched kind (what exists, what is judged);
+//! - `list_states`: the list lifecycle of every watched kind (what exists, what is judged);
 //! - `settle`: when a drift state held long enough for Events and episodes;
 //! - `coverage`: `[unmanaged]` objects; `hpa`: autoscalers owning `spec.replicas`;
 //! - `crds`: the CRDs custom resources are compared by (committed, else the cluster's);
-//! - `dry_run`: server-side dry-run answers of `compare = "dry-run"` sources;
+//! - `dry_run_answers`: server-side dry-run answers of `compare = "dry-run"` sources;
 //! - `intents`: open intents, what `uncommitted` objects equal;
 //! - `holders`: the pods holding deploy locks; `locks`: which locks are stale (`local`:
 //!   holder processes of this host; `release`: releases asked of the cluster log);
@@ -24,14 +24,14 @@ mod clock;
 mod coverage;
 mod crds;
 mod desired;
-mod dry_run;
+mod dry_run_answers;
 mod engine;
 mod holders;
 mod hpa;
 mod index;
 mod intents;
 mod leadership;
-mod lists;
+mod list_states;
 mod locks;
 mod memory;
 mod outputs;
@@ -42,7 +42,7 @@ mod tracked;
 #[cfg(any(test, feature = "testing"))]
 pub use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
-pub use dry_run::{DryRunAnswer, DryRunOutcome, DryRunRequest};
+pub use dry_run_answers::{DryRunAnswer, DryRunOutcome, DryRunRequest};
 pub use engine::{Engine, EngineError};
 pub use holders::Holders;
 pub use index::{DriftIndex, SharedIndex, WatchHealth};

@@ -15,7 +15,7 @@
 //! `secret`, `rules` (ignore rules).
 
 pub mod dry_run;
-mod lists;
+mod list_items;
 pub mod managed;
 pub mod normalize;
 pub mod pointer;

@@ -124,7 +124,7 @@ struct Harness {
     index: SharedIndex,
 }
 
-/// Off in tests not about it: it adds four watched kinds (`tests/stale_config.rs`).
+/// Off in tests not about it: it adds four watched kinds (`tests/stale_config_through_engine.rs`).
 fn config() -> Config {
     Config {
         settle_seconds: SETTLE.as_secs_f64(),
@@ -912,11 +912,11 @@ fn a_kind_still_listing_is_not_relisted_periodically() {
 }
 
 mod crds;
-mod dry_run;
+mod dry_run_sources;
 mod health;
 mod intents;
 mod locks;
-mod stale_config;
+mod stale_config_through_engine;
 
 #[test]
 fn a_tracked_object_that_came_unpacked_is_kept_all_the_same() {

@@ -1,7 +1,7 @@
 //! What the engine knows of the server-side dry runs of `compare = "dry-run"` sources: per
 //! desired object, the server's answer for its current revision (the object it would
 //! store, or its refusal), whether a request is out, and when to ask again. The requests
-//! themselves are made by the cluster client's dry-run task (`driftd_cluster::dry_run`),
+//! themselves are made by the cluster client's dry-run task (`driftd_cluster::dry_run_task`),
 //! never here: the engine stays free of I/O and is tested without a cluster.
 //!
 //! When to ask: once per (revision, object) and then every `dry_run.refresh_seconds` (what

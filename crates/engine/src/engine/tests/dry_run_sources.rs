@@ -4,7 +4,7 @@
 //! one leaves the judgement as it was; Secrets stay on the static model.
 
 use super::*;
-use crate::dry_run::{DryRunAnswer, DryRunOutcome, DryRunRequest};
+use crate::dry_run_answers::{DryRunAnswer, DryRunOutcome, DryRunRequest};
 use driftd_config::{Compare, SourceConfig};
 
 const REFRESH: Duration = Duration::from_secs(60);
@@ -125,7 +125,7 @@ fn a_webhook_mutated_object_is_in_sync_against_the_dry_run_and_hand_edits_still_
         (note.state.as_str(), note.message.as_deref()),
         ("error", Some("connection refused"))
     );
-    d.h.clock.advance(crate::dry_run::RETRY);
+    d.h.clock.advance(crate::dry_run_answers::RETRY);
     d.h.engine.refresh_dry_runs();
     assert_eq!(d.asked().len(), 1, "asked again after the retry delay");
 }

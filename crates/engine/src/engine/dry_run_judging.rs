@@ -4,7 +4,7 @@
 //! failed one is logged and counted and the object keeps the judgement of its last answer.
 
 use super::*;
-use crate::dry_run::{Answer, DryRunAnswer};
+use crate::dry_run_answers::{Answer, DryRunAnswer};
 use driftd_core::diff::dry_run::made_against_other_version;
 use driftd_core::report::DryRunNote;
 

@@ -250,5 +250,5 @@ pub(super) fn tracked(conn: &Connection) -> Result<Vec<String>, StoreError> {
 }
 
 #[cfg(test)]
-#[path = "helm_tests.rs"]
+#[path = "helm_sources_tests.rs"]
 mod tests;
