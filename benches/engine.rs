@@ -1,5 +1,5 @@
 //! The drift engine's own ceiling, apart from the transport: the engine fed with watch
-//! messages directly (no HTTP, no kube client), on the realistic mix of issue #11
+//! messages directly (no HTTP, no kube client), on the realistic mix
 //! (`driftd_sim::mix`), at several object counts.
 //!
 //! Run with `cargo bench --bench engine` (default N = 1000 and 10000), or

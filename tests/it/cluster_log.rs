@@ -1,4 +1,4 @@
-//! Commits and intents through the cluster itself (issue 7), end to end: `driftd commit|
+//! Commits and intents through the cluster itself, end to end: `driftd commit|
 //! intent|run --cluster` record Secrets of driftd types in driftd's namespace, and every
 //! `driftd serve` replica (each with its own database) imports them as they appear, or
 //! catches up from them when it starts late. Racing deployers are serialized by the API's

@@ -21,10 +21,10 @@ const READ: &[&str] = &["get", "list", "watch"];
 ///   in-sync test below checks that every kind of the package is among them.
 /// - horizontalpodautoscalers: `crates/engine/src/engine.rs` (`hpa_type`) watches HPAs
 ///   whenever workloads are desired: the replicas of an HPA's target are not drift.
-/// - secrets: Secrets in the desired state, and Helm release Secrets (issue 8); the cluster
+/// - secrets: Secrets in the desired state, and Helm release Secrets; the cluster
 ///   log in driftd's namespace (`crates/cluster/src/cluster_log/importer.rs` lists and
 ///   watches its Secrets).
-/// - pods, replicasets: stale-config pods (issue 8).
+/// - pods, replicasets: stale-config pods.
 /// - events: `crates/export/src/events.rs` publishes through kube-runtime's
 ///   `Recorder`, which creates an Event and patches its series when it repeats.
 const CLUSTER_CALLS: &[(&str, &str, &[&str])] = &[
@@ -53,7 +53,7 @@ const CLUSTER_CALLS: &[(&str, &str, &[&str])] = &[
     ("events.k8s.io", "events", &["create", "patch"]),
 ];
 
-/// What driftd calls in its own namespace: leader election on a Lease (issue 7).
+/// What driftd calls in its own namespace: leader election on a Lease.
 const NAMESPACE_CALLS: &[(&str, &str, &[&str])] = &[(
     "coordination.k8s.io",
     "leases",

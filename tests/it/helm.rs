@@ -1,4 +1,4 @@
-//! Helm releases as sources (issue 8), end to end: release Secrets written exactly as Helm 3
+//! Helm releases as sources, end to end: release Secrets written exactly as Helm 3
 //! writes them are created in the simulator, and `driftd serve` makes the release a source
 //! with no `driftd commit`: in sync, then hand-edited (`modified`), then upgraded (a new
 //! revision without a restart), then stuck in `pending-upgrade` (a stale lock at `/locks`

@@ -141,7 +141,7 @@ pub struct DriftEntry {
     /// `uncommitted` or `unmanaged` entry keeps its class and still carries this.
     ///
     /// Boxed, as `intent` and `dry_run`: few entries have one, and an entry without it then
-    /// fits mimalloc's 256-byte class instead of the 320-byte one (issue #11).
+    /// fits mimalloc's 256-byte class instead of the 320-byte one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_config: Option<Box<StaleConfigNote>>,
     /// True while the watch of this object's kind is failing: the entry shows the live
@@ -510,7 +510,7 @@ mod tests {
     #[test]
     fn an_entry_fits_a_256_byte_allocation() {
         // The daemon keeps one per desired object (boxed in its index): what is rare is boxed
-        // so the common entry stays in mimalloc's 256-byte class (issue #11).
+        // so the common entry stays in mimalloc's 256-byte class.
         assert!(std::mem::size_of::<DriftEntry>() <= 256);
     }
 

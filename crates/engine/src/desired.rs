@@ -1,7 +1,7 @@
 //! The desired state as the engine compares against it: the newest revision of every source,
 //! read from the store when someone commits.
 //!
-//! Memory follows the desired state, so each object is kept small (issue #11): its manifest
+//! Memory follows the desired state, so each object is kept small: its manifest
 //! (and its previous revision's) as [`Packed`] bytes, its source and kind shared with every
 //! other object of that source and kind. A comparison unpacks the manifest and prepares it
 //! (`Differ::prepare_with`) on the spot: that costs about what the comparison itself does,

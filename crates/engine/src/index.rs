@@ -15,14 +15,14 @@ use std::sync::{Arc, RwLock};
 pub struct DriftIndex {
     /// Keys shared with the engine's own maps (one copy per object). Found by hash: every
     /// watch event's judgement looks its entry up, and at 100,000 objects the key
-    /// comparisons of a B-tree search were a tenth of the engine's thread (issue #11).
+    /// comparisons of a B-tree search were a tenth of the engine's thread.
     /// Entries are boxed, so the table's spare slots cost a pointer rather than 300 bytes;
     /// the box is reused when an entry is replaced.
     entries: HashMap<Arc<ObjectKey>, Box<DriftEntry>>,
     /// Keys of the entries that are not `in_sync`: what `/drift` lists by default, found
     /// without walking every in-sync object. These key sets are hashed too (a query sorts
     /// what it answers): a B-tree insert was 6% of serve's CPU while edits made objects
-    /// drift (issue #11).
+    /// drift.
     not_in_sync: HashSet<Arc<ObjectKey>>,
     /// Keys by namespace (`""`: cluster-scoped), for `/drift?namespace=`. Without these a
     /// filtered `/drift` walked every entry: at 100,000 objects, polls of one namespace

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// A drift state as Events and episodes tell it apart: a new class or another set of changed
 /// paths is a new state, new values at the same paths are not. The paths are held as a
 /// hash: the index entry has them (read when a state is reported), and a copy per drifting
-/// object cost about 100 bytes (issue #11).
+/// object cost about 100 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Drift {
     pub class: DriftClass,
@@ -119,7 +119,7 @@ impl Tracker {
 
 /// The trackers of every object whose drift is or was recently not in sync. Keys are the
 /// engine's shared ones: at 50,000 drifting objects, a key copy per tracker and per pending
-/// deadline was a fifth of the memory drift added (issue #11).
+/// deadline was a fifth of the memory drift added.
 #[derive(Debug)]
 pub struct Settling {
     settle: Duration,

@@ -8,7 +8,7 @@
 //!
 //! Objects are found by hash: every watch event looks its object up here two or three
 //! times, and at 100,000 objects the key comparisons of a B-tree search were a sixth of the
-//! engine's thread (issue #11). What is listed for people or re-evaluated is sorted by key.
+//! engine's thread. What is listed for people or re-evaluated is sorted by key.
 
 use super::outputs::{Identified, LiveIdentity};
 use driftd_k8s::{ObjectKey, TypeKey};

@@ -453,7 +453,7 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
 /// (labels in name order, as the client library writes them). Built through the library's
 /// vectors and protobufs, their 10,000 series (the default cap) cost about 30 MB per scrape:
 /// the peak of driftd's memory at 100,000 objects while something polled `/metrics` during a
-/// wave of drift (issue #11).
+/// wave of drift.
 fn object_series(index: &DriftIndex, out: &mut String) {
     object_family(
         out,

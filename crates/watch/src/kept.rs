@@ -28,7 +28,7 @@ pub fn as_compared(mut object: Value) -> Value {
 const NOT_KEPT: &[&[&str]] = &[&["status"], &["metadata", "annotations", LAST_APPLIED]];
 
 /// [`as_compared`] of `object`, packed, written from `object` as it is: no tree is copied or
-/// changed. Watchers pack it on their tasks, beside the engine's thread (issue #11: packing
+/// changed. Watchers pack it on their tasks, beside the engine's thread (packing
 /// the kept copy was a fifth of the engine's time per watch event).
 pub fn kept_copy(object: &Value) -> Packed {
     Packed::new(&Pruned {

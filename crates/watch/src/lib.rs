@@ -65,7 +65,7 @@ impl WatchEvent {
 
 /// A live object as a watcher hands it to the engine: the tree the engine compares, and,
 /// for kinds the engine keeps copies of, that copy packed already by the watcher's task,
-/// beside the engine's thread (issue #11: packing was a fifth of the engine's time per
+/// beside the engine's thread (packing was a fifth of the engine's time per
 /// watch event). The engine packs a copy it keeps that came without one.
 #[derive(Debug)]
 pub struct Applied {

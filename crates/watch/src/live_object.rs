@@ -3,7 +3,7 @@
 //!
 //! kube's `DynamicObject` parses `metadata` into a typed `ObjectMeta` and the rest into a
 //! `Value`, which the engine then turned back into one `Value`: two conversions of every
-//! listed and watched object (issue #11's profile put them at 29% and 19% of a cold start).
+//! listed and watched object (a profile put them at 29% and 19% of a cold start).
 //! This type is what `Api` lists and watches instead; only the resourceVersion, which the
 //! watch resumes from, is read into its `ObjectMeta`.
 //!

@@ -5,7 +5,7 @@
 //! `String` per key) costs about 3 to 4 times the object's JSON text; the same text
 //! compressed costs a fraction of it. So copies are kept packed and unpacked for the one
 //! comparison that needs them, as kube-state-metrics keeps rendered bytes per object rather
-//! than object trees (issue #11).
+//! than object trees.
 //!
 //! Objects are small (a few KB) and alike (the same keys, managedFields, labels and images
 //! over and over), which is where a zstd *dictionary* pays: trained from the objects this
@@ -16,7 +16,7 @@
 //! ([`Packed::repacked`]). It does so early: as soon as every watched kind has sent some
 //! objects, not when every list is in (copies packed without a dictionary cost about three
 //! times as much, and at 100,000 objects they made the first lists the peak of driftd's
-//! memory; issue #11), and from every kind in proportion to its objects (the first copies
+//! memory), and from every kind in proportion to its objects (the first copies
 //! packed are the first pages of whichever kinds listed first). Watchers pack live copies as
 //! they parse events, with whatever dictionary exists then: copies still on their way when
 //! it is trained are repacked with the rest when every list is in.

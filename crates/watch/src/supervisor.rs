@@ -34,7 +34,7 @@ const DISCOVERY_RETRY: Duration = Duration::from_secs(2);
 
 /// List pages fetched and handed over at once, over every watcher. A page is parsed whole
 /// (500 object trees, several MB) before it is sent, and a cold start lists every kind at
-/// once: unbounded, those pages made most of `driftd serve`'s peak RSS (issue #11). The
+/// once: unbounded, those pages made most of `driftd serve`'s peak RSS. The
 /// engine takes objects one at a time anyway, so two pages in flight keep it busy.
 const LIST_PAGES_AT_ONCE: usize = 2;
 

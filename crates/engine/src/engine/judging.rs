@@ -1,7 +1,7 @@
 //! Judging: a tracked object compared with its live copy into its index entry.
 //!
 //! A burst of watch events is judged on every core. At 100,000 objects the engine's one
-//! thread was what limited driftd (issue #11: comparing, unpacking the desired side and
+//! thread was what limited driftd (comparing, unpacking the desired side and
 //! freeing the trees were three quarters of it, while the watchers' threads had room), so
 //! the events of one batch that only need a comparison are held, compared together on
 //! [`par::map_consumed`]'s threads, and their entries published in the events' order by the

@@ -5,7 +5,7 @@
 //! The count is kept as live copies come and go: counted anew at the end of every burst of
 //! watch events, it was a pass over every tracked object per burst (at 100,000 objects with
 //! ConfigMaps and Secrets covered, the engine bench took 8,300 events/s with it, 18,200-26,900
-//! without; issue #11).
+//! without).
 
 use super::super::coverage::Change;
 use super::*;

@@ -20,7 +20,7 @@ const LEVEL: i32 = 1;
 ///
 /// At 20 Events a second a wave of drift waits long (50,000 objects drifting at once: 40
 /// minutes). One Event's reference and note as JSON text is about 270 bytes; packed in
-/// blocks of [`BLOCK`] they cost a fraction of that (issue #11: the queue was the largest
+/// blocks of [`BLOCK`] they cost a fraction of that (the queue was the largest
 /// thing an edit wave added after the drift itself).
 #[derive(Debug)]
 pub struct EventQueue {
