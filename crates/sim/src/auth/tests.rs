@@ -48,12 +48,15 @@ fn cluster_role_binding(role: &str, subjects: &[&str]) -> Value {
         "subjects": subjects})
 }
 
+/// A request (verb, non-resource URL) and whether the rule allows it.
+type Case = (&'static str, &'static str, bool);
+
 /// plugin/pkg/auth/authorizer/rbac/rbac_test.go, `TestRuleMatches`, the cases
 /// "star nonresource, exact match other", "star nonresource subpath" and
 /// "star verb, exact nonresource", every request with its expected answer.
 #[test]
 fn non_resource_rules_match_as_rule_matches_upstream() {
-    let cases: &[(PolicyRule, &[(&str, &str, bool)])] = &[
+    let cases: &[(PolicyRule, &[Case])] = &[
         (
             rule(&["verb1"], &["*"]),
             &[
