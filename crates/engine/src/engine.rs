@@ -68,20 +68,6 @@ const LOCK_PERIOD: Duration = Duration::from_secs(1);
 /// How often recently ended intents are counted again for `driftd_intents`.
 const RECOUNT_PERIOD: Duration = Duration::from_secs(60);
 
-/// The engine's [`Publishing`] parts, borrowed field by field (so judging may borrow the rest).
-macro_rules! publishing {
-    ($engine:expr) => {
-        Publishing {
-            index: &$engine.index,
-            open_since: &mut $engine.open_since,
-            settling: &mut $engine.settling,
-            tracked: &$engine.tracked,
-            stale_configs: &$engine.stale_configs,
-            clock: &*$engine.clock,
-        }
-    };
-}
-
 mod dry_run_judging;
 mod episodes;
 mod health;
@@ -126,9 +112,8 @@ pub struct Engine<W, O> {
     /// namespace (`driftd_coverage_ratio`'s numerator), kept as copies come and go: counted
     /// anew per burst, it cost a pass over every tracked object per watch event.
     owned_covered: usize,
-    settling: Settling,
-    /// Class and first-seen time of episodes still open at start, so a restart keeps "since".
-    open_since: HashMap<ObjectKey, (DriftClass, Timestamp)>,
+    /// The settle tracker and the "since" of drift, which publishing an entry updates.
+    publication: Publication,
     /// Ignore rules already reported as expired.
     expired_reported: BTreeSet<String>,
     index: SharedIndex,
@@ -194,8 +179,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             crds: Crds::default(),
             coverage: Coverage::new(&config.unmanaged)?,
             owned_covered: 0,
-            settling,
-            open_since,
+            publication: Publication {
+                settling,
+                open_since,
+                index: index.clone(),
+                clock: clock.clone(),
+            },
             expired_reported: BTreeSet::new(),
             index,
             watches,
@@ -234,8 +223,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         self.poll_desired()?;
         let mut poll = tokio::time::interval(self.poll);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let settle_period =
-            (self.settling.settle() / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        let settle_period = (self.publication.settling.settle() / 4)
+            .clamp(Duration::from_millis(50), Duration::from_secs(1));
         let mut settle_tick = tokio::time::interval(settle_period);
         let mut expiry_tick = tokio::time::interval(EXPIRY_PERIOD);
         let mut last_seen_tick = tokio::time::interval(LAST_SEEN_PERIOD);
@@ -437,6 +426,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         self.dry_runs.retain(|k| desired.contains(k));
         // Episodes an earlier run left open for objects no longer desired end now.
         let orphaned: Vec<ObjectKey> = self
+            .publication
             .settling
             .keys()
             .filter(|k| !self.tracked.contains(k))
@@ -527,7 +517,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// Withdraws the drift entry of `key` (not an `unmanaged` one) and closes its episode.
     fn drop_entry(&mut self, key: &ObjectKey, now: Timestamp) {
-        self.open_since.remove(key);
+        self.publication.open_since.remove(key);
         {
             let mut index = self.index.write().unwrap();
             if index
@@ -537,7 +527,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 index.remove(key);
             }
         }
-        if self.settling.forget(key).is_some() {
+        if self.publication.settling.forget(key).is_some() {
             if let Err(err) = self.store.resolve_drift(key, now) {
                 tracing::error!(object = %key, error = %err, "cannot close drift episode");
                 self.outputs.store_error("cannot close drift episode", &err);
@@ -731,7 +721,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Puts `entry` in the index with its `since` (kept while it drifts, across classes and
     /// restarts) and tells settling what the comparison said.
     fn publish_entry(&mut self, key: &ObjectKey, entry: DriftEntry) {
-        publishing!(self).publish(key, entry);
+        self.publication
+            .publish(&self.tracked, &self.stale_configs, key, entry);
     }
 
     /// Logs ignore rules that expired since the last check and publishes how many are.
@@ -776,22 +767,29 @@ fn entry_of(desired: &Desired, key: &ObjectKey, class: DriftClass) -> DriftEntry
     }
 }
 
-/// What publishing a judged entry reads and changes: none of what judging reads, so the
-/// entries of a burst are published while the rest of it is still being judged
-/// (`judge_held`).
-struct Publishing<'a> {
-    index: &'a SharedIndex,
-    open_since: &'a mut HashMap<ObjectKey, (DriftClass, Timestamp)>,
-    settling: &'a mut Settling,
-    tracked: &'a TrackedSet,
-    stale_configs: &'a StaleConfigs,
-    clock: &'a dyn Clock,
+/// What publishing a judged entry changes: the settle tracker and the "since" of drift. A
+/// part of its own, holding its own handles on the index and the clock, so that the entries
+/// of a burst are published while the rest of it is still being judged (`judge_held`):
+/// publishing changes none of what judging reads.
+struct Publication {
+    settling: Settling,
+    /// Class and first-seen time of episodes still open at start, so a restart keeps "since".
+    open_since: HashMap<ObjectKey, (DriftClass, Timestamp)>,
+    index: SharedIndex,
+    clock: Arc<dyn Clock>,
 }
 
-impl Publishing<'_> {
-    /// See [`Engine::publish_entry`].
-    fn publish(&mut self, key: &ObjectKey, mut entry: DriftEntry) {
-        stale_config_feed::decorate(self.stale_configs, key, &mut entry);
+impl Publication {
+    /// See [`Engine::publish_entry`]; `tracked` shares the entry's key, `stale_configs`
+    /// adds the pods running on stale config.
+    fn publish(
+        &mut self,
+        tracked: &TrackedSet,
+        stale_configs: &StaleConfigs,
+        key: &ObjectKey,
+        mut entry: DriftEntry,
+    ) {
+        stale_config_feed::decorate(stale_configs, key, &mut entry);
         let mut index = self.index.write().unwrap();
         entry.since = match entry.class {
             DriftClass::InSync => {
@@ -814,8 +812,7 @@ impl Publishing<'_> {
         };
         let observed =
             (entry.class != DriftClass::InSync).then(|| Drift::new(entry.class, &entry.paths()));
-        let shared = self
-            .tracked
+        let shared = tracked
             .shared_key(key)
             .unwrap_or_else(|| Arc::new(key.clone()));
         index.upsert(shared.clone(), entry);

@@ -17,7 +17,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// the rest in turns with watch events, so a wave of drift settling at once (a big edit,
     /// a reload) cannot hold `/drift` back for seconds.
     pub(super) fn settle_some(&mut self) -> bool {
-        let reports = self.settling.due(self.clock.now(), SETTLE_BATCH);
+        let reports = self
+            .publication
+            .settling
+            .due(self.clock.now(), SETTLE_BATCH);
         if reports.is_empty() {
             return false;
         }

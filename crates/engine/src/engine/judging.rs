@@ -142,7 +142,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             intents: &self.intents,
         };
         let desired = &self.desired;
-        let mut publishing = publishing!(self);
+        let (tracked, stale_configs) = (&self.tracked, &self.stale_configs);
+        let publication = &mut self.publication;
         let outputs = &mut self.outputs;
         par::map_consumed(
             events,
@@ -157,7 +158,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             |judged| {
                 if let Some((key, entry, took)) = judged {
                     outputs.compared(took);
-                    publishing.publish(&key, entry);
+                    publication.publish(tracked, stale_configs, &key, entry);
                 }
             },
         );
