@@ -1,5 +1,5 @@
 //! The drift engine's own ceiling, apart from the transport: the engine fed with watch
-//! messages directly (no HTTP, no kube client), on the realistic mix of issue #11
+//! messages directly (no HTTP, no kube client), on the realistic mix
 //! (`driftd_sim::mix`), at several object counts.
 //!
 //! Run with `cargo bench --bench engine` (default N = 1000 and 10000), or
@@ -30,18 +30,16 @@
 //! `ENGINE_BENCH_COVERAGE=ConfigMap,Secret` turns on unmanaged coverage (`[unmanaged] kinds`)
 //! for those kinds, whose count of owned live objects is kept per burst of events.
 
+use driftd_config::Config;
 use driftd_core::diff::{ClusterFacts, CompareInput, Differ};
 use driftd_core::report::DriftClass;
-use driftd_daemon::config::Config;
-use driftd_daemon::drift::{
+use driftd_engine::{
     Announcement, DriftIndex, Engine, LockAnnouncement, Outputs, PodRef, SystemClock,
-};
-use driftd_daemon::watch::{
-    LiveObject, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId,
 };
 use driftd_k8s::TypeKey;
 use driftd_sim::{fields, mix, server_defaults};
 use driftd_store::{CommitRequest, Store};
+use driftd_watch::{LiveObject, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
 use kube::api::ApiResource;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -102,7 +100,7 @@ impl Outputs for Nowhere {
         &mut self,
         _a: Announcement,
         _e: &driftd_core::report::DriftEntry,
-        _l: Option<&driftd_daemon::drift::LiveIdentity>,
+        _l: Option<&driftd_engine::LiveIdentity>,
     ) {
     }
     fn store_error(&mut self, _what: &str, _error: &driftd_store::StoreError) {}
@@ -458,8 +456,8 @@ fn message(kind: &TypeKey, watcher: WatcherId, event: WatchEvent) -> WatchMessag
 
 fn main() {
     // As `driftd` runs.
-    driftd_daemon::drift::small_pages_only();
-    driftd_daemon::drift::return_freed_pages_promptly();
+    driftd_engine::small_pages_only();
+    driftd_engine::return_freed_pages_promptly();
     // With `harness = false` cargo passes `--bench`; numbers are object counts.
     let mut counts: Vec<usize> = std::env::args()
         .skip(1)

@@ -1,4 +1,4 @@
-//! The cluster simulator's own ceilings (issue #11, "The simulator must keep up"): a
+//! The cluster simulator's own ceilings: a
 //! benchmark of driftd must measure driftd, so the simulator has to load, take writes and
 //! deliver watch events faster than driftd consumes them. Nothing of driftd runs here.
 //!

@@ -63,7 +63,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    driftd_daemon::drift::small_pages_only();
+    driftd_engine::small_pages_only();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Commit(a) => cmd::commit::run(a),

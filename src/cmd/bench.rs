@@ -1,4 +1,4 @@
-//! `driftd bench`: the scale figures of issue #11 from one run, on loopback, in one process
+//! `driftd bench`: the scale figures from one run, on loopback, in one process
 //! tree: this process runs the cluster simulator (controllers off, so it only does what is
 //! asked) and the load; `driftd serve` and `driftd commit` run as child processes, so their
 //! memory and time are their own.
@@ -25,9 +25,9 @@
 //!    taken in by watches that only parse them, as the transfer floor is for cold start.
 
 use anyhow::{bail, Context};
-use driftd_daemon::watch::LiveObject;
 use driftd_sim::store::bulk::{BulkEdit, DEFAULT_EDIT_KINDS};
 use driftd_sim::{SimOptions, Simulator};
+use driftd_watch::LiveObject;
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::Api;
@@ -231,8 +231,8 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
     let rss_ready = serve.status_bytes("VmRSS:");
     eprintln!("bench: ready after {cold_start_s:.2} s");
 
-    // 5. /drift with the mix's 5% drifting (5,000 objects at N = 100,000, as issue #11
-    //    defines the figure), before the edits make more drift.
+    // 5. /drift with the mix's 5% drifting (5,000 objects at N = 100,000, as the figure
+    //    is defined), before the edits make more drift.
     let mut times = Vec::new();
     let mut drifting = 0;
     for _ in 0..20 {

@@ -66,7 +66,7 @@ pub struct Args {
     #[arg(long)]
     pub allow_empty: bool,
     #[command(flatten)]
-    pub input: super::commit::InputArgs,
+    pub input: super::common::desired::InputArgs,
 }
 
 /// One compared object that drifts.
@@ -83,8 +83,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The rules file is read as a daemon configuration, so `serve` and `check` can share one
     // file (a file with only `[[ignore]]` tables is a valid configuration too).
     let config = match &args.rules {
-        Some(path) => driftd_daemon::config::Config::load_with_env(Some(path), |_| None)?,
-        None => driftd_daemon::config::Config::default(),
+        Some(path) => driftd_config::Config::load_with_env(Some(path), |_| None)?,
+        None => driftd_config::Config::default(),
     };
     let rules = config.rule_set();
     // The live side first: a custom resource in the desired files takes its scope from
@@ -95,7 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..LoadOptions::default()
     };
     args.input.apply(&mut live_options);
-    let live = super::commit::read_input(&args.live, &live_options)
+    let live = super::common::desired::read_input(&args.live, &live_options)
         .context("live files")?
         .objects;
     let mut desired_options = LoadOptions {
@@ -116,10 +116,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .or_insert(o.key.namespace.is_some());
         }
     }
-    let loaded =
-        super::commit::read_input(&args.desired, &desired_options).context("desired files")?;
+    let loaded = super::common::desired::read_input(&args.desired, &desired_options)
+        .context("desired files")?;
     if loaded.objects.is_empty() && !args.allow_empty {
-        return Err(super::commit::no_objects(
+        return Err(super::common::desired::no_objects(
             &args.desired,
             loaded.skipped.len(),
         ));
@@ -135,7 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let expected = if args.expected.is_empty() {
         Vec::new()
     } else {
-        super::commit::read_input(&args.expected, &live_options)
+        super::common::desired::read_input(&args.expected, &live_options)
             .context("expected (dry-run) files")?
             .objects
     };

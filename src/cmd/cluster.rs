@@ -1,11 +1,13 @@
 //! `--cluster`: what `commit`, `intent` and `run` share to record in the cluster log (Secrets
 //! in driftd's namespace, imported by every `driftd serve`) instead of a database file.
 
-use super::commit::{no_objects, note_unresolved, read_input, warn_pruned_fields, DesiredArgs};
+use super::common::desired::{
+    no_objects, note_unresolved, read_input, warn_pruned_fields, DesiredArgs,
+};
 use anyhow::Context;
+use driftd_cluster::cluster_log::format::RecordObject;
+use driftd_cluster::cluster_log::ClusterLog;
 use driftd_core::manifest::{LoadOptions, Loaded};
-use driftd_daemon::cluster_log::format::RecordObject;
-use driftd_daemon::cluster_log::ClusterLog;
 use driftd_store::{validate_source_name, CommitRequest, Store};
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -5,8 +5,8 @@
 //! ConfigMap value) so drift appears.
 
 use anyhow::Context;
+use driftd_config::{Config, LeaderElectionConfig};
 use driftd_core::manifest::{self, LoadOptions, ManifestObject};
-use driftd_daemon::config::{Config, LeaderElectionConfig};
 use driftd_sim::Simulator;
 use driftd_store::{CommitOutcome, CommitRequest, Store};
 use kube::api::{DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};

@@ -241,7 +241,7 @@ fn render_stale_config(objects: &[DriftEntry], now: jiff::Timestamp) -> String {
             out.push_str(&format!(
                 "  {} changed {} ago; read by {}\n",
                 c.config,
-                super::sources::human_age(now, c.changed_at),
+                super::common::table::human_age(now, c.changed_at),
                 pods.join(", ")
             ));
         }
@@ -291,7 +291,7 @@ fn render_intents(objects: &[DriftEntry], now: jiff::Timestamp) -> String {
             intent.id,
             intent.state,
             intent.holder,
-            super::sources::human_age(now, intent.created_at),
+            super::common::table::human_age(now, intent.created_at),
             intent.author,
             match entries.len() {
                 1 => "1 object".to_string(),
@@ -319,7 +319,7 @@ fn render_intents(objects: &[DriftEntry], now: jiff::Timestamp) -> String {
 
 /// How long an object has drifted, kubectl AGE style ("45s", "3m", "2d4h").
 fn drifting_for(since: jiff::Timestamp) -> String {
-    super::sources::human_age(jiff::Timestamp::now(), since)
+    super::common::table::human_age(jiff::Timestamp::now(), since)
 }
 
 /// A value as one short cell: strings bare, others as compact JSON, cut at 40 characters.

@@ -1,7 +1,9 @@
 //! `driftd history`: the revisions of one source and the transitions of its intents (who
 //! began, committed, failed, released which deploy, and when), newest first.
 
-use super::sources::{first_line, human_age, open_existing, render_table, Format};
+use super::common::database::open_existing;
+use super::common::table::{first_line, human_age, render_table};
+use super::Format;
 use driftd_store::HistoryEntry;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -5,7 +5,7 @@
 //! through the same validation as `driftd commit`; `driftd serve` reads file backends the
 //! same way (`pulumi.state_dirs`).
 
-use super::commit::{
+use super::common::desired::{
     author_or_user, count, describe_outcome, open_or_create, prepare, warn_pruned_fields, Prepared,
 };
 use super::store::KeyArgs;
@@ -84,7 +84,7 @@ fn import_pulumi(args: PulumiArgs) -> anyhow::Result<ExitCode> {
         let bytes = std::fs::read(&args.file).with_context(|| format!("cannot read {name}"))?;
         (name, bytes)
     };
-    let text = driftd_daemon::pulumi::decode_state(&bytes, &name).map_err(anyhow::Error::msg)?;
+    let text = driftd_cluster::pulumi::decode_state(&bytes, &name).map_err(anyhow::Error::msg)?;
     let export = pulumi::parse_stack_export(&text, &name)?;
     let stack = match (&export.project, &export.stack) {
         (Some(project), Some(stack)) => format!("{project}/{stack}"),

@@ -4,11 +4,13 @@
 //! ended; `release` frees an abandoned lock on purpose; `list` shows them.
 
 use super::cluster::{records, ClusterArgs};
-use super::commit::{count, describe_outcome, DesiredArgs};
+use super::common::database::open_existing;
+use super::common::desired::{count, describe_outcome, DesiredArgs};
+use super::common::table::{first_line, human_age, render_table};
 use super::holders;
-use super::sources::{first_line, human_age, open_existing, render_table, Format};
+use super::Format;
 use anyhow::Context;
-use driftd_daemon::cluster_log::{ClusterLog, End, NewIntent};
+use driftd_cluster::cluster_log::{ClusterLog, End, NewIntent};
 use driftd_store::{BeginRequest, IntentAction, IntentInfo, IntentState, Store, MAX_TTL, MIN_TTL};
 use jiff::{SignedDuration, Timestamp};
 use std::path::PathBuf;
@@ -402,7 +404,7 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
 /// The cluster log as a replica starting now would import it (a database in memory).
 pub async fn cluster_snapshot(cluster: &ClusterArgs) -> anyhow::Result<Store> {
     let client = cluster.client().await?;
-    Ok(driftd_daemon::cluster_log::snapshot(client, &cluster.driftd_namespace).await?)
+    Ok(driftd_cluster::cluster_log::snapshot(client, &cluster.driftd_namespace).await?)
 }
 
 /// `in 8m` while pending, `5m ago` once expired, `-` once ended.

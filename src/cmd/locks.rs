@@ -4,11 +4,12 @@
 //! cluster log (`--cluster`, no database), with the same columns.
 
 use super::cluster::ClusterArgs;
+use super::common::database::open_existing;
+use super::common::table::{human_age, render_table};
 use super::drift::ServerArgs;
-use super::sources::{human_age, open_existing, render_table};
 use super::Format;
 use driftd_core::report::LocksResponse;
-use driftd_daemon::drift::{holder_names, judge_all, Holders, LocalHolders};
+use driftd_engine::{holder_names, judge_all, Holders, LocalHolders};
 use driftd_store::Store;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod check;
 pub mod cluster;
 pub mod commit;
+pub mod common;
 #[cfg(feature = "sim")]
 pub mod demo;
 pub mod drift;

@@ -7,9 +7,9 @@
 //! steps in apply order.
 
 use super::Format;
+use driftd_cluster::apply::Cluster;
+use driftd_cluster::reconcile::{self, SourceRevision};
 use driftd_core::plan::{Because, Plan};
-use driftd_daemon::apply::Cluster;
-use driftd_daemon::reconcile::{self, SourceRevision};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,7 +27,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let store = super::sources::open_existing(&args.db)?;
+    let store = super::common::database::open_existing(&args.db)?;
     let revision = reconcile::load(&store, &args.source)?;
     let plan = revision.plan()?;
     if !plan.external().is_empty() {

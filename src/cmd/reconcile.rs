@@ -3,15 +3,15 @@
 //! delete); `--apply` writes the objects that differ with server-side apply (field manager
 //! `driftd`) in plan order, waiting before each for what it depends on to be current, and
 //! `--prune` deletes what the previous revision had and this one dropped. The writing is
-//! `driftd_daemon::apply`, which the daemon's remediation uses too.
+//! `driftd_cluster::apply`, which the daemon's remediation uses too.
 
 use super::plan::{connect, plan_table};
 use super::store::KeyArgs;
 use anyhow::Context;
+use driftd_cluster::apply::{ApplyOptions, Progress};
+use driftd_cluster::reconcile;
+use driftd_config::Config;
 use driftd_core::diff::Differ;
-use driftd_daemon::apply::{ApplyOptions, Progress};
-use driftd_daemon::config::Config;
-use driftd_daemon::reconcile;
 use driftd_k8s::object_ref::ObjectRef;
 use driftd_k8s::ObjectKey;
 use std::collections::HashMap;
@@ -54,7 +54,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = Config::load(args.keys.config.as_deref())?;
     let store = super::store::open(
-        super::sources::existing(&args.db)?,
+        super::common::database::existing(&args.db)?,
         super::store::load_keys(&config)?,
     )?;
     let revision = reconcile::load(&store, &args.source)?;

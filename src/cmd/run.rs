@@ -17,10 +17,10 @@
 //! the command succeeded but its commit could not be recorded. A command that cannot be
 //! started aborts the intent and exits 127 (not found) or 126 (not executable), as shells do.
 
-use super::commit::{describe_outcome, DesiredArgs};
+use super::common::desired::{describe_outcome, DesiredArgs};
 use super::intent::{begin_cluster_intent, begin_intent, LockArgs};
 use anyhow::Context;
-use driftd_daemon::cluster_log::{ClusterLog, End, LogError};
+use driftd_cluster::cluster_log::{ClusterLog, End, LogError};
 use driftd_store::{Store, StoreError};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;

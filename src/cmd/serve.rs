@@ -1,6 +1,6 @@
 //! `driftd serve`: the long-running drift daemon.
 
-use driftd_daemon::config::Config;
+use driftd_config::Config;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -22,7 +22,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    driftd_daemon::drift::return_freed_pages_promptly();
+    driftd_engine::return_freed_pages_promptly();
     super::init_logging();
     let mut config = Config::load(args.config.as_deref())?;
     if let Some(db) = args.db {

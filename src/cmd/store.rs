@@ -3,7 +3,7 @@
 //! uses: a key file, or the Secret `secrets.hash_key_secret` names in driftd's namespace, read
 //! through the kubeconfig (never created here).
 
-use driftd_daemon::config::Config;
+use driftd_config::Config;
 use driftd_store::{SecretKeys, Store};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -95,7 +95,7 @@ fn rekey(args: RekeyArgs) -> anyhow::Result<ExitCode> {
     let keys = args.keys.load()?;
     let encryption = keys.encryption.as_ref().map(|k| k.id());
     let hash = keys.hash.as_ref().map(|k| k.id());
-    let mut store = open(super::sources::existing(&args.db)?, keys)?;
+    let mut store = open(super::common::database::existing(&args.db)?, keys)?;
     // A database that still keeps its own hash key moves to the configured one first, as
     // `driftd serve` does at start; values kept only as hashes come from the live Secrets.
     if let (Some(pending), Some(id)) = (store.pending_key_move()?, hash) {
@@ -111,7 +111,7 @@ fn rekey(args: RekeyArgs) -> anyhow::Result<ExitCode> {
                          hashes under the database's own key, and moving to the configured \
                          hash key recovers them from the live Secrets: set KUBECONFIG, or run \
                          it where driftd runs",
-                        super::commit::count(pending.live_needed.len(), "stored Secret")
+                        super::common::desired::count(pending.live_needed.len(), "stored Secret")
                     )
                 })?;
                 anyhow::Ok(
@@ -130,7 +130,7 @@ fn rekey(args: RekeyArgs) -> anyhow::Result<ExitCode> {
             println!(
                 "{} kept only as hashes whose values the live Secret no longer holds: {}; \
                  they read as changed until their manifests are committed again",
-                super::commit::count(moved.unrecoverable.len(), "stored Secret"),
+                super::common::desired::count(moved.unrecoverable.len(), "stored Secret"),
                 moved.unrecoverable.join(", ")
             );
         }
@@ -139,7 +139,7 @@ fn rekey(args: RekeyArgs) -> anyhow::Result<ExitCode> {
     if let Some(id) = encryption {
         println!(
             "{} sealed under encryption key {id} ({} resealed, {} already were)",
-            super::commit::count(report.resealed + report.already_current, "Secret"),
+            super::common::desired::count(report.resealed + report.already_current, "Secret"),
             report.resealed,
             report.already_current
         );
@@ -151,7 +151,7 @@ fn rekey(args: RekeyArgs) -> anyhow::Result<ExitCode> {
         println!(
             "{} stored only as hashes (no value was kept when committed): commit their \
              manifests again with an encryption key configured to keep the values",
-            super::commit::count(report.hashes_only, "Secret")
+            super::common::desired::count(report.hashes_only, "Secret")
         );
     }
     Ok(ExitCode::SUCCESS)

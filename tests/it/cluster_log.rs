@@ -1,11 +1,11 @@
-//! Commits and intents through the cluster itself (issue 7), end to end: `driftd commit|
+//! Commits and intents through the cluster itself, end to end: `driftd commit|
 //! intent|run --cluster` record Secrets of driftd types in driftd's namespace, and every
 //! `driftd serve` replica (each with its own database) imports them as they appear, or
 //! catches up from them when it starts late. Racing deployers are serialized by the API's
 //! `resourceVersion` conflicts; a refused input writes nothing.
 //!
 //! The record format (payload encoding, chunking, labels) is unit-tested in
-//! `crates/daemon/src/cluster_log/format_tests.rs`; the store's import rules (numbers kept,
+//! `crates/cluster/src/cluster_log/format_tests.rs`; the store's import rules (numbers kept,
 //! idempotence, refusals) in `crates/store/src/import_tests.rs`.
 
 use crate::scaffold::*;

@@ -15,17 +15,17 @@ const READ: &[&str] = &["get", "list", "watch"];
 
 /// What driftd calls on the API cluster-wide, per (API group, resource): the table the
 /// ClusterRole is checked against, kept in step with the code that makes the calls.
-/// - get/list/watch of each kind in the desired state: `crates/daemon/src/watch.rs` starts one
+/// - get/list/watch of each kind in the desired state: `crates/watch/src/lib.rs` starts one
 ///   kube-runtime watcher (list, then watch) per desired kind. The base grants the kinds a
 ///   typical desired state holds (the example app, this package itself, Helm charts); the
 ///   in-sync test below checks that every kind of the package is among them.
-/// - horizontalpodautoscalers: `crates/daemon/src/drift/engine.rs` (`hpa_type`) watches HPAs
+/// - horizontalpodautoscalers: `crates/engine/src/engine.rs` (`hpa_type`) watches HPAs
 ///   whenever workloads are desired: the replicas of an HPA's target are not drift.
-/// - secrets: Secrets in the desired state, and Helm release Secrets (issue 8); the cluster
-///   log in driftd's namespace (`crates/daemon/src/cluster_log/importer.rs` lists and
+/// - secrets: Secrets in the desired state, and Helm release Secrets; the cluster
+///   log in driftd's namespace (`crates/cluster/src/cluster_log/importer.rs` lists and
 ///   watches its Secrets).
-/// - pods, replicasets: stale-config pods (issue 8).
-/// - events: `crates/daemon/src/export/events.rs` publishes through kube-runtime's
+/// - pods, replicasets: stale-config pods.
+/// - events: `crates/export/src/events.rs` publishes through kube-runtime's
 ///   `Recorder`, which creates an Event and patches its series when it repeats.
 const CLUSTER_CALLS: &[(&str, &str, &[&str])] = &[
     ("", "namespaces", READ),
@@ -53,7 +53,7 @@ const CLUSTER_CALLS: &[(&str, &str, &[&str])] = &[
     ("events.k8s.io", "events", &["create", "patch"]),
 ];
 
-/// What driftd calls in its own namespace: leader election on a Lease (issue 7).
+/// What driftd calls in its own namespace: leader election on a Lease.
 const NAMESPACE_CALLS: &[(&str, &str, &[&str])] = &[(
     "coordination.k8s.io",
     "leases",
@@ -68,7 +68,7 @@ const HASH_KEY_CALLS: &[(&str, &str, &[&str])] = &[
 ];
 
 /// What `driftd commit|intent|run --cluster` call in driftd's namespace
-/// (`crates/daemon/src/cluster_log/writer.rs`): get by name, create records, update the
+/// (`crates/cluster/src/cluster_log/writer.rs`): get by name, create records, update the
 /// sequence, a source's lock and an intent's state at the version read; `intent list
 /// --cluster` and `locks --cluster` list the log (`cluster_log/snapshot.rs`). No delete.
 const DEPLOYER_CALLS: &[(&str, &str, &[&str])] =

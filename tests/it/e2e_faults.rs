@@ -5,7 +5,7 @@
 //!
 //! The engine's logic for these cases (what a re-list means, a deletion hidden by compaction,
 //! a change put back within the settle time) is unit-tested in
-//! `crates/daemon/src/drift/engine/tests.rs`; these tests prove the wiring to real watchers.
+//! `crates/engine/src/engine/tests.rs`; these tests prove the wiring to real watchers.
 //!
 //! Faults are injected through the simulator's `/_sim/...` admin endpoints (see `src/sim`).
 

@@ -1,4 +1,4 @@
-//! driftd's own high availability (issue 7), end to end: two `driftd serve` replicas, each
+//! driftd's own high availability, end to end: two `driftd serve` replicas, each
 //! with its own database, against one simulator. One leads (the `driftd` Lease in namespace
 //! `driftd` names it, `driftd_leader` is 1 on it and 0 on the other); both report the same
 //! drift; only the leader publishes Events. A SIGTERM'd leader releases the Lease, a killed

@@ -1,4 +1,4 @@
-//! Helm releases as sources (issue 8), end to end: release Secrets written exactly as Helm 3
+//! Helm releases as sources, end to end: release Secrets written exactly as Helm 3
 //! writes them are created in the simulator, and `driftd serve` makes the release a source
 //! with no `driftd commit`: in sync, then hand-edited (`modified`), then upgraded (a new
 //! revision without a restart), then stuck in `pending-upgrade` (a stale lock at `/locks`
@@ -9,7 +9,7 @@
 //!
 //! Decoding (gzip bomb, corrupt payloads) is unit-tested in `crates/core/src/helm/tests.rs`,
 //! the store's mapping in `crates/store/src/helm_tests.rs`, the importer in
-//! `crates/daemon/src/helm/tests.rs`.
+//! `crates/cluster/src/helm_importer/tests.rs`.
 
 use crate::scaffold::*;
 use base64::Engine as _;

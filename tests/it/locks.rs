@@ -6,7 +6,7 @@
 //! cluster log auto-released by the leader is released in the cluster log, so the next
 //! `driftd run --cluster` goes through; `intent list --cluster` and `locks --cluster` read
 //! the log with the columns of their `--db` forms, a dead holder process of this host stale
-//! at once. The rules themselves are unit-tested in `crates/daemon/src/drift/holders.rs`,
+//! at once. The rules themselves are unit-tested in `crates/engine/src/holders.rs`,
 //! `drift/locks/local_tests.rs` and `drift/engine/tests/locks.rs`.
 
 use crate::scaffold::*;

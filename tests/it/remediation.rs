@@ -2,7 +2,7 @@
 //! `plan.rs` in plan order by itself, then puts back hand edits of other field managers,
 //! with a history entry per object, `Remediated` Events and `driftd_remediations_total`,
 //! and no Secret value anywhere. The choice of objects (open intents, settle, retries,
-//! failing watches) is unit-tested in `crates/daemon/src/remediate/tests.rs`. With two
+//! failing watches) is unit-tested in `crates/cluster/src/remediate/tests.rs`. With two
 //! replicas only the leader remediates.
 
 use crate::plan::{

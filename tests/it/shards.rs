@@ -1,4 +1,4 @@
-//! Sharding (issue 11, "Beyond one instance"), end to end: two `driftd serve` shards, each
+//! Sharding, end to end: two `driftd serve` shards, each
 //! with its own database and Lease, against one simulator. Deployers commit through the
 //! shared cluster log; shard `a` owns `team-a/*`, shard `b` owns `team-b/*` and the Helm
 //! releases of namespace `shop`. Every committed object is evaluated by exactly one shard,
@@ -6,7 +6,7 @@
 //! on its own Lease, so both publish Events.
 //!
 //! Pattern matching is unit-tested in `crates/store/src/scope.rs`, the `[shard]` keys in
-//! `crates/daemon/src/config/tests.rs`.
+//! `crates/config/src/tests.rs`.
 
 use crate::helm::{applied_objects, record, release_secret};
 use crate::scaffold::*;

@@ -280,7 +280,7 @@ fn env_pod(sim: &Sim) -> Option<(String, jiff::Timestamp)> {
     (running.len() == 1).then(|| running[0].clone())
 }
 
-/// Issue 8's apply order end to end: a new revision changes the Secret and, as charts do,
+/// The apply order charts use, end to end: a new revision changes the Secret and, as charts do,
 /// the checksum on the pod template of the Deployment reading it (the manifest lists the
 /// Deployment first). `driftd reconcile --apply` writes the Secret before the Deployment
 /// (plan order) and waits for the rollout, so the new pod starts after the new Secret: no

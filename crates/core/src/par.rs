@@ -61,7 +61,7 @@ pub fn map_owned<T: Send, R: Send>(
 /// thread is free, so a thread the system holds back delays only the chunk it took, and the
 /// caller maps chunks too while it has nothing to consume. With [`map_owned`] the caller
 /// consumed only once every thread was done: the drift engine's thread waited for the other
-/// half of a burst 12% of the time at 100,000 objects, then published alone (issue #11).
+/// half of a burst 12% of the time at 100,000 objects, then published alone.
 /// Items are freed in the thread that maps them; a panic in `f` reaches the caller when it
 /// comes to that item's chunk.
 pub fn map_consumed<T: Send, R: Send>(
@@ -175,7 +175,7 @@ const CORES_TTL: Duration = Duration::from_secs(10);
 
 /// The cores this process may use, asked at most every [`CORES_TTL`]: in a container,
 /// `available_parallelism` opens and reads the cgroup's files each time, and the drift engine
-/// asks once per burst of watch events (1-2% of its thread at 100,000 objects, issue #11).
+/// asks once per burst of watch events (1-2% of its thread at 100,000 objects).
 /// Asked again now and then so a pod resized in place gets its new share.
 fn cores() -> usize {
     static CACHED: Mutex<Option<(Instant, usize)>> = Mutex::new(None);

@@ -3,10 +3,27 @@
 //! The daemon serializes these and `driftd drift` deserializes the same types, so the wire
 //! format has one definition.
 
-use crate::diff::{IgnoredCount, SchemaUse};
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
+
+/// How a custom resource was compared (see [`crate::diff::Comparison::schema`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchemaUse {
+    /// By the structural schema of its CRD's version.
+    Crd,
+    /// Without a schema: its CRD (or that version) was not known.
+    None,
+}
+
+/// Differences one ignore rule (or the `driftd.io/ignore` annotation) hid from a comparison.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct IgnoredCount {
+    /// `ignore[0] ("istio sidecar")` for a config rule, `annotation driftd.io/ignore`.
+    pub rule: String,
+    pub count: usize,
+}
 
 mod details;
 pub use details::{Changes, DriftPatch};
@@ -124,7 +141,7 @@ pub struct DriftEntry {
     /// `uncommitted` or `unmanaged` entry keeps its class and still carries this.
     ///
     /// Boxed, as `intent` and `dry_run`: few entries have one, and an entry without it then
-    /// fits mimalloc's 256-byte class instead of the 320-byte one (issue #11).
+    /// fits mimalloc's 256-byte class instead of the 320-byte one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_config: Option<Box<StaleConfigNote>>,
     /// True while the watch of this object's kind is failing: the entry shows the live
@@ -493,7 +510,7 @@ mod tests {
     #[test]
     fn an_entry_fits_a_256_byte_allocation() {
         // The daemon keeps one per desired object (boxed in its index): what is rare is boxed
-        // so the common entry stays in mimalloc's 256-byte class (issue #11).
+        // so the common entry stays in mimalloc's 256-byte class.
         assert!(std::mem::size_of::<DriftEntry>() <= 256);
     }
 

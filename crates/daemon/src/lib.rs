@@ -1,34 +1,13 @@
-//! driftd's daemon: watches the cluster, keeps the drift index current, and publishes it.
+//! driftd's daemon: the wiring of `driftd serve` and what only the daemon needs.
 //!
-//! Dependencies point one way: `watch` (watcher messages and control; the kube client
-//! [`watch::Supervisor`]) <- `drift` (the engine and the drift index it writes) <- `export`
-//! (`/drift`, `/metrics` rendered from the index, Events) <- `serve` (wiring). `config` is
-//! the daemon's configuration, read by all. `leader` (the Lease election and the
-//! [`leader::Leadership`] handle) is consulted by `export` for leader-only work. `dry_run`
-//! is the task that asks the API server for server-side dry runs on the engine's behalf.
-//! `cluster_log` and `helm` import desired state recorded in the cluster (driftd's own
-//! records, Helm's releases) into the store, which the engine polls; `cluster_log` also
-//! writes the releases the engine asks of it (a stale lock held in the cluster log).
-//! `hash_key` reads (and at the first start creates) the hash key kept in a Kubernetes
-//! Secret, and moves a database that still keeps its own key to it. `apply` is the one
-//! place that writes objects (server-side apply in plan order, for `driftd reconcile` and
-//! `remediate`, the leader's task for `remediation = "auto"` sources); `reconcile` reads a
-//! source's revision, plan and differences for both.
+//! The jobs live in crates below it, whose arrows point one way: `driftd-watch` (the watch
+//! port and its kube implementation) <- `driftd-engine` (the engine and the drift index)
+//! <- `driftd-export` (`/drift`, `/metrics`, Events) <- `driftd-cluster` (apply,
+//! reconcile, remediate, dry runs, the cluster log, Helm), with `driftd-config` read by
+//! all. What stays here: `serve` (wiring), `leader` (the Lease election, which drives the
+//! engine's leadership handle) and `hash_key` (the hash key kept in a Kubernetes Secret,
+//! read, and at the first start created, before anything else starts).
 
-pub mod apply;
-pub mod cluster_log;
-pub mod config;
-pub mod drift;
-pub mod dry_run;
-pub mod export;
 pub mod hash_key;
-pub mod helm;
 pub mod leader;
-pub mod pulumi;
-pub mod reconcile;
-pub mod remediate;
 pub mod serve;
-pub mod watch;
-
-#[cfg(test)]
-mod test_support;

@@ -6,15 +6,15 @@
 //! engine stops (no new Events), the Event queue drains while this replica still leads, then
 //! the elector releases the Lease.
 
-use crate::config::Config;
-use crate::drift::{Clock, DriftIndex, Engine, EngineError, SystemClock};
-use crate::export::http::{self, server, Handles};
-use crate::export::publisher::Publisher;
-use crate::export::web_config::{WebConfig, WebConfigError};
-use crate::export::{events, metrics::Metrics};
 use crate::leader::{self, Elector, KubeLease, Leadership};
-use crate::watch::{watch_client, Supervisor};
+use driftd_config::Config;
+use driftd_engine::{Clock, DriftIndex, Engine, EngineError, SystemClock};
+use driftd_export::http::{self, server, Handles};
+use driftd_export::publisher::Publisher;
+use driftd_export::web_config::{WebConfig, WebConfigError};
+use driftd_export::{events, metrics::Metrics};
 use driftd_store::{Store, StoreError};
+use driftd_watch::{watch_client, Supervisor};
 use k8s_openapi::api::core::v1::ObjectReference;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -227,11 +227,11 @@ pub async fn run(
     // The leader re-applies drifting objects of `remediation = "auto"` sources.
     let remediation = match config.remediated_sources().is_empty() {
         true => None,
-        false => Some(crate::remediate::spawn(
-            crate::remediate::Remediator {
+        false => Some(driftd_cluster::remediate::spawn(
+            driftd_cluster::remediate::Remediator {
                 store: Store::open_with_keys(&config.database, keys.clone())
                     .map_err(ServeError::Database)?,
-                cluster: crate::apply::Cluster::new(client.clone()),
+                cluster: driftd_cluster::apply::Cluster::new(client.clone()),
                 index: index.clone(),
                 leadership: leadership.clone(),
                 events: events.clone(),
@@ -242,16 +242,17 @@ pub async fn run(
             stop_rx.clone(),
         )),
     };
-    let importer = crate::cluster_log::spawn_importer(
+    let importer = driftd_cluster::cluster_log::spawn_importer(
         client.clone(),
         &config.namespace,
         import_store,
         stop_rx.clone(),
     );
-    let helm = helm_store
-        .map(|store| crate::helm::spawn(client.clone(), &config.helm, store, stop_rx.clone()));
-    let pulumi =
-        pulumi_store.map(|store| crate::pulumi::spawn(&config.pulumi, store, stop_rx.clone()));
+    let helm = helm_store.map(|store| {
+        driftd_cluster::helm_importer::spawn(client.clone(), &config.helm, store, stop_rx.clone())
+    });
+    let pulumi = pulumi_store
+        .map(|store| driftd_cluster::pulumi::spawn(&config.pulumi, store, stop_rx.clone()));
     let engine = Engine::new(
         store,
         &config,
@@ -266,8 +267,9 @@ pub async fn run(
         Some(_) => {
             let (requests, asked) = tokio::sync::mpsc::unbounded_channel();
             let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
-            let log = crate::cluster_log::ClusterLog::new(client.clone(), &config.namespace);
-            crate::cluster_log::spawn_releaser(log, asked, answers);
+            let log =
+                driftd_cluster::cluster_log::ClusterLog::new(client.clone(), &config.namespace);
+            driftd_cluster::cluster_log::spawn_releaser(log, asked, answers);
             engine.with_cluster_releases(requests, answered)
         }
         None => engine,
@@ -275,8 +277,11 @@ pub async fn run(
     let engine = if config.dry_run_sources().is_empty() {
         engine
     } else {
-        let (requests, answers) =
-            crate::dry_run::spawn(client.clone(), config.dry_run.max_per_second, &metrics);
+        let (requests, answers) = driftd_cluster::dry_run_task::spawn(
+            client.clone(),
+            config.dry_run.max_per_second,
+            &metrics,
+        );
         engine.with_dry_run(requests, answers)
     };
 

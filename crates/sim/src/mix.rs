@@ -1,4 +1,4 @@
-//! The realistic mix of objects the scale figures use (issue #11): what a team's desired
+//! The realistic mix of objects the scale figures use: what a team's desired
 //! state typically holds, so memory and time per object are measured on a fair sample.
 //! Shared by the simulator's `scale` example and the engine benchmark.
 

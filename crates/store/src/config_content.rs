@@ -116,7 +116,7 @@ pub(super) fn record(conn: &Connection, changes: &[ContentChange]) -> Result<(),
 /// Writes content records on a connection and thread of their own, in the order given
 /// (batches that come within [`COALESCE`] of each other in one transaction): at
 /// 100,000 objects these writes were 7% of the engine's thread, the one that limits how many
-/// watch events `driftd serve` takes in (issue #11). Only the next start reads them back,
+/// watch events `driftd serve` takes in. Only the next start reads them back,
 /// and dropping the writer waits for everything queued to be written.
 pub struct ContentWriter {
     queue: Option<SyncSender<Vec<ContentChange>>>,

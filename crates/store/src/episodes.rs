@@ -43,7 +43,7 @@ fn open_episode(conn: &Connection, key: &ObjectKey) -> rusqlite::Result<Option<E
 
 /// One change to an object's drift episode. A settle step writes all of its changes in one
 /// transaction: at 100,000 objects a transaction per episode was most of the engine's time
-/// per watch event (issue #11).
+/// per watch event.
 #[derive(Debug, Clone, Copy)]
 pub enum EpisodeWrite<'a> {
     /// `key` drifts (`class`, at `paths`) as of `at`: opens its episode, or updates the open
@@ -187,7 +187,7 @@ impl Store {
     /// Moves `last_seen` to `at` for at most `limit` open episodes, those with an id above
     /// `after`, in id order; returns the last id moved (`None`: none was left). Called in
     /// steps, each a short write: one statement over 50,000 open episodes held the engine's
-    /// thread for 90-210 ms, which showed as the latency figure's p99 (issue #11).
+    /// thread for 90-210 ms, which showed as the latency figure's p99.
     pub fn touch_open_episodes(
         &self,
         at: Timestamp,

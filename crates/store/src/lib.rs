@@ -13,10 +13,11 @@
 //! every write is one `BEGIN IMMEDIATE` transaction and readers poll `data_version` to learn
 //! that someone else committed.
 
+mod commit;
 mod config_content;
 mod episodes;
 mod files;
-mod helm;
+mod helm_sources;
 mod history;
 mod import;
 mod intents;
@@ -43,7 +44,7 @@ use std::time::Duration;
 pub use config_content::{ConfigContent, ContentChange, ContentWriter};
 pub use episodes::EpisodeWrite;
 pub use files::{insecure_files, insecure_warning, InsecureFile};
-pub use helm::{HelmOutcome, HelmSync, HelmVersion, HELM_ID_BASE};
+pub use helm_sources::{HelmOutcome, HelmSync, HelmVersion, HELM_ID_BASE};
 pub use history::{HistoryEntry, IntentEvent};
 pub use import::{ClusterIntent, ClusterRevision, ImportedIds, IntentImport, RevisionImport};
 pub use intents::{
@@ -407,7 +408,7 @@ impl Store {
     pub fn commit(&mut self, req: &CommitRequest) -> Result<CommitOutcome, StoreError> {
         let now = self.now();
         let sealing = sealing(&self.conn, &self.keys, &self.display())?;
-        revisions::commit(&mut self.conn, req, &sealing, now)
+        commit::commit(&mut self.conn, req, &sealing, now)
     }
 
     /// Records a pending intent (the objects a deploy is about to apply) and takes the
@@ -562,13 +563,13 @@ impl Store {
     pub fn sync_helm(&mut self, req: &HelmSync) -> Result<HelmOutcome, StoreError> {
         let now = self.now();
         let sealing = sealing(&self.conn, &self.keys, &self.display())?;
-        helm::sync(&mut self.conn, req, &sealing, now)
+        helm_sources::sync(&mut self.conn, req, &sealing, now)
     }
 
     /// The Helm sources (`helm:...`) this database tracks: with objects, or a first install
     /// in flight. A release no longer in the cluster is retired with [`Store::sync_helm`].
     pub fn helm_sources(&self) -> Result<Vec<String>, StoreError> {
-        helm::tracked(&self.conn)
+        helm_sources::tracked(&self.conn)
     }
 
     /// Brings the source of one Pulumi stack to what its state records (see [`pulumi`]): its

@@ -14,7 +14,7 @@
 //! ids from [`HELM_ID_BASE`](super::HELM_ID_BASE) up, as Helm rows, so a row it writes never
 //! takes a number of the cluster log.
 
-use super::helm::next_id;
+use super::helm_sources::next_id;
 use super::intents::{self, finish_in, record, IntentAction, IntentInfo, IntentState};
 use super::revisions::{
     check_owners, fill_sealed, insert_objects, insert_revision, newest_revision, validate_objects,

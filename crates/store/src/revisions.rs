@@ -1,15 +1,15 @@
 //! Sources and their immutable revisions: commit, listings, and the current desired state.
 
-use super::secrets::{record_hash_key, stored_form, HashKey, Key};
+use super::secrets::{stored_form, HashKey, Key};
 use super::{
-    intents, key_from_db, ns_to_db, ts_from_db, ts_to_db, CommitOutcome, CommitRequest,
-    DesiredObject, DesiredState, DesiredText, RevisionInfo, SourceSummary, StoreError,
+    key_from_db, ns_to_db, ts_from_db, ts_to_db, DesiredObject, DesiredState, DesiredText,
+    RevisionInfo, SourceSummary, StoreError,
 };
 use driftd_core::manifest::ManifestObject;
 use driftd_core::par;
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -404,60 +404,6 @@ pub(super) fn insert_revision(
         object_count: objects.len(),
         skipped_count: rev.skipped,
     })
-}
-
-pub(super) fn commit(
-    conn: &mut Connection,
-    req: &CommitRequest,
-    sealing: &Sealing,
-    now: Timestamp,
-) -> Result<CommitOutcome, StoreError> {
-    let (hash, objects) = validate_objects(req.source, req.objects, sealing)?;
-    write_commit(conn, req, sealing, (&hash, &objects), now)
-}
-
-/// Writes a validated commit (`hash` and `objects` from [`validate_objects`]).
-fn write_commit(
-    conn: &mut Connection,
-    req: &CommitRequest,
-    sealing: &Sealing,
-    (hash, objects): (&str, &[StoredObject]),
-    now: Timestamp,
-) -> Result<CommitOutcome, StoreError> {
-    // Checks and writes happen under the write lock, so no other commit can take an
-    // object between our ownership check and our insert. Dropping `tx` without commit
-    // rolls back; nothing has been written to the file at that point.
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    if let Some(newest) = newest_revision(&tx, req.source)? {
-        if newest.content_hash == hash {
-            if objects.iter().any(|o| o.sealed.is_some()) {
-                fill_sealed(&tx, newest.id, objects)?;
-                tx.commit()?;
-            }
-            return Ok(CommitOutcome::Unchanged(newest));
-        }
-    }
-    record_hash_key(&tx, &sealing.hash)?;
-    check_owners(&tx, req.source, objects)?;
-    let revision = insert_revision(
-        &tx,
-        &NewRevision {
-            id: None,
-            source: req.source,
-            author: req.author,
-            message: req.message,
-            committed_at: req.committed_at.unwrap_or(now),
-            content_hash: hash,
-            skipped: req.skipped,
-        },
-        objects,
-        now,
-    )?;
-    // A newer committed desired state is the team's decision: the source's failed and
-    // interrupted deploys are history from here on.
-    intents::supersede(&tx, req.source, revision.id, req.author, now)?;
-    tx.commit()?;
-    Ok(CommitOutcome::Created(revision))
 }
 
 pub(super) fn sources(conn: &Connection) -> Result<Vec<SourceSummary>, StoreError> {

@@ -12,7 +12,7 @@
 //! attribution reads one path per change. A path is then looked up by scanning the text
 //! ([`Fields::Text`]); past a few lookups the text is parsed once ([`parse_texts`]).
 
-use super::lists::merge_key_value_text;
+use super::list_items::merge_key_value_text;
 use super::pointer::Seg;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};

@@ -15,7 +15,7 @@
 //! `secret`, `rules` (ignore rules).
 
 pub mod dry_run;
-mod lists;
+mod list_items;
 pub mod managed;
 pub mod normalize;
 pub mod pointer;
@@ -38,7 +38,7 @@ use walk::{Context, RawChange, Walker};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use crate::report::DriftClass;
+pub use crate::report::{DriftClass, IgnoredCount, SchemaUse};
 
 /// RFC 6902 operation that would bring the live object back to the desired one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
@@ -85,24 +85,6 @@ pub struct Comparison {
     /// CRD being unknown, by the plain rules (`none`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schema: Option<SchemaUse>,
-}
-
-/// How a custom resource was compared (see [`Comparison::schema`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SchemaUse {
-    /// By the structural schema of its CRD's version.
-    Crd,
-    /// Without a schema: its CRD (or that version) was not known.
-    None,
-}
-
-/// Differences one ignore rule (or the `driftd.io/ignore` annotation) hid from a comparison.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct IgnoredCount {
-    /// `ignore[0] ("istio sidecar")` for a config rule, `annotation driftd.io/ignore`.
-    pub rule: String,
-    pub count: usize,
 }
 
 /// Annotation on a desired object: comma-separated ignore pointers for that object.

@@ -3,7 +3,7 @@
 //! revision set and the new one dropped are pruned, and every difference is recorded with
 //! its path on both sides.
 
-use super::lists;
+use super::list_items;
 use super::normalize::{
     bytes_equal, is_omitted_zero, is_quantity_field, is_vacuous, quantities_equal, scalars_equal,
 };
@@ -227,7 +227,7 @@ impl<'a> Walker<'a> {
             }
             (Value::Array(da), Value::Array(la)) => {
                 let pa = p.and_then(Value::as_array).map(Vec::as_slice);
-                lists::compare(self, segs, da, la, pa);
+                list_items::compare(self, segs, da, la, pa);
             }
             _ => {
                 if !self.scalar_equal(segs, d, l) {
@@ -334,8 +334,8 @@ impl<'a> Walker<'a> {
             return;
         }
         if let (Value::Array(pa), Value::Array(la)) = (p, l) {
-            if lists::is_set_list(&field_names(segs)) && segs.len() == 2 {
-                return lists::set(self, segs, &[], la, Some(pa), false);
+            if list_items::is_set_list(&field_names(segs)) && segs.len() == 2 {
+                return list_items::set(self, segs, &[], la, Some(pa), false);
             }
         }
         let mut probe = Walker::new(self.ctx);

@@ -3,7 +3,7 @@
 //! The daemon keeps an entry per drifting object for as long as it drifts. As trees, one
 //! changed Deployment image cost about 1.5 KB (`Change` is 248 bytes before its strings and
 //! values, a patch operation a few hundred more): at 50,000 drifting objects that was the
-//! largest part of driftd's memory after its packed copies (issue #11). The same content as
+//! largest part of driftd's memory after its packed copies. The same content as
 //! text is a single allocation of a fraction of that, and it is what `/drift` sends anyway:
 //! it serializes as is, with no tree built per query. Readers that need the values parse it
 //! ([`Changes::to_vec`], [`DriftPatch::to_patch`]); only Events, remediation and the pages do,

@@ -14,7 +14,7 @@ mod moving;
 
 pub use moving::{log_move, move_database};
 
-use crate::config::Config;
+use driftd_config::Config;
 use driftd_store::{Key, SecretKeys, StoreError};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

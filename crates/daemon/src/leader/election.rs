@@ -19,7 +19,7 @@
 //! retries every retry period, so a released Lease is taken within one.
 
 use super::{Leadership, Standing};
-use crate::drift::Clock;
+use driftd_engine::Clock;
 use jiff::Timestamp;
 use std::future::Future;
 use std::sync::Arc;
@@ -95,8 +95,8 @@ pub struct Timings {
     pub retry_period: Duration,
 }
 
-impl From<&crate::config::LeaderElectionConfig> for Timings {
-    fn from(config: &crate::config::LeaderElectionConfig) -> Timings {
+impl From<&driftd_config::LeaderElectionConfig> for Timings {
+    fn from(config: &driftd_config::LeaderElectionConfig) -> Timings {
         Timings {
             lease_duration: config.lease_duration(),
             renew_deadline: config.renew_deadline(),

@@ -154,7 +154,7 @@ pub static BUILTIN: LazyLock<Vec<ResourceType>> = LazyLock::new(|| {
 });
 
 /// [`ALL_BUILTIN`] by kind: every comparison asks what its object's kind is, and a scan of
-/// the whole table was a tenth of the drift engine's thread at 100,000 objects (issue #11).
+/// the whole table was a tenth of the drift engine's thread at 100,000 objects.
 static BUILTIN_BY_KIND: LazyLock<HashMap<&'static str, Vec<&'static ResourceType>>> =
     LazyLock::new(|| {
         let mut by_kind: HashMap<&str, Vec<&ResourceType>> = HashMap::new();

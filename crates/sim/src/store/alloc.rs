@@ -33,7 +33,7 @@ impl Holds {
     /// What the Service stored as `json` holds, read without building the rest of its
     /// tree: every Service write counts what the old and the new version hold, and two
     /// whole parses per write were 39% of the simulator's CPU during a bulk edit
-    /// (issue #11). Reads the same values as [`Holds::of`].
+    ///. Reads the same values as [`Holds::of`].
     pub fn of_json(json: &[u8]) -> Holds {
         #[derive(serde::Deserialize)]
         struct Service {

@@ -275,7 +275,7 @@ impl Store {
 /// One modification run through the write path, in storage form but for its
 /// resourceVersion, which is known only when it is stored. Its bytes are kept with a
 /// placeholder resourceVersion and where its digits are, so storing it is a copy with the
-/// real one put in: no parse and no serialization (issue #11: they were most of what a bulk
+/// real one put in: no parse and no serialization (they were most of what a bulk
 /// edit cost, and the benchmark's watch stream must come faster than a client takes it in).
 pub struct PreparedEdit {
     /// The version with the placeholder; also what the next edit of the object starts from.

@@ -68,7 +68,7 @@ impl Stored {
     }
 
     /// `metadata.labels` (a JSON object, or `None`), read without building the rest of the
-    /// tree: every labelled watch checks every change of its type (issue #11: parsing
+    /// tree: every labelled watch checks every change of its type (parsing
     /// whole objects for it was a fifth of the simulator's watch work). kube-apiserver's
     /// cacher filters on the stored object too, before converting it for the watcher.
     pub fn labels(&self) -> Option<Value> {

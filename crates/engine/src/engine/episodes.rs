@@ -1,0 +1,122 @@
+//! The engine's side of drift episodes: a drift state that held for the settle time is
+//! recorded in the store and announced as an Event, and open episodes are kept current.
+
+use super::*;
+use driftd_core::par;
+use driftd_store::EpisodeWrite;
+
+impl<W: WatchControl, O: Outputs> Engine<W, O> {
+    /// Records (episodes) and announces (Events) every drift state that held for the
+    /// settle time.
+    pub fn settle_due(&mut self) {
+        while self.settle_some() {}
+    }
+
+    /// Records and announces at most [`SETTLE_BATCH`] settled states, the longest-held
+    /// first, their episodes in one transaction; true if more may be due. The run loop takes
+    /// the rest in turns with watch events, so a wave of drift settling at once (a big edit,
+    /// a reload) cannot hold `/drift` back for seconds.
+    pub(super) fn settle_some(&mut self) -> bool {
+        let reports = self
+            .publication
+            .settling
+            .due(self.clock.now(), SETTLE_BATCH);
+        if reports.is_empty() {
+            return false;
+        }
+        let more = reports.len() == SETTLE_BATCH;
+        let now = self.clock.wall();
+        // A state is due only if no comparison since said otherwise, so the entry holds the
+        // paths the report's drift stands for. The index is only read here, and only this
+        // thread writes it: the entries are read in place rather than copied.
+        let index = self.index.read().unwrap();
+        let settled: Vec<(Report, &DriftEntry, Vec<String>)> = reports
+            .into_iter()
+            .filter_map(|report| {
+                let entry = index.get(&report.key)?;
+                let paths = entry.paths();
+                Some((report, entry, paths))
+            })
+            .collect();
+        let writes: Vec<EpisodeWrite> = settled
+            .iter()
+            .map(|(Report { key, drift }, entry, paths)| match drift {
+                Some(drift) => EpisodeWrite::Drifting {
+                    key,
+                    source: &entry.source,
+                    class: drift.class.as_str(),
+                    at: entry.since.unwrap_or(now),
+                    paths,
+                },
+                None => EpisodeWrite::Resolved { key, at: now },
+            })
+            .collect();
+        if let Err(err) = self.store.write_episodes(&writes) {
+            let what = if writes
+                .iter()
+                .any(|w| matches!(w, EpisodeWrite::Drifting { .. }))
+            {
+                "cannot record drift episode"
+            } else {
+                "cannot close drift episode"
+            };
+            tracing::error!(episodes = writes.len(), error = %err, "{what}");
+            self.outputs.store_error(what, &err);
+        }
+        drop(writes);
+        // Each identity unpacks a live copy: on every core, off this thread's serial path (a
+        // wave of drift settles a thousand at a time).
+        let tracked = &self.tracked;
+        let identities = par::map_ordered(&settled, |(report, _, _)| {
+            tracked.live_identity(&report.key)
+        });
+        for ((Report { key, drift }, entry, paths), live) in settled.iter().zip(&identities) {
+            let live = live.as_ref();
+            match drift {
+                Some(drift) => {
+                    tracing::info!(object = %key, class = drift.class.as_str(), paths = ?paths, "drift detected");
+                    self.outputs.announce(Announcement::Detected, entry, live);
+                }
+                None => {
+                    tracing::info!(object = %key, "drift resolved");
+                    self.outputs.announce(Announcement::Resolved, entry, live);
+                }
+            }
+        }
+        more
+    }
+
+    /// Starts moving `last_seen` of every open episode to now, so the episode record says
+    /// how long drift really lasted (the run loop calls it every minute). An episode is open
+    /// until its end held for the settle time, so its object drifts still or did within that
+    /// time. The work is done in steps of [`TOUCH_BATCH`] episodes ([`Engine::touch_some`]),
+    /// in turns with watch events: at 50,000 drifting objects one statement held every event
+    /// back for up to 210 ms.
+    pub(super) fn start_touching(&mut self) {
+        self.touching = Some((self.clock.wall(), 0));
+    }
+
+    /// Moves `last_seen` of the next [`TOUCH_BATCH`] open episodes; true if more are left.
+    pub(super) fn touch_some(&mut self) -> bool {
+        let Some((at, after)) = self.touching else {
+            return false;
+        };
+        match self.store.touch_open_episodes(at, after, TOUCH_BATCH) {
+            Ok(Some(last)) => {
+                self.touching = Some((at, last));
+                true
+            }
+            Ok(None) => {
+                self.touching = None;
+                false
+            }
+            Err(err) => {
+                self.touching = None;
+                tracing::error!(error = %err, "cannot update drift episodes");
+                self.outputs
+                    .store_error("cannot update drift episode", &err);
+                false
+            }
+        }
+    }
+}

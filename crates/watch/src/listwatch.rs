@@ -1,0 +1,257 @@
+//! List, then watch from the list's resourceVersion, as client-go's reflector and
+//! kube-runtime's `watcher` do, but with what those keep to themselves told to the engine:
+//! - every failed attempt ([`WatchEvent::Error`]), however soon a retry succeeds;
+//! - every answer: a watch that opens is [`WatchEvent::Opened`] (kube-runtime's watcher
+//!   says nothing when a resumed watch opens, so a recovered kind would look failed until
+//!   its next change);
+//! - the server's resourceVersion ([`WatchEvent::Position`], [`WatchEvent::Bookmark`]): the
+//!   list's, each bookmark's, and before a watch resumes, the server's current one (a list of at most one object).
+//!   kube-apiserver accepts a plain watch from a resourceVersion it has not reached and
+//!   stays silent until it does (`staging/src/k8s.io/apiserver/pkg/storage/cacher/
+//!   cacher.go`, `waitUntilWatchCacheFreshAndForceAllEvents` only waits for watch-lists),
+//!   so after an etcd restore only that question reveals that the state went back.
+//!
+//! One explicit state machine ([`State`]) stepped by [`step`], with a jittered backoff
+//! ([`Backoff`]) after each failure.
+
+use super::backoff::Backoff;
+use super::live_object::LiveObject;
+use super::outbox::Outbox;
+use super::{WatchError, WatchEvent};
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use kube::api::{ApiResource, ListParams, WatchEvent as ApiEvent, WatchParams};
+use kube::{Api, Resource};
+use std::time::Duration;
+
+/// Objects per list page (client-go's pager default).
+const PAGE: u32 = 500;
+
+/// The server ends a watch after this long (as kube-runtime asks: below kube-apiserver's
+/// 5 minute request timeout); the watcher then resumes it.
+const WATCH_TIMEOUT: u32 = 290;
+
+/// A watch stream silent for this long is taken as dead (a connection lost without a
+/// close), and resumed.
+const IDLE: Duration = Duration::from_secs(WATCH_TIMEOUT as u64 + 10);
+
+type Events = BoxStream<'static, kube::Result<ApiEvent<LiveObject>>>;
+
+/// Where one list+watch stands.
+pub enum State {
+    /// Next: a fresh list.
+    Empty,
+    /// Listed up to `rv`; next: a watch from it. `ask` first asks the server's current
+    /// resourceVersion (every resume but the one right after a list).
+    Listed { rv: String, ask: bool },
+    /// Streaming from `rv` (the last event's or bookmark's).
+    Watching { rv: String, events: Events },
+}
+
+/// Why [`run`] returned.
+pub enum End {
+    /// The engine is gone.
+    EngineGone,
+    /// The resource is no longer found (its CRD went away): ask discovery again.
+    NotFound,
+}
+
+/// Lists and watches `resource` (cluster-wide; `fields` is a field selector) to `outbox`
+/// until the engine is gone or the resource is not found.
+pub async fn run(
+    api: Api<LiveObject>,
+    resource: &ApiResource,
+    fields: Option<String>,
+    outbox: &Outbox,
+) -> End {
+    let mut backoff = Backoff::default();
+    let mut state = State::Empty;
+    loop {
+        let (next, outcome) = step(state, &api, resource, fields.as_deref(), outbox).await;
+        state = next;
+        match outcome {
+            Outcome::Sent => {}
+            Outcome::Answered => backoff.reset(),
+            Outcome::Failed => tokio::time::sleep(backoff.next_wait()).await,
+            Outcome::End(end) => return end,
+        }
+    }
+}
+
+/// What one step did, for the backoff.
+pub enum Outcome {
+    /// Delivered events (or nothing to report).
+    Sent,
+    /// The server answered a request: the backoff starts over.
+    Answered,
+    /// A request failed: wait before the next.
+    Failed,
+    End(End),
+}
+
+/// Advances one list+watch by one state. Every message goes to `outbox`.
+pub async fn step(
+    state: State,
+    api: &Api<LiveObject>,
+    resource: &ApiResource,
+    fields: Option<&str>,
+    outbox: &Outbox,
+) -> (State, Outcome) {
+    macro_rules! send {
+        ($event:expr) => {
+            if !outbox.send($event).await {
+                return (State::Empty, Outcome::End(End::EngineGone));
+            }
+        };
+    }
+    match state {
+        State::Empty => {
+            let mut continue_token: Option<String> = None;
+            let mut first = true;
+            loop {
+                let params = ListParams {
+                    field_selector: fields.map(str::to_string),
+                    limit: Some(PAGE),
+                    continue_token: continue_token.take(),
+                    ..ListParams::default()
+                };
+                let turn = outbox.list_page_turn().await;
+                let page = match api.list(&params).await {
+                    Ok(page) => page,
+                    Err(err) => {
+                        let not_found = is_not_found(&err);
+                        send!(WatchEvent::Error(WatchError::List(err)));
+                        if not_found {
+                            return (State::Empty, Outcome::End(End::NotFound));
+                        }
+                        return (State::Empty, Outcome::Failed);
+                    }
+                };
+                if first {
+                    send!(WatchEvent::Init);
+                    first = false;
+                }
+                for object in page.items {
+                    send!(outbox.applied(object.into_json(resource)));
+                }
+                drop(turn);
+                continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
+                if continue_token.is_some() {
+                    continue;
+                }
+                let Some(rv) = page.metadata.resource_version.filter(|rv| !rv.is_empty()) else {
+                    send!(WatchEvent::Error(WatchError::NoResourceVersion));
+                    return (State::Empty, Outcome::Failed);
+                };
+                send!(WatchEvent::InitDone);
+                send!(WatchEvent::Position(rv.clone()));
+                return (State::Listed { rv, ask: false }, Outcome::Answered);
+            }
+        }
+        State::Listed { rv, ask } => {
+            if ask {
+                let params = ListParams {
+                    field_selector: fields.map(str::to_string),
+                    limit: Some(1),
+                    ..ListParams::default()
+                };
+                match api.list(&params).await {
+                    Ok(list) => {
+                        if let Some(current) = list.metadata.resource_version {
+                            send!(WatchEvent::Position(current));
+                        }
+                    }
+                    Err(err) => {
+                        send!(WatchEvent::Error(WatchError::List(err)));
+                        return (State::Listed { rv, ask }, Outcome::Failed);
+                    }
+                }
+            }
+            // (Bookmarks are asked for by default.)
+            let mut params = WatchParams::default().timeout(WATCH_TIMEOUT);
+            if let Some(fields) = fields {
+                params = params.fields(fields);
+            }
+            match api.watch(&params, &rv).await {
+                Ok(events) => {
+                    send!(WatchEvent::Opened);
+                    let events = events.boxed();
+                    (State::Watching { rv, events }, Outcome::Answered)
+                }
+                Err(err) => {
+                    let gone = matches!(&err, kube::Error::Api(s) if s.code == 410);
+                    send!(WatchEvent::Error(WatchError::Watch(err)));
+                    let next = match gone {
+                        true => State::Empty,
+                        false => State::Listed { rv, ask: true },
+                    };
+                    (next, Outcome::Failed)
+                }
+            }
+        }
+        State::Watching { rv, mut events } => {
+            let item = match tokio::time::timeout(IDLE, events.next()).await {
+                Ok(item) => item,
+                Err(_) => {
+                    tracing::debug!(kind = %outbox.key, "watch silent too long; resuming it");
+                    None
+                }
+            };
+            match item {
+                Some(Ok(ApiEvent::Added(o) | ApiEvent::Modified(o))) => {
+                    let rv = o.meta().resource_version.clone().unwrap_or(rv);
+                    send!(outbox.applied(o.into_json(resource)));
+                    (State::Watching { rv, events }, Outcome::Sent)
+                }
+                Some(Ok(ApiEvent::Deleted(o))) => {
+                    let rv = o.meta().resource_version.clone().unwrap_or(rv);
+                    send!(WatchEvent::Delete(o.into_json(resource)));
+                    (State::Watching { rv, events }, Outcome::Sent)
+                }
+                Some(Ok(ApiEvent::Bookmark(bookmark))) => {
+                    let rv = bookmark.metadata.resource_version;
+                    send!(WatchEvent::Bookmark(rv.clone()));
+                    (State::Watching { rv, events }, Outcome::Sent)
+                }
+                Some(Ok(ApiEvent::Error(status))) => {
+                    // 410: the position was compacted away. 504 "Too large resource
+                    // version": the server is behind the position (client-go's reflector
+                    // lists afresh on both). Anything else: resume after a pause.
+                    let relist = status.code == 410 || too_large(&status);
+                    send!(WatchEvent::Error(WatchError::Status(status)));
+                    let next = match relist {
+                        true => State::Empty,
+                        false => State::Listed { rv, ask: true },
+                    };
+                    (next, Outcome::Failed)
+                }
+                Some(Err(err)) => {
+                    send!(WatchEvent::Error(WatchError::Watch(err)));
+                    (State::Listed { rv, ask: true }, Outcome::Failed)
+                }
+                // The server ended the stream (its timeout, or a restart): resume.
+                None => (State::Listed { rv, ask: true }, Outcome::Sent),
+            }
+        }
+    }
+}
+
+/// kube-apiserver's "Too large resource version" (`storage.NewTooLargeResourceVersionError`
+/// in `staging/src/k8s.io/apiserver/pkg/storage/errors.go`): a 504 Timeout with the cause
+/// `ResourceVersionTooLarge`.
+fn too_large(status: &kube::core::Status) -> bool {
+    status.code == 504
+        && status.details.as_ref().is_some_and(|d| {
+            d.causes
+                .iter()
+                .any(|c| c.reason == "ResourceVersionTooLarge")
+        })
+}
+
+pub fn is_not_found(err: &kube::Error) -> bool {
+    match err {
+        kube::Error::Discovery(_) => true,
+        kube::Error::Api(status) => status.code == 404,
+        _ => false,
+    }
+}

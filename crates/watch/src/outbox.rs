@@ -1,0 +1,48 @@
+//! Where one watcher run sends what it read: used by the list+watch loop (`listwatch`)
+//! and set up by the `supervisor` that starts the run, so neither needs the other.
+
+use super::{Applied, WatchEvent, WatchMessage, WatcherId};
+use driftd_k8s::TypeKey;
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::sync::{mpsc, Semaphore};
+
+/// Where one watcher run sends its messages, tagged with its kind and id.
+pub(super) struct Outbox {
+    pub(super) key: TypeKey,
+    pub(super) id: WatcherId,
+    pub(super) sender: mpsc::Sender<WatchMessage>,
+    pub(super) list_pages: Arc<Semaphore>,
+    /// Whether the engine keeps copies of this kind (the supervisor sets it).
+    pub(super) pack: Arc<AtomicBool>,
+}
+
+impl Outbox {
+    /// [`WatchEvent::Apply`] of `object`, with the engine's copy packed if it keeps one.
+    pub(super) fn applied(&self, object: Value) -> WatchEvent {
+        WatchEvent::Apply(match self.pack.load(Ordering::Relaxed) {
+            true => Applied::packed(object),
+            false => Applied::unpacked(object),
+        })
+    }
+
+    /// Waits for a turn to fetch and hand over one list page; the turn ends when the
+    /// returned permit is dropped.
+    pub(super) async fn list_page_turn(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.list_pages
+            .acquire()
+            .await
+            .expect("the semaphore is never closed")
+    }
+
+    /// False once the engine is gone.
+    pub(super) async fn send(&self, event: WatchEvent) -> bool {
+        let message = WatchMessage {
+            type_key: self.key.clone(),
+            watcher: self.id,
+            event,
+        };
+        self.sender.send(message).await.is_ok()
+    }
+}
