@@ -1,14 +1,22 @@
-//! The cluster simulator's own ceilings: a
-//! benchmark of driftd must measure driftd, so the simulator has to load, take writes and
-//! deliver watch events faster than driftd consumes them. Nothing of driftd runs here.
+//! The cluster simulator's own ceilings: a benchmark of driftd must measure driftd, so the
+//! simulator has to load, hold, list, take writes and deliver watch events faster than
+//! driftd consumes them, in a few GB at a million objects. Nothing of driftd runs here.
 //!
 //! Run with `cargo bench --bench sim` (default N = 10000), or
-//! `cargo bench --bench sim -- 10000 100000`. The simulator runs in process without
-//! controllers (`SimOptions::controllers = false`), as `driftd bench` runs it. For each N:
-//! - `load_s` and `objects/s`: the realistic mix (`driftd_sim::mix`) bulk-loaded with the
-//!   simulator's own defaulting (target: 100,000 in <= 60 s);
+//! `cargo bench --bench sim -- 100000 1000000`. Each N runs in a process of its own (this
+//! program again, `SIM_BENCH_ROW=N`), so its memory figures are its own. The simulator runs
+//! in process without controllers (`SimOptions::controllers = false`), as `driftd bench`
+//! runs it. For each N:
+//! - `load_s` and `objects/s`: the realistic mix (`driftd_sim::mix`), made one object at a
+//!   time as it is loaded, bulk-loaded with the simulator's own defaulting (target: 100,000
+//!   in <= 60 s);
 //! - `heap_B/obj`: heap bytes the simulator holds per stored object afterwards (a counting
 //!   allocator: exact; target <= 5 KB);
+//! - `peak_MiB`, `peak_B/obj` and `steady_B/obj`: the process's peak RSS over the whole row
+//!   (`VmHWM`), and the peak and the RSS right after the load (`VmRSS`) over the RSS of the
+//!   empty simulator, per stored object (a million objects must fit in a few GB);
+//! - `list_s` and `listed/s`: every kind of the mix listed over HTTP in pages of 500 (as
+//!   client-go's reflector lists), each page read to its last byte and its items counted;
 //! - `http_writes/s`: merge patches of ConfigMaps over HTTP/1.1 from 8 keep-alive
 //!   connections on loopback (target >= 5,000/s; the client shares the 2 cores);
 //! - `prepare_s`, `edit_writes/s` and `delivered/s`: the in-process bulk edit that `driftd
@@ -43,12 +51,34 @@ const WATCHED: &[&str] = &[
     "/api/v1/services",
     "/apis/apps/v1/deployments",
 ];
+/// Every kind the mix holds, listed in pages.
+const LISTED: &[&str] = &[
+    "/api/v1/namespaces",
+    "/apis/apps/v1/deployments",
+    "/api/v1/configmaps",
+    "/api/v1/secrets",
+    "/api/v1/services",
+    "/api/v1/serviceaccounts",
+    "/apis/rbac.authorization.k8s.io/v1/roles",
+    "/apis/rbac.authorization.k8s.io/v1/rolebindings",
+    "/apis/batch/v1/jobs",
+    "/apis/batch/v1/cronjobs",
+];
+/// Items per list page (client-go's reflector's default).
+const PAGE: usize = 500;
+/// The variable that makes this program run one row (its N) instead of the table.
+const ROW: &str = "SIM_BENCH_ROW";
 
 struct Row {
     n: usize,
     load_s: f64,
     objects_per_s: f64,
     heap_per_object: f64,
+    peak_mib: f64,
+    peak_per_object: f64,
+    steady_per_object: f64,
+    list_s: f64,
+    listed_per_s: f64,
     http_writes_per_s: f64,
     prepare_s: f64,
     edit_writes_per_s: f64,
@@ -57,6 +87,16 @@ struct Row {
 }
 
 fn main() {
+    if let Some(n) = std::env::var(ROW).ok().and_then(|n| n.parse().ok()) {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let row = rt.block_on(run(n));
+        print_row(&row);
+        return;
+    }
     let counts: Vec<usize> = std::env::args()
         .skip(1)
         .filter_map(|a| a.parse().ok())
@@ -66,38 +106,63 @@ fn main() {
     } else {
         counts
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
     println!(
-        "{:>8} {:>7} {:>10} {:>11} {:>14} {:>10} {:>14} {:>10} {:>12}",
+        "{:>8} {:>7} {:>9} {:>10} {:>8} {:>10} {:>12} {:>7} {:>9} {:>13} {:>9} {:>13} {:>9} {:>11}",
         "objects",
         "load_s",
         "objects/s",
         "heap_B/obj",
+        "peak_MiB",
+        "peak_B/obj",
+        "steady_B/obj",
+        "list_s",
+        "listed/s",
         "http_writes/s",
         "prepare_s",
         "edit_writes/s",
         "delivered",
         "delivered/s"
     );
+    let me = std::env::current_exe().expect("this program's path");
     for n in counts {
-        let row = rt.block_on(run(n));
-        println!(
-            "{:>8} {:>7.2} {:>10.0} {:>11.0} {:>14.0} {:>10.2} {:>14.0} {:>10} {:>12.0}",
-            row.n,
-            row.load_s,
-            row.objects_per_s,
-            row.heap_per_object,
-            row.http_writes_per_s,
-            row.prepare_s,
-            row.edit_writes_per_s,
-            row.delivered,
-            row.delivered_per_s
-        );
+        // A process per row: RSS (and what the allocator keeps) is then this row's alone.
+        let status = std::process::Command::new(&me)
+            .env(ROW, n.to_string())
+            .status()
+            .expect("the row's process starts");
+        assert!(status.success(), "the row for {n} objects failed: {status}");
     }
+}
+
+fn print_row(row: &Row) {
+    println!(
+        "{:>8} {:>7.2} {:>9.0} {:>10.0} {:>8.0} {:>10.0} {:>12.0} {:>7.2} {:>9.0} {:>13.0} {:>9.2} {:>13.0} {:>9} {:>11.0}",
+        row.n,
+        row.load_s,
+        row.objects_per_s,
+        row.heap_per_object,
+        row.peak_mib,
+        row.peak_per_object,
+        row.steady_per_object,
+        row.list_s,
+        row.listed_per_s,
+        row.http_writes_per_s,
+        row.prepare_s,
+        row.edit_writes_per_s,
+        row.delivered,
+        row.delivered_per_s
+    );
+}
+
+/// A field of `/proc/self/status` (`VmRSS:`, `VmHWM:`), in bytes.
+fn status_bytes(field: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map(|kb| kb * 1024.0)
+        .unwrap_or(0.0)
 }
 
 async fn run(n: usize) -> Row {
@@ -112,35 +177,39 @@ async fn run(n: usize) -> Row {
     .expect("simulator starts");
     let sim = Arc::new(sim);
 
-    // Load. The mix is deterministic: made once for the ConfigMaps' names, once to load,
-    // so the heap measured after the load is the store's alone.
-    let configmaps: Vec<(String, String)> = driftd_sim::mix::mix(n)
-        .1
-        .iter()
+    // The ConfigMaps' names, from a first pass over the mix (made one object at a time and
+    // dropped), so the heap measured after the load is the store's alone but for them.
+    let configmaps: Vec<(String, String)> = driftd_sim::mix::objects(n)
         .filter(|o| o["kind"] == "ConfigMap")
         .map(|o| {
             let text = |p: &str| o.pointer(p).and_then(Value::as_str).unwrap().to_string();
             (text("/metadata/namespace"), text("/metadata/name"))
         })
         .collect();
+    let rss_empty = status_bytes("VmRSS:");
     let heap_before = ALLOCATED.load(Ordering::Relaxed);
-    let (namespaces, objects) = driftd_sim::mix::mix(n);
-    let mut load: Vec<Value> = namespaces
-        .iter()
+    let load = driftd_sim::mix::namespaces(n)
+        .into_iter()
         .map(|ns| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
-        .collect();
-    load.extend(objects);
+        .chain(driftd_sim::mix::objects(n));
     let loader = sim.clone();
     let loaded = tokio::task::spawn_blocking(move || loader.bulk_load(load))
         .await
         .unwrap();
     assert_eq!(loaded.failed, 0, "refused: {:?}", loaded.errors);
-    // The load's input is gone; what is left is the store (objects, indexes, history).
+    // The load's input was made and dropped one object at a time; what is left is the
+    // store (objects, indexes, history).
     let heap_per_object = ALLOCATED
         .load(Ordering::Relaxed)
         .saturating_sub(heap_before) as f64
         / n as f64;
+    let steady_per_object = (status_bytes("VmRSS:") - rss_empty) / n as f64;
 
+    // Lists, in pages.
+    let started = Instant::now();
+    let listed = list_everything(&sim.url()).await;
+    let list_s = started.elapsed().as_secs_f64();
+    assert!(listed >= n, "listed {listed} of {n}");
     // Writes over HTTP.
     let http_writes_per_s = http_writes(&sim.url(), &configmaps).await;
 
@@ -197,17 +266,64 @@ async fn run(n: usize) -> Row {
     // From the first modification stored: preparing them (the write path) comes first.
     let last = *last_at.lock().unwrap();
     let seconds = last.duration_since(started).as_secs_f64() - edit.edit.prepare_seconds;
+    let peak = status_bytes("VmHWM:");
     Row {
         n,
         load_s: loaded.seconds,
         objects_per_s: loaded.objects_per_second,
         heap_per_object,
+        peak_mib: peak / (1024.0 * 1024.0),
+        peak_per_object: (peak - rss_empty) / n as f64,
+        steady_per_object,
+        list_s,
+        listed_per_s: listed as f64 / list_s.max(1e-9),
         http_writes_per_s,
         prepare_s: edit.edit.prepare_seconds,
         edit_writes_per_s: edit.edit.writes_per_second,
         delivered,
         delivered_per_s: delivered as f64 / seconds.max(1e-9),
     }
+}
+
+/// Lists every kind of [`LISTED`] in pages of [`PAGE`], one after the other as a client
+/// starting up does; the items listed.
+async fn list_everything(base: &str) -> usize {
+    #[derive(serde::Deserialize)]
+    struct Page {
+        metadata: PageMeta,
+        items: Vec<serde::de::IgnoredAny>,
+    }
+    #[derive(serde::Deserialize)]
+    struct PageMeta {
+        #[serde(rename = "continue")]
+        next: Option<String>,
+    }
+    let client = reqwest::Client::new();
+    let mut listed = 0;
+    for path in LISTED {
+        let mut next: Option<String> = None;
+        loop {
+            let mut url = format!("{base}{path}?limit={PAGE}");
+            if let Some(token) = &next {
+                url.push_str("&continue=");
+                url.push_str(token);
+            }
+            let response = client.get(&url).send().await.expect("list");
+            assert!(
+                response.status().is_success(),
+                "{url}: {}",
+                response.status()
+            );
+            let body = response.bytes().await.expect("list body");
+            let page: Page = serde_json::from_slice(&body).expect("a list page");
+            listed += page.items.len();
+            match page.metadata.next.filter(|t| !t.is_empty()) {
+                Some(token) => next = Some(token),
+                None => break,
+            }
+        }
+    }
+    listed
 }
 
 /// Merge patches of ConfigMaps from [`WRITERS`] keep-alive connections; writes per second.

@@ -7,13 +7,27 @@ use serde_json::{json, Value};
 /// The mix: 40% Deployments (1-3 containers with env, probes, resources), then ConfigMaps,
 /// Secrets, Services, ServiceAccounts, Roles, RoleBindings, Jobs and CronJobs.
 pub fn mix(n: usize) -> (Vec<String>, Vec<Value>) {
-    let namespaces: Vec<String> = (0..n.div_ceil(1000).max(1))
-        .map(|i| format!("team-{i}"))
-        .collect();
-    let objects = (0..n)
-        .map(|i| object(i, &namespaces[i % namespaces.len()]))
-        .collect();
-    (namespaces, objects)
+    (namespaces(n), objects(n).collect())
+}
+
+/// The namespaces of a mix of `n` objects: one per thousand objects.
+pub fn namespaces(n: usize) -> Vec<String> {
+    (0..namespace_count(n)).map(namespace).collect()
+}
+
+/// The objects of [`mix`], made one at a time: a load of a million objects then never
+/// holds a million trees (several GB) besides what it loads into.
+pub fn objects(n: usize) -> impl Iterator<Item = Value> {
+    let count = namespace_count(n);
+    (0..n).map(move |i| object(i, &namespace(i % count)))
+}
+
+fn namespace_count(n: usize) -> usize {
+    n.div_ceil(1000).max(1)
+}
+
+fn namespace(i: usize) -> String {
+    format!("team-{i}")
 }
 
 fn container(i: usize, c: usize) -> Value {

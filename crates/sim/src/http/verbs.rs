@@ -248,7 +248,7 @@ fn list_body(info: &ResourceType, page: Page) -> Body {
             if i > 0 {
                 out.push(b',');
             }
-            out.extend_from_slice(&s.json_as(info));
+            s.write_json_as(info, &mut out);
         }
         out.extend_from_slice(b"]}");
         return Body::from(out);
@@ -268,7 +268,7 @@ fn list_body(info: &ResourceType, page: Page) -> Body {
                     if i > 0 {
                         buf.push(b',');
                     }
-                    buf.extend_from_slice(&s.json_as(&info));
+                    s.write_json_as(&info, &mut buf);
                     if buf.len() >= LIST_CHUNK {
                         return Some(Ok::<_, std::io::Error>(Bytes::from(buf)));
                     }

@@ -44,10 +44,16 @@ struct Lens {
 }
 
 fn push_line(out: &mut Vec<u8>, kind: &str, object: &[u8]) {
+    push_event(out, kind, |out| out.extend_from_slice(object));
+}
+
+/// Appends the event line whose object `object` writes (the stored text unpacked straight
+/// into the batch).
+fn push_event(out: &mut Vec<u8>, kind: &str, object: impl FnOnce(&mut Vec<u8>)) {
     out.extend_from_slice(b"{\"type\":\"");
     out.extend_from_slice(kind.as_bytes());
     out.extend_from_slice(b"\",\"object\":");
-    out.extend_from_slice(object);
+    object(out);
     out.extend_from_slice(b"}\n");
 }
 
@@ -98,7 +104,7 @@ impl Lens {
     /// Appends the event line for `object`.
     fn write(&self, out: &mut Vec<u8>, kind: &str, object: &Stored) {
         match &self.table {
-            None => push_line(out, kind, &object.json_as(&self.info)),
+            None => push_event(out, kind, |out| object.write_json_as(&self.info, out)),
             Some((columns, include)) => {
                 let obj = object.value_as(&self.info);
                 let rv = obj

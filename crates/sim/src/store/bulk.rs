@@ -12,7 +12,6 @@ use driftd_k8s::kinds::{split_api_version, ResourceType};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -273,16 +272,14 @@ impl Store {
 }
 
 /// One modification run through the write path, in storage form but for its
-/// resourceVersion, which is known only when it is stored. Its bytes are kept with a
-/// placeholder resourceVersion and where its digits are, so storing it is a copy with the
-/// real one put in: no parse and no serialization (they were most of what a bulk
-/// edit cost, and the benchmark's watch stream must come faster than a client takes it in).
+/// resourceVersion, which is known only when it is stored. It is packed with a placeholder
+/// resourceVersion whose digits are left out ([`Stored::restamped`]), so storing it takes
+/// the packed text as it is with the real one: no parse, serialization or compression
+/// (they were most of what a bulk edit cost, and the benchmark's watch stream
+/// must come faster than a client takes it in).
 pub struct PreparedEdit {
     /// The version with the placeholder; also what the next edit of the object starts from.
     stored: Arc<Stored>,
-    /// Where the placeholder's digits are in `stored.json`; `None` when they are not found
-    /// exactly once (the tree is stored then).
-    digits: Option<Range<usize>>,
 }
 
 impl PreparedEdit {
@@ -292,14 +289,8 @@ impl PreparedEdit {
         const PLACEHOLDER: u64 = u64::MAX;
         storage_form(info, object, PLACEHOLDER);
         let stored = Stored::new(PLACEHOLDER, key, object, api_version.clone());
-        let needle = format!("\"resourceVersion\":\"{PLACEHOLDER}\"");
-        let digits = find_once(&stored.json, needle.as_bytes()).map(|at| {
-            let start = at + needle.len() - 1 - PLACEHOLDER.to_string().len();
-            start..at + needle.len() - 1
-        });
         PreparedEdit {
             stored: Arc::new(stored),
-            digits,
         }
     }
 
@@ -312,36 +303,11 @@ impl PreparedEdit {
         self.stored.value()
     }
 
-    /// The version as stored at `rv`: the same bytes [`super::Inner::commit`] makes of
+    /// The version as stored at `rv`: the same text [`super::Inner::commit`] makes of
     /// [`PreparedEdit::value`]. `None` when the placeholder was not found.
     pub fn at(&self, rv: u64) -> Option<Stored> {
-        let digits = self.digits.clone()?;
-        let json = &self.stored.json;
-        let text = rv.to_string();
-        let mut bytes = Vec::with_capacity(json.len() - digits.len() + text.len());
-        bytes.extend_from_slice(&json[..digits.start]);
-        bytes.extend_from_slice(text.as_bytes());
-        bytes.extend_from_slice(&json[digits.end..]);
-        Some(Stored {
-            rv,
-            key: self.stored.key.clone(),
-            json: bytes.into(),
-            api_version: self.stored.api_version.clone(),
-            owners: self.stored.owners.clone(),
-            renditions: Box::default(),
-        })
+        self.stored.restamped(rv)
     }
-}
-
-/// Where `needle` starts in `haystack`, if it occurs exactly once.
-fn find_once(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    let mut found = haystack
-        .windows(needle.len())
-        .enumerate()
-        .filter(|(_, w)| *w == needle)
-        .map(|(at, _)| at);
-    let first = found.next()?;
-    found.next().is_none().then_some(first)
 }
 
 /// One modification of `old`, by kind: a ConfigMap's or Secret's first value, a workload's

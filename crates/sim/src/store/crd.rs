@@ -100,7 +100,7 @@ impl Inner {
                 stored.api_version.clone(),
             )
             .with_renditions(renditions);
-            delta += fresh.json.len() as isize - stored.json.len() as isize;
+            delta += fresh.json_len() as isize - stored.json_len() as isize;
             *stored = Arc::new(fresh);
         }
         self.bytes = self.bytes.saturating_add_signed(delta);

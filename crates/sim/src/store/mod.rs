@@ -1,14 +1,15 @@
-//! The simulator's storage: objects as compact JSON bytes per type, one global
+//! The simulator's storage: objects as packed compact JSON text per type, one global
 //! resourceVersion counter, a bounded history of changes that watches read from, indexes
 //! (dependents by owner uid, what Services hold) so no write looks at every object, and the
 //! write rules kube-apiserver's registries apply (server-set metadata, status/spec
 //! separation, optimistic concurrency, defaults, managedFields, garbage collection).
 //!
-//! Layout: `object` (one stored version), `history` (changes), `write` (create, update,
-//! patch), `apply` (server-side apply), `delete` (deletion and garbage collection), `list`
-//! (lists at a resourceVersion), `watch` (where watches start and read), `validate`,
-//! `alloc` (ClusterIPs, NodePorts), `crd` and `bulk` (bulk load and bulk edit for
-//! benchmarks), `restore` (the state taken back to a snapshot, as after an etcd restore).
+//! Layout: `object` (one stored version), `packed` (its text, compressed), `history`
+//! (changes), `write` (create, update, patch), `apply` (server-side apply), `delete`
+//! (deletion and garbage collection), `list` (lists at a resourceVersion), `watch` (where
+//! watches start and read), `validate`, `alloc` (ClusterIPs, NodePorts), `crd` and `bulk`
+//! (bulk load and bulk edit for benchmarks), `restore` (the state taken back to a snapshot,
+//! as after an etcd restore).
 
 mod admission;
 mod alloc;
@@ -19,6 +20,7 @@ mod delete;
 pub mod history;
 pub mod list;
 pub mod object;
+mod packed;
 pub mod restore;
 mod validate;
 pub mod watch;
@@ -97,6 +99,9 @@ struct Inner {
     count: usize,
     /// JSON bytes of the stored objects (what `/_sim/stats` reports as `storedBytes`).
     bytes: usize,
+    /// How many objects this store holds when it next tries to train the packing
+    /// dictionary (doubled after an attempt that trained none).
+    train_at: usize,
     /// The latest resourceVersion, for watches waiting for changes.
     changed: signal::Sender<u64>,
     /// The controllers' queue: every change they want, however far behind they are.
@@ -116,6 +121,11 @@ pub struct Store {
     closes: Arc<signal::Sender<u64>>,
 }
 
+/// Objects a store holds when it trains the packing dictionary from them (once per
+/// process, see [`packed`]): enough for zstd to learn their shape, few enough that the
+/// texts kept raw until then cost little.
+const TRAIN_AT: usize = packed::SAMPLES;
+
 const INITIAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 impl Store {
@@ -132,6 +142,7 @@ impl Store {
                 versions: HashMap::new(),
                 count: 0,
                 bytes: 0,
+                train_at: TRAIN_AT,
                 changed: signal::channel(0).0,
                 feed: None,
                 webhooks: Vec::new(),
@@ -371,6 +382,33 @@ impl Inner {
         }
     }
 
+    /// Trains the process's packing dictionary from the objects stored (at most
+    /// [`packed::SAMPLES`] of them, spread over every kind), and repacks those kept raw
+    /// until now. Once a dictionary exists, this only repacks.
+    fn train_packing(&mut self) {
+        self.train_at = self.train_at.saturating_mul(2);
+        if !packed::trained() {
+            let step = self.count / packed::SAMPLES + 1;
+            let mut samples = packed::Samples::default();
+            let objects = self.kinds.values().flat_map(HashMap::values);
+            for stored in objects.flat_map(|k| k.objects.values()).step_by(step) {
+                samples.add(&stored.json());
+            }
+            packed::train(&samples);
+        }
+        if !packed::trained() {
+            return;
+        }
+        let objects = self.kinds.values_mut().flat_map(HashMap::values_mut);
+        for stored in objects.flat_map(|k| k.objects.values_mut()) {
+            if let Some(repacked) = stored.repacked() {
+                *stored = Arc::new(repacked);
+            }
+        }
+        // Repacked: no later count needs to look again.
+        self.train_at = usize::MAX;
+    }
+
     /// The one shared copy of `info`'s apiVersion string.
     fn shared_api_version(&mut self, info: &ResourceType) -> Arc<str> {
         let api_version = object::stored_type(info).api_version();
@@ -421,14 +459,17 @@ impl Inner {
         } else {
             let old = kind.objects.insert(key.clone(), stored.clone());
             self.count += 1;
-            self.bytes += stored.json.len();
+            self.bytes += stored.json_len();
             old
         };
         if let Some(r) = replaced {
             self.count -= 1;
-            self.bytes -= r.json.len();
+            self.bytes -= r.json_len();
         }
         let id = kind.id.clone();
+        if self.count >= self.train_at {
+            self.train_packing();
+        }
         for uid in prev.iter().flat_map(|p| p.owners.iter()) {
             if let Some(set) = self.dependents.get_mut(uid) {
                 set.remove(&(id.clone(), key.clone()));
@@ -447,12 +488,12 @@ impl Inner {
         }
         if id.0.is_empty() && id.1 == "services" {
             if let Some(p) = &prev {
-                self.services.remove(&alloc::Holds::of_json(&p.json));
+                self.services.remove(&alloc::Holds::of_json(&p.json()));
             }
             if !deleted {
                 self.services.add(&match object {
                     Some(object) => alloc::Holds::of(object),
-                    None => alloc::Holds::of_json(&stored.json),
+                    None => alloc::Holds::of_json(&stored.json()),
                 });
             }
         }
@@ -476,5 +517,7 @@ impl Inner {
 
 #[cfg(test)]
 mod conversion_tests;
+#[cfg(test)]
+mod packing_tests;
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,10 @@
-//! How one object is kept: a stored version is its compact JSON bytes, shared by the store,
-//! the watch history and every list, get and watch response that carries it (as
-//! kube-state-metrics keeps bytes rather than trees); a tree is parsed only when a write,
-//! a selector or a Table needs one.
+//! How one object is kept: a stored version is its compact JSON text, packed (see
+//! [`super::packed`]), shared by the store and the watch history, and unpacked straight
+//! into the list, get and watch responses that carry it (as kube-state-metrics keeps bytes
+//! rather than trees); a tree is parsed only when a write, a selector or a Table needs one.
 
 use super::super::events;
+use super::packed::Packed;
 use axum::body::Bytes;
 use driftd_k8s::convert;
 use driftd_k8s::kinds::ResourceType;
@@ -22,8 +23,9 @@ pub struct Stored {
     /// The resourceVersion written into `json`.
     pub rv: u64,
     pub key: Key,
-    /// The object in storage form (its `apiVersion`, `kind` and `resourceVersion` set).
-    pub json: Bytes,
+    /// The object's JSON in storage form (its `apiVersion`, `kind` and `resourceVersion`
+    /// set), packed; read with [`Stored::json`] or [`Stored::write_json`].
+    text: Packed,
     /// The `apiVersion` in `json`: a read through another version must re-render.
     pub api_version: Arc<str>,
     /// uids named by `metadata.ownerReferences`, for the dependents index.
@@ -37,14 +39,66 @@ pub struct Stored {
 impl Stored {
     /// Serializes `object` (storage form, resourceVersion already set).
     pub fn new(rv: u64, key: Key, object: &Value, api_version: Arc<str>) -> Stored {
+        let json = serde_json::to_vec(object).expect("JSON values serialize");
         Stored {
             rv,
             key,
-            json: Bytes::from(serde_json::to_vec(object).expect("JSON values serialize")),
+            text: Packed::new(&json, rv_digits(&json, rv)),
             api_version,
             owners: owner_uids(object),
             renditions: Box::default(),
         }
+    }
+
+    /// The same version stamped with resourceVersion `rv` (its text's, packed without
+    /// them, put back when it is read); `None` when its text's resourceVersion could not be
+    /// told apart from the rest of it.
+    pub fn restamped(&self, rv: u64) -> Option<Stored> {
+        self.text.has_digits().then(|| Stored {
+            rv,
+            key: self.key.clone(),
+            text: self.text.clone(),
+            api_version: self.api_version.clone(),
+            owners: self.owners.clone(),
+            renditions: self.renditions.clone(),
+        })
+    }
+
+    /// The same version packed with the trained dictionary, if it was kept before one
+    /// existed (see [`super::packed`]).
+    pub fn repacked(&self) -> Option<Stored> {
+        let text = self.text.repacked()?;
+        Some(Stored {
+            rv: self.rv,
+            key: self.key.clone(),
+            text,
+            api_version: self.api_version.clone(),
+            owners: self.owners.clone(),
+            renditions: self.renditions.clone(),
+        })
+    }
+
+    /// The object's JSON in storage form.
+    pub fn json(&self) -> Bytes {
+        let mut out = Vec::with_capacity(self.json_len());
+        self.write_json(&mut out);
+        Bytes::from(out)
+    }
+
+    /// Appends the object's JSON in storage form to `out` (a response or a watch event
+    /// being written): unpacked straight into it.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        self.text.write(self.rv.to_string().as_bytes(), out);
+    }
+
+    /// Bytes of the object's JSON.
+    pub fn json_len(&self) -> usize {
+        self.text.len(self.rv.to_string().as_bytes())
+    }
+
+    /// Whether the JSON is packed with the trained dictionary.
+    pub fn is_trained(&self) -> bool {
+        self.text.is_trained()
     }
 
     /// The same version with its reads at other served versions.
@@ -64,7 +118,7 @@ impl Stored {
 
     /// The object as a tree.
     pub fn value(&self) -> Value {
-        serde_json::from_slice(&self.json).expect("stored objects are JSON")
+        serde_json::from_slice(&self.json()).expect("stored objects are JSON")
     }
 
     /// `metadata.labels` (a JSON object, or `None`), read without building the rest of the
@@ -80,7 +134,7 @@ impl Stored {
         struct Metadata {
             labels: Option<Value>,
         }
-        let object: Object = serde_json::from_slice(&self.json).expect("stored objects are JSON");
+        let object: Object = serde_json::from_slice(&self.json()).expect("stored objects are JSON");
         object.metadata?.labels
     }
 
@@ -92,11 +146,21 @@ impl Stored {
     /// The object as served through `info`, sharing the stored bytes when they fit.
     pub fn json_as(&self, info: &ResourceType) -> Bytes {
         if self.serves_as(info) {
-            self.json.clone()
+            self.json()
         } else if let Some(bytes) = self.rendition(info) {
             bytes.clone()
         } else {
             to_bytes(&render(info, &self.value()))
+        }
+    }
+
+    /// Appends the object as served through `info` to `out`, unpacked straight into it
+    /// when the stored text fits.
+    pub fn write_json_as(&self, info: &ResourceType, out: &mut Vec<u8>) {
+        if self.serves_as(info) {
+            self.write_json(out);
+        } else {
+            out.extend_from_slice(&self.json_as(info));
         }
     }
 
@@ -122,6 +186,25 @@ fn api_version_is(av: &str, info: &ResourceType) -> bool {
     av.strip_prefix(info.group.as_str())
         .and_then(|rest| rest.strip_prefix('/'))
         .is_some_and(|v| v == info.version)
+}
+
+/// Where the digits of `"resourceVersion":"<rv>"` are in `json`, if that occurs exactly
+/// once (a label or annotation could hold the same text: the digits are then left in).
+fn rv_digits(json: &[u8], rv: u64) -> Option<std::ops::Range<usize>> {
+    let digits = rv.to_string();
+    let needle = format!("\"resourceVersion\":\"{digits}\"");
+    let needle = needle.as_bytes();
+    let mut found = json
+        .windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(at, _)| at);
+    let at = found.next()?;
+    if found.next().is_some() {
+        return None;
+    }
+    let start = at + needle.len() - 1 - digits.len();
+    Some(start..start + digits.len())
 }
 
 pub fn to_bytes(v: &Value) -> Bytes {

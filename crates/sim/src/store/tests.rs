@@ -399,7 +399,7 @@ fn bulk_edits_are_stored_as_a_write_stores_them() {
         assert_eq!(tree["apiVersion"], json!(info.api_version()));
         assert_eq!(tree["kind"], json!(info.kind));
         assert_eq!(
-            *stored.json,
+            *stored.json(),
             serde_json::to_vec(&tree).unwrap(),
             "{name}: compact JSON, as a write stores it"
         );

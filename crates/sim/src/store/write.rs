@@ -134,10 +134,10 @@ impl Written {
         }
     }
 
-    /// The object as served through `info`, as JSON bytes (shared with the store when they fit).
+    /// The object as served through `info`, as JSON bytes (the stored text when it fits).
     pub fn json_as(&self, info: &ResourceType) -> Bytes {
         match &self.stored {
-            Some(s) if s.serves_as(info) => s.json.clone(),
+            Some(s) if s.serves_as(info) => s.json(),
             _ => to_bytes(&render(info, &self.object)),
         }
     }
