@@ -164,16 +164,17 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
     let kubeconfig = workdir.join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig)?;
 
-    // 1. The cluster: the mix, the latency ConfigMaps, 5% drifting.
-    let (namespaces, mut objects) = driftd_sim::mix::mix(n);
-    objects.extend((0..LATENCY_OBJECTS).map(latency_configmap));
-    let mut load: Vec<Value> = namespaces
-        .iter()
-        .map(String::as_str)
-        .chain([LATENCY_NAMESPACE])
+    // 1. The cluster: the mix, the latency ConfigMaps, 5% drifting. The mix is made one
+    //    object at a time, as it is loaded and again as it is written for the commit: a
+    //    million objects held as trees would be several GB of the bench's own.
+    let namespaces = driftd_sim::mix::namespaces(n);
+    let desired_objects =
+        move || driftd_sim::mix::objects(n).chain((0..LATENCY_OBJECTS).map(latency_configmap));
+    let load = namespaces
+        .into_iter()
+        .chain([LATENCY_NAMESPACE.to_string()])
         .map(|ns| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
-        .collect();
-    load.extend(objects.iter().cloned());
+        .chain(desired_objects());
     let sim = std::sync::Arc::new(sim);
     let loader = sim.clone();
     let loaded = tokio::task::spawn_blocking(move || loader.bulk_load(load)).await?;
@@ -193,11 +194,7 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
 
     // 2. Commit.
     let desired = workdir.join("desired.json");
-    std::fs::write(
-        &desired,
-        serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "List", "items": objects}))?,
-    )?;
-    drop(objects);
+    write_list(&desired, desired_objects())?;
     let database = workdir.join("bench.db");
     let started = Instant::now();
     let status = Command::new(std::env::current_exe()?)
@@ -356,6 +353,22 @@ fn configmaps() -> ApiResource {
         kind: "ConfigMap".into(),
         plural: "configmaps".into(),
     }
+}
+
+/// Writes `objects` to `path` as one `v1` List, an object at a time.
+fn write_list(path: &Path, objects: impl Iterator<Item = Value>) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    out.write_all(br#"{"apiVersion":"v1","kind":"List","items":["#)?;
+    for (i, object) in objects.enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut out, &object)?;
+    }
+    out.write_all(b"]}")?;
+    out.flush()?;
+    Ok(())
 }
 
 /// The kinds of the mix: group, version, kind, plural.
