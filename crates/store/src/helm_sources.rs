@@ -234,21 +234,6 @@ fn supersede_older(
     })
 }
 
-/// Helm sources this database tracks: those with objects in their newest revision or a
-/// pending intent (a first install in flight).
-pub(super) fn tracked(conn: &Connection) -> Result<Vec<String>, StoreError> {
-    let mut stmt = conn.prepare(
-        "SELECT s.name FROM sources s
-         JOIN revisions r ON r.id = (SELECT MAX(id) FROM revisions WHERE source_id = s.id)
-         WHERE s.name LIKE 'helm:%' AND r.object_count > 0
-         UNION
-         SELECT source FROM intents WHERE source LIKE 'helm:%' AND state = 'pending'
-         ORDER BY 1",
-    )?;
-    let rows = stmt.query_map([], |r| r.get(0))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
 #[cfg(test)]
 #[path = "helm_sources_tests.rs"]
 mod tests;

@@ -569,7 +569,7 @@ impl Store {
     /// The Helm sources (`helm:...`) this database tracks: with objects, or a first install
     /// in flight. A release no longer in the cluster is retired with [`Store::sync_helm`].
     pub fn helm_sources(&self) -> Result<Vec<String>, StoreError> {
-        helm_sources::tracked(&self.conn)
+        revisions::tracked_with_prefix(&self.conn, "helm:", "pending")
     }
 
     /// Brings the source of one Pulumi stack to what its state records (see [`pulumi`]): its
@@ -585,7 +585,7 @@ impl Store {
     /// The Pulumi sources (`pulumi:...`) this database tracks: with objects, or an
     /// interrupted operation Pulumi recorded.
     pub fn pulumi_sources(&self) -> Result<Vec<String>, StoreError> {
-        pulumi::tracked(&self.conn)
+        revisions::tracked_with_prefix(&self.conn, "pulumi:", "interrupted")
     }
 
     /// The numbers of the cluster log this database imported or refused.

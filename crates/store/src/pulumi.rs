@@ -246,21 +246,6 @@ fn begin_interrupted(
     Ok(intent)
 }
 
-/// Pulumi sources this database tracks: those with objects in their newest revision or an
-/// open intent of an operation Pulumi recorded.
-pub(super) fn tracked(conn: &Connection) -> Result<Vec<String>, StoreError> {
-    let mut stmt = conn.prepare(
-        "SELECT s.name FROM sources s
-         JOIN revisions r ON r.id = (SELECT MAX(id) FROM revisions WHERE source_id = s.id)
-         WHERE s.name LIKE 'pulumi:%' AND r.object_count > 0
-         UNION
-         SELECT source FROM intents WHERE source LIKE 'pulumi:%' AND state = 'interrupted'
-         ORDER BY 1",
-    )?;
-    let rows = stmt.query_map([], |r| r.get(0))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
 #[cfg(test)]
 #[path = "pulumi_tests.rs"]
 mod tests;

@@ -603,6 +603,26 @@ pub(super) fn each_desired_object(
     Ok(revisions)
 }
 
+/// Sources named `prefix...` (another tool's: `helm:`, `pulumi:`) this database tracks: those
+/// with objects in their newest revision, or with an intent in `open_state`, the state that
+/// tool's work in flight is recorded in (a first Helm install, an interrupted Pulumi update).
+pub(super) fn tracked_with_prefix(
+    conn: &Connection,
+    prefix: &str,
+    open_state: &str,
+) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT s.name FROM sources s
+         JOIN revisions r ON r.id = (SELECT MAX(id) FROM revisions WHERE source_id = s.id)
+         WHERE s.name LIKE ?1 || '%' AND r.object_count > 0
+         UNION
+         SELECT source FROM intents WHERE source LIKE ?1 || '%' AND state = ?2
+         ORDER BY 1",
+    )?;
+    let rows = stmt.query_map(rusqlite::params![prefix, open_state], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 #[cfg(test)]
 mod plan_tests {
     //! The reads a commit makes of other sources go through indexes: no statement scans
