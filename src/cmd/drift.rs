@@ -43,6 +43,10 @@ pub struct Args {
     /// Only this class (in_sync, modified, missing, ...); default: every drifting class.
     #[arg(long)]
     pub class: Option<String>,
+    /// Entries per request, as kubectl's `--chunk-size`: every page is fetched and printed
+    /// as one list. Default: the daemon's page size (500); it answers at most 5000.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub chunk_size: Option<u64>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -59,7 +63,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         class,
     };
     let body = follow_pages(
-        |limit, token| fetch_page(&args.daemon, &filter, limit, token),
+        |limit, token| {
+            let limit = limit.or(args.chunk_size.map(|n| n as usize));
+            fetch_page(&args.daemon, &filter, limit, token)
+        },
         |warning| eprintln!("driftd drift: {warning}"),
     )?;
     match args.daemon.format {
