@@ -182,9 +182,9 @@ fn fetch_page(
     Ok(PageAnswer::Page(page))
 }
 
-/// The largest page the daemon answers (`driftd_engine::MAX_PAGE_SIZE`, not linked into
-/// the CLI): what a restarted list asks for, to need as few pages as it can.
-const LARGEST_PAGE: usize = 5_000;
+/// What a restarted list asks for: the largest page the daemon answers, to need as few
+/// pages (and as little time for the list to change) as it can.
+const LARGEST_PAGE: usize = driftd_engine::MAX_PAGE_SIZE;
 
 /// Every page of the list, as client-go's pager reads one
 /// (`staging/src/k8s.io/client-go/tools/pager/pager.go`): follow `continue` until a page has
