@@ -174,12 +174,16 @@ impl Snapshots {
         id
     }
 
+    /// The snapshot `token` names, if this process holds it. One of other filters than the
+    /// token says is not it (a forged token): its list is not answered for other filters.
     fn find(&self, token: &Token) -> Option<usize> {
         let id = token.snapshot?;
         if token.instance != self.instance {
             return None;
         }
-        self.held.iter().position(|s| s.id == id)
+        self.held
+            .iter()
+            .position(|s| s.id == id && s.filter == token.filter)
     }
 
     /// Lists held and keys they hold (tests and the docs' memory bound).
@@ -203,11 +207,11 @@ impl DriftIndex {
     ) -> Result<Page, PageError> {
         let limit = limit.clamp(1, MAX_PAGE_SIZE);
         let digest = filter_digest(filter);
-        let mut snapshots = self
-            .pages
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        snapshots.expire(now);
+        let lock = || {
+            self.pages
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
         let after = match continue_token {
             None => None,
             Some(text) => {
@@ -215,13 +219,14 @@ impl DriftIndex {
                 if token.filter != digest {
                     return Err(PageError::OtherFilters);
                 }
+                let mut snapshots = lock();
+                snapshots.expire(now);
                 match (snapshots.find(&token), token.snapshot) {
                     (Some(at), _) => {
                         return self.snapshot_page(&snapshots, at, token.position, limit)
                     }
                     (None, Some(_)) => {
-                        let instance = snapshots.instance.clone();
-                        let next = Token::new(&instance, None, 0, token.last, digest);
+                        let next = Token::new(&snapshots.instance, None, 0, token.last, digest);
                         return Err(PageError::Expired {
                             continue_token: next.encode(),
                         });
@@ -231,6 +236,8 @@ impl DriftIndex {
                 }
             }
         };
+        // The sort is done without the snapshots' lock: concurrent first pages (under the
+        // index's read lock) do not wait for each other.
         let stale = self.stale_set();
         let mut matching: Vec<(&Arc<ObjectKey>, &DriftEntry)> = self
             .candidates(filter)
@@ -257,6 +264,8 @@ impl DriftIndex {
         let last = ListKey::of(matching[limit - 1].1);
         let remaining = (matching.len() - limit) as u64;
         let keys: Vec<Arc<ObjectKey>> = matching.into_iter().map(|(k, _)| k.clone()).collect();
+        let mut snapshots = lock();
+        snapshots.expire(now);
         let id = snapshots.insert(digest.clone(), keys, now);
         let token = Token::new(&snapshots.instance, Some(id), limit, last, digest);
         Ok(Page {

@@ -249,3 +249,30 @@ fn pages_answer_what_the_whole_query_answers() {
         assert_eq!(got, whole, "limit {limit}");
     }
 }
+
+#[test]
+fn a_token_naming_a_snapshot_of_other_filters_does_not_read_it() {
+    // A token edited to carry the digest of other filters: the snapshot it names was taken
+    // for every drifting object, so it is not answered for `namespace=first`; the request
+    // continues from the current state under its own filters instead.
+    let index = three();
+    let now = Instant::now();
+    let token = index
+        .page(&all(), 1, None, now)
+        .unwrap()
+        .continue_token
+        .unwrap();
+    let other = DriftFilter {
+        namespace: Some("second".into()),
+        ..all()
+    };
+    let mut forged = Token::decode(&token).unwrap();
+    forged.filter = filter_digest(&other);
+    let Err(PageError::Expired { continue_token }) =
+        index.page(&other, 10, Some(&forged.encode()), now)
+    else {
+        panic!("expected 410 Expired");
+    };
+    let rest = index.page(&other, 10, Some(&continue_token), now).unwrap();
+    assert_eq!(names(&rest), ["second/bar", "second/foo"]);
+}
