@@ -7,9 +7,9 @@
 //! A first page that does not hold everything takes a snapshot: the matching keys in list
 //! order. Nothing is copied for it: when the engine then changes or removes an entry the
 //! snapshot holds, the entry as it was is kept beside the snapshot (copy on write), once per
-//! changed key. Entries stay boxed in the index rather than shared (`Arc`), as the two
-//! reference counts would move every entry from mimalloc's 256-byte class to the 320-byte
-//! one: 64 bytes per object at all times, to save a copy only while a list is being paged.
+//! changed key. Entries stay boxed in the index rather than shared (`Arc`): an entry is 248
+//! bytes, and the two reference counts would move every one from mimalloc's 256-byte class
+//! to the 320-byte one, 64 bytes per object at all times to save a copy while a list is paged.
 //!
 //! Snapshots are bounded ([`SNAPSHOT_TTL`], [`MAX_SNAPSHOTS`], [`MAX_SNAPSHOT_KEYS`]), and
 //! only a list longer than one page takes one. A token whose snapshot is gone (expired, evicted,
@@ -237,7 +237,8 @@ impl DriftIndex {
             }
         };
         // The sort is done without the snapshots' lock: concurrent first pages (under the
-        // index's read lock) do not wait for each other.
+        // index's read lock) do not wait for each other. No write comes between reading the
+        // entries and taking the snapshot: writes need `&mut self`.
         let stale = self.stale_set();
         let mut matching: Vec<(&Arc<ObjectKey>, &DriftEntry)> = self
             .candidates(filter)
