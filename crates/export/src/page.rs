@@ -260,7 +260,8 @@ fn filter_form(out: &mut String, filter: &DriftFilter, choices: &Choices) {
 }
 
 /// One link per class with its count among the objects the other filters select: the quick
-/// way to narrow the list (counts of the shown class only when a class is chosen).
+/// way to narrow the list (counts of the shown class only when a class is chosen; of the
+/// page shown when the list has several).
 fn class_links(out: &mut String, page: &Page) {
     let mut counts: BTreeMap<DriftClass, usize> = BTreeMap::new();
     for o in page.objects {
@@ -278,7 +279,10 @@ fn class_links(out: &mut String, page: &Page) {
             )
         })
         .collect();
-    let _ = writeln!(out, "<p id=\"counts\">{}</p>", links.join(" · "));
+    // Counted on this page only when the list has others.
+    let paged = page.paging.continued || page.paging.next.is_some();
+    let scope = if paged { " (this page)" } else { "" };
+    let _ = writeln!(out, "<p id=\"counts\">{}{scope}</p>", links.join(" · "));
 }
 
 fn sources(out: &mut String, page: &Page) {

@@ -439,6 +439,10 @@ fn a_page_links_to_the_next_with_its_filters_limit_and_token() {
         "{html}"
     );
     assert!(!html.contains("id=\"inconsistent\""));
+    assert!(
+        html.contains("(this page)</p>"),
+        "class counts say their scope"
+    );
 
     // The last page of a list says so; one continued from the current state says that.
     let last = Paging {
