@@ -43,6 +43,10 @@ pub struct Args {
     /// Only this class (in_sync, modified, missing, ...); default: every drifting class.
     #[arg(long)]
     pub class: Option<String>,
+    /// Entries per request, as kubectl's `--chunk-size`: every page is fetched and printed
+    /// as one list. Default: the daemon's page size (500); it answers at most 5000.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub chunk_size: Option<u64>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -58,7 +62,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         kind: args.kind,
         class,
     };
-    let body: DriftResponse = fetch(&args.daemon, "/drift", &filter.to_pairs())?;
+    let body = follow_pages(
+        |limit, token| {
+            let limit = limit.or(args.chunk_size.map(|n| n as usize));
+            fetch_page(&args.daemon, &filter, limit, token)
+        },
+        |warning| eprintln!("driftd drift: {warning}"),
+    )?;
     match args.daemon.format {
         Format::Json => println!("{}", render_json(&body)?),
         Format::Table => print!("{}", render_table(&body)),
@@ -73,6 +83,23 @@ pub fn fetch<T: DeserializeOwned>(
     path: &str,
     query: &[(&str, String)],
 ) -> anyhow::Result<T> {
+    let (url, status, body) = get(daemon, path, query)?;
+    if !status.is_success() {
+        anyhow::bail!(
+            "{}",
+            failure(&url, status, &body, daemon.token_file.is_some())
+        );
+    }
+    serde_json::from_str::<T>(&body)
+        .map_err(|e| anyhow::anyhow!("{url} did not answer with a {path} body: {e}"))
+}
+
+/// The URL asked, and the status and body of the answer, whatever the status.
+fn get(
+    daemon: &ServerArgs,
+    path: &str,
+    query: &[(&str, String)],
+) -> anyhow::Result<(String, reqwest::StatusCode, String)> {
     let url = format!("{}{path}", daemon.server.trim_end_matches('/'));
     let token = match &daemon.token_file {
         Some(file) => Some(
@@ -94,24 +121,128 @@ pub fn fetch<T: DeserializeOwned>(
             )
         })?;
         let status = response.status();
-        if !status.is_success() {
-            let text = response.text().await.unwrap_or_default();
-            let hint = match status.as_u16() {
-                401 if token.is_none() => "; this daemon needs a token (--token-file)",
-                401 => "; the API server does not accept the token in --token-file",
-                403 => "; RBAC does not let the token's user get this path (docs/security.md)",
-                _ => "",
-            };
-            anyhow::bail!(
-                "{url} answered {status}: {}{hint}",
-                escape_control(text.trim())
-            );
-        }
-        response
-            .json::<T>()
+        let body = response
+            .text()
             .await
-            .map_err(|e| anyhow::anyhow!("{url} did not answer with a {path} body: {e}"))
+            .map_err(|e| anyhow::anyhow!("{url} answered {status} but its body broke off: {e}"))?;
+        Ok((url, status, body))
     })
+}
+
+/// The error for a failed answer, with what to do next.
+fn failure(url: &str, status: reqwest::StatusCode, body: &str, has_token: bool) -> String {
+    let hint = match status.as_u16() {
+        401 if !has_token => "; this daemon needs a token (--token-file)",
+        401 => "; the API server does not accept the token in --token-file",
+        403 => "; RBAC does not let the token's user get this path (docs/security.md)",
+        _ => "",
+    };
+    format!(
+        "{url} answered {status}: {}{hint}",
+        escape_control(body.trim())
+    )
+}
+
+/// One request for a page of `/drift`.
+#[derive(Debug)]
+enum PageAnswer {
+    Page(DriftResponse),
+    /// 410 `Expired`: the list's snapshot is gone (expired, or another replica answered);
+    /// with the token that continues it from the current state, when given.
+    Expired(Option<String>),
+}
+
+fn fetch_page(
+    daemon: &ServerArgs,
+    filter: &DriftFilter,
+    limit: Option<usize>,
+    continue_token: Option<&str>,
+) -> anyhow::Result<PageAnswer> {
+    let mut query = filter.to_pairs();
+    if let Some(limit) = limit {
+        query.push(("limit", limit.to_string()));
+    }
+    if let Some(token) = continue_token {
+        query.push(("continue", token.to_string()));
+    }
+    let (url, status, body) = get(daemon, "/drift", &query)?;
+    if status == reqwest::StatusCode::GONE {
+        let status: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let token = status["metadata"]["continue"].as_str().map(str::to_string);
+        return Ok(PageAnswer::Expired(token));
+    }
+    if !status.is_success() {
+        anyhow::bail!(
+            "{}",
+            failure(&url, status, &body, daemon.token_file.is_some())
+        );
+    }
+    let page = serde_json::from_str(&body)
+        .map_err(|e| anyhow::anyhow!("{url} did not answer with a /drift body: {e}"))?;
+    Ok(PageAnswer::Page(page))
+}
+
+/// What a restarted list asks for: the largest page the daemon answers, to need as few
+/// pages (and as little time for the list to change) as it can.
+const LARGEST_PAGE: usize = driftd_engine::MAX_PAGE_SIZE;
+
+/// Every page of the list, as client-go's pager reads one
+/// (`staging/src/k8s.io/client-go/tools/pager/pager.go`): follow `continue` until a page has
+/// none. On 410 `Expired` the list starts again, as the pager falls back to a full list; here
+/// in the largest pages, since the daemon bounds a page. Expired again (several replicas
+/// behind a Service answer in turn, each without the other's snapshot), it continues with
+/// the 410's token from the current state, as kube-apiserver offers, and says so on stderr.
+fn follow_pages(
+    mut fetch: impl FnMut(Option<usize>, Option<&str>) -> anyhow::Result<PageAnswer>,
+    mut warn: impl FnMut(&str),
+) -> anyhow::Result<DriftResponse> {
+    let mut limit = None;
+    let mut restarted = false;
+    let mut warned = false;
+    'list: loop {
+        let mut list: Option<DriftResponse> = None;
+        let mut token: Option<String> = None;
+        loop {
+            match fetch(limit, token.as_deref())? {
+                PageAnswer::Page(mut page) => {
+                    let next = page.continue_token.take();
+                    page.remaining_item_count = None;
+                    list = Some(match list {
+                        None => page,
+                        Some(mut list) => {
+                            list.ready &= page.ready;
+                            list.stale = page.stale;
+                            list.no_events = page.no_events;
+                            list.objects.append(&mut page.objects);
+                            list
+                        }
+                    });
+                    match next {
+                        Some(next) => token = Some(next),
+                        None => return Ok(list.expect("a page was read")),
+                    }
+                }
+                PageAnswer::Expired(_) if !restarted => {
+                    restarted = true;
+                    limit = Some(LARGEST_PAGE);
+                    continue 'list;
+                }
+                PageAnswer::Expired(Some(next)) => {
+                    if !std::mem::replace(&mut warned, true) {
+                        warn(
+                            "the list expired while paging twice (another replica answered, or \
+                         it took over 5 minutes); the rest is the current state, so objects \
+                         that changed meanwhile may be missing or repeated",
+                        );
+                    }
+                    token = Some(next);
+                }
+                PageAnswer::Expired(None) => {
+                    anyhow::bail!("the daemon answered 410 Expired without a continue token")
+                }
+            }
+        }
+    }
 }
 
 /// Renders `/drift` as kubectl-style columns, one row per change.
@@ -401,6 +532,79 @@ mod tests {
              (patches: driftd drift --class uncommitted --format json)\n"
         );
         assert!(render_table(&body).contains("keep it:  driftd intent commit 7"));
+    }
+
+    /// A page of `/drift` holding ConfigMaps `names`, continued by `next`.
+    fn page(names: &[&str], next: Option<&str>) -> PageAnswer {
+        let objects: Vec<serde_json::Value> = names
+            .iter()
+            .map(|name| {
+                serde_json::json!({
+                    "source": "shop", "revision": 1, "apiVersion": "v1", "kind": "ConfigMap",
+                    "namespace": "shop", "name": name, "class": "missing", "changes": []
+                })
+            })
+            .collect();
+        let mut body = serde_json::json!({"ready": true, "objects": objects});
+        if let Some(next) = next {
+            body["continue"] = next.into();
+            body["remainingItemCount"] = 1.into();
+        }
+        PageAnswer::Page(serde_json::from_value(body).unwrap())
+    }
+
+    fn names(body: &DriftResponse) -> Vec<&str> {
+        body.objects.iter().map(|o| o.name.as_str()).collect()
+    }
+
+    #[test]
+    fn every_page_is_followed_and_an_expired_list_starts_again_in_the_largest_pages() {
+        // (limit, token) asked, and what the daemon answers.
+        let mut asked = Vec::new();
+        let mut warnings = Vec::new();
+        let body = follow_pages(
+            |limit, token| {
+                asked.push((limit, token.map(str::to_string)));
+                Ok(match (limit, token) {
+                    (None, None) => page(&["a"], Some("t1")),
+                    (None, Some("t1")) => PageAnswer::Expired(Some("after-a".into())),
+                    (Some(LARGEST_PAGE), None) => page(&["a", "b"], Some("t2")),
+                    (Some(LARGEST_PAGE), Some("t2")) => page(&["c"], None),
+                    other => panic!("unexpected request {other:?}"),
+                })
+            },
+            |w| warnings.push(w.to_string()),
+        )
+        .unwrap();
+        assert_eq!(names(&body), ["a", "b", "c"], "the restarted list only");
+        assert_eq!(body.continue_token, None);
+        assert_eq!(body.remaining_item_count, None);
+        assert_eq!(asked.len(), 4);
+        assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn expired_again_it_continues_from_the_current_state_and_says_so_once() {
+        let mut warnings = Vec::new();
+        let body = follow_pages(
+            |limit, token| {
+                Ok(match (limit, token) {
+                    (_, None) => page(&["a"], Some("snap")),
+                    (_, Some("snap")) => PageAnswer::Expired(Some("after-a".into())),
+                    (Some(LARGEST_PAGE), Some("after-a")) => page(&["b"], Some("snap2")),
+                    (Some(LARGEST_PAGE), Some("snap2")) => {
+                        PageAnswer::Expired(Some("after-b".into()))
+                    }
+                    (Some(LARGEST_PAGE), Some("after-b")) => page(&["c"], None),
+                    other => panic!("unexpected request {other:?}"),
+                })
+            },
+            |w| warnings.push(w.to_string()),
+        )
+        .unwrap();
+        assert_eq!(names(&body), ["a", "b", "c"]);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("current state"));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The drift page in a real browser: headless Chromium, driven over WebDriver by
 //! chromedriver, against `driftd serve` on the simulator. What an on-call engineer sees:
 //! readiness before the first list, the drifting objects with their changed fields and who
-//! changed them, a filter that narrows the list, untrusted markup shown as text, and a
-//! screenshot under `target/` for people to look at.
+//! changed them, a filter that narrows the list, a page of the list and its next-page link,
+//! untrusted markup shown as text, and a screenshot under `target/` for people to look at.
 
 use crate::scaffold::*;
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -131,6 +131,19 @@ impl Browser {
             .block_on(self.client().current_url())
             .unwrap()
             .to_string()
+    }
+
+    /// Follows the link `css` finds, as a person clicks it.
+    fn click(&self, css: &str) {
+        self.rt.block_on(async {
+            self.client()
+                .find(Locator::Css(css))
+                .await
+                .unwrap_or_else(|e| panic!("{css}: {e}"))
+                .click()
+                .await
+                .unwrap();
+        })
     }
 
     /// Picks `value` in the filter form's `name` select and submits the form with its button,
@@ -296,6 +309,25 @@ fn drift_page_in_a_real_browser() {
     std::fs::create_dir_all(target_dir()).unwrap();
     let shot = target_dir().join("drift-page.png");
     browser.screenshot(&shot);
+
+    // In pages of two: the list order is source, kind, namespace, name, so the ConfigMap
+    // and the Deployment, then a link to the page with the Service.
+    browser.goto(&format!("{}/?limit=2", daemon.url));
+    let objects = browser.objects();
+    assert_eq!(objects.len(), 2, "{objects:#?}");
+    assert!(objects[0].contains("ConfigMap shop/notes"), "{objects:#?}");
+    assert!(objects[1].contains("Deployment shop/web"), "{objects:#?}");
+    let next = browser.text("#next").unwrap();
+    assert!(next.contains("Next page (1 more)"), "{next}");
+    browser.click("#next-page");
+    wait_for("the next page", T, || {
+        browser.current_url().contains("continue=").then_some(())
+    });
+    let objects = browser.objects();
+    assert_eq!(objects.len(), 1, "{objects:#?}");
+    assert!(objects[0].contains("Service shop/web"), "{objects:#?}");
+    assert!(browser.text("#last-page").is_some());
+    assert!(browser.text("#next-page").is_none());
 
     // The filter form narrows the list and leaves a shareable link.
     browser.filter_by("class", "missing");

@@ -32,6 +32,7 @@ mod http_auth;
 mod http_server;
 mod intent_cli;
 mod locks;
+mod paging;
 mod plan;
 mod pulumi;
 mod pulumi_interrupted;

@@ -383,6 +383,18 @@ pub struct DriftResponse {
     /// as the answer is written rather than kept in every entry.
     #[serde(serialize_with = "entries_with_undo")]
     pub objects: Vec<DriftEntry>,
+    /// Opaque: sent back as `?continue=` (with the same filters), it answers the next page
+    /// of the same list. Absent on the last page, as Kubernetes' `metadata.continue`.
+    #[serde(rename = "continue", default, skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+    /// Entries after this page while `continue` is set (Kubernetes'
+    /// `metadata.remainingItemCount`).
+    #[serde(
+        rename = "remainingItemCount",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub remaining_item_count: Option<u64>,
 }
 
 /// An entry as `/drift` writes it: its fields and the command that undoes it.

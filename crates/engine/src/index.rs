@@ -7,7 +7,15 @@ use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::RevisionInfo;
 use jiff::Timestamp;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+
+mod pages;
+mod token;
+
+pub use pages::{
+    Page, PageError, DEFAULT_PAGE_SIZE, INCONSISTENT_CONTINUE, MAX_PAGE_SIZE, MAX_SNAPSHOTS,
+    MAX_SNAPSHOT_KEYS, SNAPSHOT_TTL,
+};
 
 /// The current drift of every desired object whose kind has been listed, unmanaged objects,
 /// and the facts the metrics report beside them.
@@ -46,6 +54,9 @@ pub struct DriftIndex {
     watch_health: Vec<WatchHealth>,
     /// Custom kinds (group, kind) whose scope nothing tells yet: `/drift`'s `scope`.
     unresolved_scopes: BTreeSet<(String, String)>,
+    /// Snapshots of the lists `/drift` is paging through ([`pages`]). A mutex, so pages are
+    /// answered under the index's read lock; the engine's writes reach it without locking.
+    pages: Mutex<pages::Snapshots>,
 }
 
 /// How the watch of one kind stands: what `driftd_watch_healthy`, the last-event
@@ -97,6 +108,7 @@ impl DriftIndex {
             locks_ready: false,
             watch_health: Vec::new(),
             unresolved_scopes: BTreeSet::new(),
+            pages: Mutex::new(pages::Snapshots::new()),
             series: SeriesSlots {
                 cap: max_object_series,
                 holders: BTreeSet::new(),
@@ -122,6 +134,7 @@ impl DriftIndex {
                 None
             }
         };
+        self.snapshots().preserve(&key, old.as_ref());
         // The not-in-sync set changes only when the entry goes in or out of sync.
         if old.as_ref().map(|old| old.class == DriftClass::InSync) != Some(in_sync) {
             if in_sync {
@@ -147,6 +160,7 @@ impl DriftIndex {
 
     pub fn remove(&mut self, key: &ObjectKey) -> Option<DriftEntry> {
         let old = *self.entries.remove(key)?;
+        self.snapshots().preserve(key, Some(&old));
         self.not_in_sync.remove(key);
         let namespace = key.namespace.as_deref().unwrap_or_default();
         if let Some(keys) = self.by_namespace.get_mut(namespace) {
@@ -206,43 +220,39 @@ impl DriftIndex {
         self.entries.get(key).map(|entry| &**entry)
     }
 
-    /// Entries matching `filter`, ordered by source, kind, namespace, name; those of a kind
-    /// whose watch is failing are marked `stale`.
+    /// The paging snapshots, from the write side (no lock taken: `&mut self` is exclusive).
+    fn snapshots(&mut self) -> &mut pages::Snapshots {
+        self.pages
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Every entry matching `filter`, in list order (source, kind, namespace, name,
+    /// apiVersion); those of a kind whose watch is failing are marked `stale`. `/drift`
+    /// answers in pages ([`DriftIndex::page`]); this is the whole list at once.
     pub fn query(&self, filter: &DriftFilter) -> Vec<DriftEntry> {
-        let stale: BTreeSet<(&str, &str)> = self
-            .watch_health
-            .iter()
-            .filter(|h| h.unhealthy_since.is_some())
-            .map(|h| (h.kind.api_version.as_str(), h.kind.kind.as_str()))
-            .collect();
-        // The smallest set of keys that holds every answer; `matches` decides.
-        let keys: Box<dyn Iterator<Item = &Arc<ObjectKey>>> =
-            match (&filter.namespace, filter.class) {
-                (Some(namespace), _) => {
-                    Box::new(self.by_namespace.get(namespace).into_iter().flatten())
-                }
-                (None, Some(DriftClass::InSync)) => Box::new(self.entries.keys()),
-                (None, _) => Box::new(self.not_in_sync.iter()),
-            };
-        let mut out: Vec<DriftEntry> = keys
+        let stale = self.stale_set();
+        let mut out: Vec<&DriftEntry> = self
+            .candidates(filter)
             .filter_map(|key| self.get(key))
             .filter(|e| filter.matches(e))
-            .map(|e| {
-                let mut e = e.clone();
-                e.stale = stale.contains(&(e.api_version.as_str(), e.kind.as_str()));
-                e.scope = self.scope_of(&e);
-                e
-            })
             .collect();
-        out.sort_by(|a, b| {
-            (&a.source, &a.kind, &a.namespace, &a.name).cmp(&(
-                &b.source,
-                &b.kind,
-                &b.namespace,
-                &b.name,
-            ))
-        });
-        out
+        out.sort_unstable_by(|a, b| token::order(a).cmp(&token::order(b)));
+        out.into_iter().map(|e| self.answered(e, &stale)).collect()
+    }
+
+    /// The smallest set of keys that holds every entry `filter` matches; `matches` decides.
+    fn candidates<'a>(
+        &'a self,
+        filter: &DriftFilter,
+    ) -> Box<dyn Iterator<Item = &'a Arc<ObjectKey>> + 'a> {
+        match (&filter.namespace, filter.class) {
+            (Some(namespace), _) => {
+                Box::new(self.by_namespace.get(namespace).into_iter().flatten())
+            }
+            (None, Some(DriftClass::InSync)) => Box::new(self.entries.keys()),
+            (None, _) => Box::new(self.not_in_sync.iter()),
+        }
     }
 
     /// Every entry, in no particular order.

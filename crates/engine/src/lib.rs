@@ -45,7 +45,10 @@ pub use clock::{Clock, SystemClock};
 pub use dry_run_answers::{DryRunAnswer, DryRunOutcome, DryRunRequest};
 pub use engine::{Engine, EngineError};
 pub use holders::Holders;
-pub use index::{DriftIndex, SharedIndex, WatchHealth};
+pub use index::{
+    DriftIndex, Page, PageError, SharedIndex, WatchHealth, DEFAULT_PAGE_SIZE,
+    INCONSISTENT_CONTINUE, MAX_PAGE_SIZE, MAX_SNAPSHOTS, MAX_SNAPSHOT_KEYS, SNAPSHOT_TTL,
+};
 pub use leadership::{Leadership, Standing};
 pub use locks::local::{LocalHolders, Process, Processes};
 pub use locks::release::{ClusterRelease, ClusterReleased, ReleaseOutcome};

@@ -5,20 +5,20 @@
 mod app;
 mod auth;
 mod delegated;
+mod list;
 pub mod server;
 
 pub use app::{App, HEALTH_PATHS};
 
 use super::metrics::Metrics;
-use super::page;
 use super::web_config::WebConfig;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{header, StatusCode};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use driftd_config::{HttpAuth, HttpConfig};
-use driftd_core::report::{DriftFilter, DriftResponse, LocksResponse};
+use driftd_core::report::LocksResponse;
 use driftd_engine::Leadership;
 use driftd_engine::SharedIndex;
 use std::sync::Arc;
@@ -35,8 +35,8 @@ pub struct Handles {
 
 pub fn router(handles: Handles) -> Router {
     Router::new()
-        .route("/", get(drift_page))
-        .route("/drift", get(drift))
+        .route("/", get(list::drift_page))
+        .route("/drift", get(list::drift))
         .route("/locks", get(locks))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
@@ -92,32 +92,6 @@ pub fn check_auth(config: &HttpConfig, web: &WebConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// `GET /drift?source=&namespace=&kind=&class=`; an unknown filter or class is a 400 that
-/// lists the valid ones (an empty list would read as "no drift").
-async fn drift(
-    State(handles): State<Handles>,
-    Query(pairs): Query<Vec<(String, String)>>,
-) -> Response {
-    let filter = match DriftFilter::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-    {
-        Ok(filter) => filter,
-        Err(err) => {
-            let text = driftd_core::text::escape_control(&err.to_string()).into_owned();
-            return (StatusCode::BAD_REQUEST, format!("{text}\n")).into_response();
-        }
-    };
-    let response = {
-        let index = handles.index.read().unwrap();
-        DriftResponse {
-            ready: index.ready(),
-            stale: index.stale_kinds(),
-            no_events: handles.leadership.standing().no_events_because(),
-            objects: index.query(&filter),
-        }
-    };
-    Json(response).into_response()
-}
-
 /// `GET /locks`: every stale deploy lock with why and the command that releases it; ages
 /// as of the request.
 async fn locks(State(handles): State<Handles>) -> Response {
@@ -133,51 +107,6 @@ async fn locks(State(handles): State<Handles>) -> Response {
         lock.age_seconds = now.duration_since(lock.created_at).as_secs();
     }
     Json(response).into_response()
-}
-
-/// `GET /?source=&namespace=&kind=&class=`: the drift page, with the filters of `/drift`
-/// (an unknown one is a 400 page naming the valid values).
-async fn drift_page(
-    State(handles): State<Handles>,
-    Query(pairs): Query<Vec<(String, String)>>,
-) -> Response {
-    let filter = DriftFilter::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let index = handles.index.read().unwrap();
-    let choices = page::Choices::gather(index.entries(), index.revisions());
-    let (status, html) = match filter {
-        Err(err) => (
-            StatusCode::BAD_REQUEST,
-            page::render_bad_filter(&err, &choices),
-        ),
-        Ok(filter) => (
-            StatusCode::OK,
-            page::render(&page::Page {
-                now: jiff::Timestamp::now(),
-                ready: index.ready(),
-                stale: &index.stale_kinds(),
-                no_events: handles.leadership.standing().no_events_because(),
-                filter: &filter,
-                objects: &index.query(&filter),
-                revisions: index.revisions(),
-                choices: &choices,
-                locks: index.locks(),
-                locks_ready: index.locks_ready(),
-                intents: index.intents(),
-            }),
-        ),
-    };
-    drop(index);
-    // Defence in depth behind the escaping: the page runs no script and loads nothing.
-    let policy = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'";
-    (
-        status,
-        [
-            (header::CONTENT_SECURITY_POLICY, policy),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        ],
-        Html(html),
-    )
-        .into_response()
 }
 
 async fn metrics(State(handles): State<Handles>) -> Response {

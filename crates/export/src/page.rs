@@ -58,8 +58,10 @@ pub struct Page<'a> {
     /// Why this replica publishes no Events (`/drift`'s `no_events`).
     pub no_events: Option<String>,
     pub filter: &'a DriftFilter,
-    /// The objects `/drift` answers for `filter`.
+    /// The page of objects `/drift` answers for `filter`.
     pub objects: &'a [DriftEntry],
+    /// Where this page stands in the list, and the link to the next.
+    pub paging: Paging,
     pub revisions: &'a [RevisionInfo],
     pub choices: &'a Choices,
     /// What `/locks` answers.
@@ -67,6 +69,22 @@ pub struct Page<'a> {
     pub locks_ready: bool,
     /// Intents by (source, state): open ones and recently ended ones.
     pub intents: &'a BTreeMap<(String, &'static str), usize>,
+}
+
+/// Where a page stands in the drift list (`/drift`'s `limit` and `continue`).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Paging {
+    /// A page after the first.
+    pub continued: bool,
+    /// The list's snapshot was gone (expired, or taken by another replica): this page is
+    /// the current state after the last entry shown before.
+    pub inconsistent: bool,
+    /// The next page's `continue` token; `None` on the last page.
+    pub next: Option<String>,
+    /// Entries after this page.
+    pub remaining: Option<u64>,
+    /// The `limit` the request gave, kept in the next link.
+    pub limit: Option<usize>,
 }
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}\
@@ -145,6 +163,18 @@ pub fn render_bad_filter(err: &FilterError, choices: &Choices) -> String {
             .collect();
         let _ = writeln!(out, "<p>Known {param}s: {}.</p>", links.join(", "));
     }
+    out.push_str("<p><a href=\".\">All drift</a></p>\n</body>\n</html>\n");
+    out
+}
+
+/// The 400 page for a `limit` or `continue` no page answers.
+pub fn render_bad_request(message: &str) -> String {
+    let mut out = head("driftd: bad request");
+    let _ = writeln!(
+        out,
+        "<h1>driftd: bad request</h1>\n<p class=\"status bad\">{}</p>",
+        escape_html(message)
+    );
     out.push_str("<p><a href=\".\">All drift</a></p>\n</body>\n</html>\n");
     out
 }
@@ -230,7 +260,8 @@ fn filter_form(out: &mut String, filter: &DriftFilter, choices: &Choices) {
 }
 
 /// One link per class with its count among the objects the other filters select: the quick
-/// way to narrow the list (counts of the shown class only when a class is chosen).
+/// way to narrow the list (counts of the shown class only when a class is chosen; of the
+/// page shown when the list has several).
 fn class_links(out: &mut String, page: &Page) {
     let mut counts: BTreeMap<DriftClass, usize> = BTreeMap::new();
     for o in page.objects {
@@ -248,7 +279,10 @@ fn class_links(out: &mut String, page: &Page) {
             )
         })
         .collect();
-    let _ = writeln!(out, "<p id=\"counts\">{}</p>", links.join(" · "));
+    // Counted on this page only when the list has others.
+    let paged = page.paging.continued || page.paging.next.is_some();
+    let scope = if paged { " (this page)" } else { "" };
+    let _ = writeln!(out, "<p id=\"counts\">{}{scope}</p>", links.join(" · "));
 }
 
 fn sources(out: &mut String, page: &Page) {
@@ -387,6 +421,54 @@ fn drift(out: &mut String, page: &Page) {
             object(out, o, page.now);
         }
     }
+    next_link(out, page);
+}
+
+/// The link to the next page (a plain link: the page runs no script), and what this page is.
+fn next_link(out: &mut String, page: &Page) {
+    let paging = &page.paging;
+    if paging.inconsistent {
+        out.push_str(
+            "<p id=\"inconsistent\" class=\"status stale\">The list this page continues \
+             changed too long ago (or was read from another replica): these objects are the \
+             current state after the last one shown before. <a href=\".\">Start again</a> \
+             for one consistent list.</p>\n",
+        );
+    }
+    let Some(token) = &paging.next else {
+        if paging.continued {
+            out.push_str("<p id=\"last-page\" class=\"muted\">Last page.</p>\n");
+        }
+        return;
+    };
+    let mut pairs = page.filter.to_pairs();
+    if let Some(limit) = paging.limit {
+        pairs.push(("limit", limit.to_string()));
+    }
+    pairs.push(("continue", token.clone()));
+    let query: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", percent_encode(v)))
+        .collect();
+    let more = paging
+        .remaining
+        .map(|n| format!(" ({n} more)"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "<p id=\"next\">This page shows {} objects. {}{more}</p>",
+        page.objects.len(),
+        link_id("next-page", &format!("?{}", query.join("&")), "Next page")
+    );
+}
+
+/// [`link`] with an id, for the one link a test or a person looks for.
+fn link_id(id: &str, query: &str, text: &str) -> String {
+    format!(
+        "<a id=\"{id}\" href=\"{}\">{}</a>",
+        escape_html(query),
+        escape_html(text)
+    )
 }
 
 /// Pods of a workload running on stale config: per config, when it changed and which pods

@@ -69,6 +69,15 @@ fn revision(source: &str, id: i64) -> RevisionInfo {
 }
 
 fn render_with(ready: bool, filter: &DriftFilter, objects: &[DriftEntry]) -> String {
+    render_paged(ready, filter, objects, Paging::default())
+}
+
+fn render_paged(
+    ready: bool,
+    filter: &DriftFilter,
+    objects: &[DriftEntry],
+    paging: Paging,
+) -> String {
     let revisions = vec![revision("shop", 3)];
     let choices = Choices::gather(objects, &revisions);
     render(&Page {
@@ -78,6 +87,7 @@ fn render_with(ready: bool, filter: &DriftFilter, objects: &[DriftEntry]) -> Str
         no_events: None,
         filter,
         objects,
+        paging,
         revisions: &revisions,
         choices: &choices,
         locks: &[],
@@ -143,6 +153,7 @@ fn everything_untrusted_is_escaped() {
         no_events: None,
         filter: &filter,
         objects: &objects,
+        paging: Paging::default(),
         revisions: &revisions,
         choices: &choices,
         locks: &[lock],
@@ -245,6 +256,7 @@ fn stale_locks_and_intents_are_listed_when_there_are_any() {
             no_events: None,
             filter: &DriftFilter::default(),
             objects: &[],
+            paging: Paging::default(),
             revisions: &[],
             choices: &choices,
             locks,
@@ -363,6 +375,7 @@ fn stale_kinds_are_said_in_plain_words_and_escaped() {
         no_events: None,
         filter: &DriftFilter::default(),
         objects: &objects,
+        paging: Paging::default(),
         revisions: &revisions,
         choices: &choices,
         locks: &[],
@@ -403,4 +416,52 @@ fn a_stale_config_workload_shows_its_pods_configs_and_fix_escaped() {
     ] {
         assert!(html.contains(expected), "missing {expected:?} in\n{html}");
     }
+}
+
+#[test]
+fn a_page_links_to_the_next_with_its_filters_limit_and_token() {
+    let filter = DriftFilter {
+        namespace: Some("shop & co".into()),
+        ..DriftFilter::default()
+    };
+    let paging = Paging {
+        next: Some("eyJ2IjoxfQ".into()),
+        remaining: Some(7),
+        limit: Some(2),
+        ..Paging::default()
+    };
+    let html = render_paged(true, &filter, &[web(), secret()], paging);
+    assert!(
+        html.contains(
+            "<a id=\"next-page\" href=\"?namespace=shop%20%26%20co&amp;limit=2&amp;\
+             continue=eyJ2IjoxfQ\">Next page</a> (7 more)"
+        ),
+        "{html}"
+    );
+    assert!(!html.contains("id=\"inconsistent\""));
+    assert!(
+        html.contains("(this page)</p>"),
+        "class counts say their scope"
+    );
+
+    // The last page of a list says so; one continued from the current state says that.
+    let last = Paging {
+        continued: true,
+        inconsistent: true,
+        ..Paging::default()
+    };
+    let html = render_paged(true, &DriftFilter::default(), &[web()], last);
+    assert!(!html.contains("next-page"), "{html}");
+    assert!(html.contains("id=\"last-page\""), "{html}");
+    assert!(html.contains("id=\"inconsistent\""), "{html}");
+
+    // A single page has neither.
+    let html = render_with(true, &DriftFilter::default(), &[web()]);
+    assert!(!html.contains("next-page") && !html.contains("last-page"));
+}
+
+#[test]
+fn a_bad_request_page_escapes_its_message() {
+    let html = render_bad_request("limit must be a count, not `<b>`");
+    assert!(html.contains("not `&lt;b&gt;`"), "{html}");
 }
