@@ -55,7 +55,7 @@ impl Checked {
 pub(super) fn finish(input: RawInput, options: &LoadOptions) -> Result<Loaded, ManifestError> {
     let mut checked = Vec::new();
     for doc in input.docs {
-        flatten(doc.value, &doc.origin, "", &mut checked)?;
+        flatten(doc.value, &doc.origin, &doc.prefix, &mut checked)?;
     }
     let crds: Vec<CustomResourceTypes> = checked
         .iter()
