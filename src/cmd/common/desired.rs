@@ -51,13 +51,30 @@ pub struct InputArgs {
     /// Declares a kind cluster-scoped, as `--namespaced` does. Repeatable.
     #[arg(long = "cluster-scoped", value_name = "KIND.GROUP", value_parser = parse_kind_group)]
     pub cluster_scoped: Vec<(String, String)>,
-    /// Largest input, all files together (bytes, or with a Ki/Mi/Gi suffix).
-    #[arg(long, value_name = "SIZE", default_value = "64Mi", value_parser = parse_size)]
+    /// Largest input, all files together (bytes, or with a Ki/Mi/Gi suffix). Input is read
+    /// an object at a time, so memory grows with the objects, not with this limit.
+    #[arg(
+        long,
+        env = "DRIFTD_MAX_INPUT_SIZE",
+        value_name = "SIZE",
+        default_value = "1Gi",
+        value_parser = parse_size
+    )]
     pub max_input_size: usize,
+    /// Largest single document or List item, refused as soon as reading crosses it (the
+    /// default is kube-apiserver's own request body limit: no larger object can exist).
+    #[arg(
+        long,
+        env = "DRIFTD_MAX_OBJECT_SIZE",
+        value_name = "SIZE",
+        default_value = "3Mi",
+        value_parser = parse_size
+    )]
+    pub max_object_size: usize,
 }
 
 impl InputArgs {
-    /// Adds the declared scopes and the size limit to `options`.
+    /// Adds the declared scopes and the size limits to `options`.
     pub fn apply(&self, options: &mut LoadOptions) {
         for ((kind, group), namespaced) in self
             .namespaced
@@ -70,6 +87,7 @@ impl InputArgs {
                 .insert((group.clone(), kind.clone()), namespaced);
         }
         options.max_total_bytes = self.max_input_size;
+        options.max_object_bytes = self.max_object_size;
     }
 }
 
