@@ -256,7 +256,9 @@ fn an_oversize_item_late_in_a_list_is_refused_and_the_database_is_unchanged() {
             "v".repeat(len)
         )
     };
-    let items: Vec<String> = (0..10).map(|n| item(n, if n == 9 { 2048 } else { 20 })).collect();
+    let items: Vec<String> = (0..10)
+        .map(|n| item(n, if n == 9 { 2048 } else { 20 }))
+        .collect();
     let list = format!(
         r#"{{"apiVersion":"v1","kind":"List","items":[{}]}}"#,
         items.join(",")
