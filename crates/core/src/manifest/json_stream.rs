@@ -60,7 +60,7 @@ pub(super) fn read_json<R: Read>(
         let item: RefCell<Option<usize>> = RefCell::new(None);
         let mut sink = |index: usize, mut value: Value| {
             integral_floats_to_integers(&mut value);
-            out.docs.push(RawDocument {
+            out.push(RawDocument {
                 origin: Origin {
                     file: file.to_string(),
                     document,
@@ -100,7 +100,7 @@ pub(super) fn read_json<R: Read>(
         reader.replay = None;
         let mut value = value;
         integral_floats_to_integers(&mut value);
-        out.docs.push(RawDocument {
+        out.push(RawDocument {
             origin: Origin {
                 file: file.to_string(),
                 document,

@@ -26,6 +26,7 @@
 //!
 //! Error messages name file, document and field but never a Secret's value.
 
+mod compact;
 mod json_stream;
 mod limits;
 mod read;
@@ -40,6 +41,7 @@ mod stream_tests;
 #[cfg(test)]
 mod tests;
 
+pub use compact::{CompactObject, Desired};
 use driftd_k8s::{kinds, ObjectKey};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -205,25 +207,47 @@ impl std::fmt::Display for Warning {
     }
 }
 
-/// Everything one load found.
-#[derive(Debug, Clone, Default)]
-pub struct Loaded {
-    pub objects: Vec<ManifestObject>,
+/// Everything one load found: the objects as trees ([`load`]) or as text
+/// ([`load_compact`], what a large commit holds).
+#[derive(Debug, Clone)]
+pub struct Loaded<O = ManifestObject> {
+    pub objects: Vec<O>,
     pub skipped: Vec<Skipped>,
     pub warnings: Vec<Warning>,
 }
 
-impl Loaded {
+impl<O> Default for Loaded<O> {
+    fn default() -> Self {
+        Loaded {
+            objects: Vec::new(),
+            skipped: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+impl<O: Desired> Loaded<O> {
     /// The custom kinds whose scope is unresolved (`Kind.group`), with how many objects
     /// each has: what `commit` and `check` tell the user they take from the cluster.
     pub fn unresolved_kinds(&self) -> BTreeMap<String, usize> {
         let mut kinds = BTreeMap::new();
-        for o in self.objects.iter().filter(|o| o.scope_unresolved) {
+        for o in self.objects.iter().filter(|o| o.scope_unresolved()) {
             *kinds
-                .entry(format!("{}.{}", o.key.kind, o.key.group))
+                .entry(format!("{}.{}", o.key().kind, o.key().group))
                 .or_default() += 1;
         }
         kinds
+    }
+}
+
+impl Loaded<CompactObject> {
+    /// The same objects as trees, made on every core.
+    pub fn into_trees(self) -> Loaded {
+        Loaded {
+            objects: crate::par::map_owned(self.objects, 256, CompactObject::into_manifest),
+            skipped: self.skipped,
+            warnings: self.warnings,
+        }
     }
 }
 
@@ -236,6 +260,15 @@ pub const STDIN_NAME: &str = "<stdin>";
 /// tree always yields the same objects in the same order. A file named explicitly is read
 /// whatever its extension, as `kubectl apply -f` does.
 pub fn load(paths: &[PathBuf], options: &LoadOptions) -> Result<Loaded, ManifestError> {
+    load_compact(paths, options).map(Loaded::into_trees)
+}
+
+/// [`load`] with the objects kept as text: what a commit of many objects holds, a tenth of
+/// their trees.
+pub fn load_compact(
+    paths: &[PathBuf],
+    options: &LoadOptions,
+) -> Result<Loaded<CompactObject>, ManifestError> {
     let docs = read::read_paths(paths, options)?;
     resolve::finish(docs, options)
 }
@@ -266,7 +299,7 @@ pub fn read_text(text: &str, file: &str, options: &LoadOptions) -> Result<Loaded
     let mut docs = RawInput::default();
     let room = options.max_total_bytes as u64;
     read::read_source(&mut text.as_bytes(), file, format, options, room, &mut docs)?;
-    resolve::finish(docs, options)
+    resolve::finish(docs, options).map(Loaded::into_trees)
 }
 
 /// The ((group, kind), namespaced) a CustomResourceDefinition declares, if `object` is one.
@@ -287,12 +320,7 @@ struct RawDocument {
     value: Value,
 }
 
-/// Documents of the input and the warnings reading them gave.
-#[derive(Default)]
-struct RawInput {
-    docs: Vec<RawDocument>,
-    warnings: Vec<Warning>,
-}
+use resolve::RawInput;
 
 /// A type as a user reads it in an error ("a string"), never the value itself.
 fn type_name(value: &Value) -> &'static str {

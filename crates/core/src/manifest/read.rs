@@ -187,7 +187,7 @@ pub(super) fn read_source<R: BufRead>(
         return Ok(bom + read_yaml(&mut reader, file, &yaml_limits, input)?);
     }
     let meter = Meter::new(max_object, room.saturating_sub(bom));
-    let (docs, warnings) = (input.docs.len(), input.warnings.len());
+    let mark = input.mark();
     match read_json(
         &mut reader,
         file,
@@ -201,14 +201,13 @@ pub(super) fn read_source<R: BufRead>(
         // A YAML flow mapping (`{a: b}`) also starts with `{`: when the JSON reading fails
         // but YAML reads it, take that; otherwise the JSON error is the one that helps.
         Err(JsonFailure::FirstDocument { error, taken }) => {
-            input.docs.truncate(docs);
-            input.warnings.truncate(warnings);
+            input.rewind(mark);
+            let mark = input.mark();
             let mut again = std::io::Cursor::new(taken).chain(reader);
             match read_yaml(&mut again, file, &yaml_limits, input) {
                 Ok(taken) => Ok(bom + taken),
                 Err(_) => {
-                    input.docs.truncate(docs);
-                    input.warnings.truncate(warnings);
+                    input.rewind(mark);
                     Err(error)
                 }
             }

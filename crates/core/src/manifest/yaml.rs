@@ -90,7 +90,7 @@ pub(super) fn split_yaml(
     for spanned in values {
         let mut value = spanned.value;
         integral_floats_to_integers(&mut value);
-        out.docs.push(RawDocument {
+        out.push(RawDocument {
             origin: Origin {
                 file: file.to_string(),
                 document: at(spanned.defined.line()),
