@@ -790,6 +790,8 @@ fn ts_from_db(row: &rusqlite::Row, idx: usize) -> rusqlite::Result<Timestamp> {
 }
 
 #[cfg(test)]
+mod compact_tests;
+#[cfg(test)]
 mod import_tests;
 #[cfg(test)]
 mod intent_tests;
