@@ -22,7 +22,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if desired.cluster.cluster {
         return commit_to_cluster(desired);
     }
-    let (mut store, loaded) = desired.load_all()?;
+    // Held as text: a million objects' trees would be about ten times the input.
+    let (mut store, loaded) = desired.load_all_compact()?;
     let outcome = store
         .commit(&CommitRequest {
             source: &desired.source,

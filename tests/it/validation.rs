@@ -242,6 +242,38 @@ fn one_commit_is_limited_in_size_for_all_files_together() {
 }
 
 #[test]
+fn an_oversize_item_late_in_a_list_is_refused_and_the_database_is_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.yaml"), CM_A).unwrap();
+    assert_ok(&commit_app(dir.path(), &[], &["a.yaml"]));
+    let before = db_fingerprint(&dir.path().join("d.db"));
+    // Nine small ConfigMaps (about 100 bytes each) and a tenth of about 2 KiB, over a
+    // per-object limit of 1 KiB: the List as a whole is larger than the limit too, which
+    // only its last item may not be.
+    let item = |n: usize, len: usize| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{n}"}},"data":{{"k":"{}"}}}}"#,
+            "v".repeat(len)
+        )
+    };
+    let items: Vec<String> = (0..10)
+        .map(|n| item(n, if n == 9 { 2048 } else { 20 }))
+        .collect();
+    let list = format!(
+        r#"{{"apiVersion":"v1","kind":"List","items":[{}]}}"#,
+        items.join(",")
+    );
+    std::fs::write(dir.path().join("list.json"), list).unwrap();
+    assert_refused(
+        &commit_app(dir.path(), &["--max-object-size", "1Ki"], &["list.json"]),
+        "list.json: document 0: field items[9] is larger than 1 KiB, the most one object may be",
+    );
+    assert_eq!(db_fingerprint(&dir.path().join("d.db")), before);
+    // Under the default limit (3 MiB) the same List is committed.
+    assert_ok(&commit_app(dir.path(), &[], &["list.json"]));
+}
+
+#[test]
 fn check_refuses_an_empty_desired_input_as_commit_does() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("empty.yaml"), "# nothing here\n---\n").unwrap();

@@ -9,13 +9,14 @@ use super::revisions::{
 };
 use super::secrets::record_hash_key;
 use super::{CommitOutcome, CommitRequest, StoreError};
+use driftd_core::manifest::Desired;
 use jiff::Timestamp;
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Validates and writes the commit `req` (see the module documentation).
-pub(super) fn commit(
+pub(super) fn commit<O: Desired>(
     conn: &mut Connection,
-    req: &CommitRequest,
+    req: &CommitRequest<O>,
     sealing: &Sealing,
     now: Timestamp,
 ) -> Result<CommitOutcome, StoreError> {
@@ -24,9 +25,9 @@ pub(super) fn commit(
 }
 
 /// Writes a validated commit (`hash` and `objects` from [`validate_objects`]).
-fn write_commit(
+fn write_commit<O: Desired>(
     conn: &mut Connection,
-    req: &CommitRequest,
+    req: &CommitRequest<O>,
     sealing: &Sealing,
     (hash, objects): (&str, &[StoredObject]),
     now: Timestamp,

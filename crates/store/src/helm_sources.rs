@@ -146,7 +146,7 @@ pub(super) fn sync(
     let wanted = match (&req.deployed, deployed) {
         (Some(d), Some(stored)) => Some((format!("helm: {} deployed", d.describe), d.at, stored)),
         _ if req.gone && newest.as_ref().is_some_and(|n| n.object_count > 0) => {
-            let (hash, stored) = validate_objects(req.source, &[], sealing)?;
+            let (hash, stored) = validate_objects::<ManifestObject>(req.source, &[], sealing)?;
             Some(("helm: release uninstalled".to_string(), now, (hash, stored)))
         }
         _ => None,

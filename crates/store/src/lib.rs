@@ -31,7 +31,7 @@ mod scope;
 pub mod secrets;
 mod sqlite;
 
-use driftd_core::manifest::ManifestObject;
+use driftd_core::manifest::{Desired, ManifestObject};
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
 use rusqlite::Connection;
@@ -171,11 +171,13 @@ pub enum CommitOutcome {
 }
 
 /// A commit to make: the whole object set of one source.
-pub struct CommitRequest<'a> {
+pub struct CommitRequest<'a, O = ManifestObject> {
     pub source: &'a str,
     pub message: &'a str,
     pub author: &'a str,
-    pub objects: &'a [ManifestObject],
+    /// As trees, or as text ([`driftd_core::manifest::CompactObject`]) when there are many:
+    /// a commit makes each object's tree only while it writes its stored form.
+    pub objects: &'a [O],
     /// When it was committed; `None` is now. A revision imported from elsewhere (another
     /// replica, the cluster) keeps its original time.
     pub committed_at: Option<Timestamp>,
@@ -405,7 +407,10 @@ impl Store {
     /// Rejected (and nothing written) when an object is owned by another source's newest
     /// revision: two sources fighting over one object would make drift meaningless.
     /// A new revision supersedes the source's failed and interrupted intents.
-    pub fn commit(&mut self, req: &CommitRequest) -> Result<CommitOutcome, StoreError> {
+    pub fn commit<O: Desired>(
+        &mut self,
+        req: &CommitRequest<O>,
+    ) -> Result<CommitOutcome, StoreError> {
         let now = self.now();
         let sealing = sealing(&self.conn, &self.keys, &self.display())?;
         commit::commit(&mut self.conn, req, &sealing, now)
@@ -784,6 +789,8 @@ fn ts_from_db(row: &rusqlite::Row, idx: usize) -> rusqlite::Result<Timestamp> {
     })
 }
 
+#[cfg(test)]
+mod compact_tests;
 #[cfg(test)]
 mod import_tests;
 #[cfg(test)]

@@ -5,7 +5,7 @@ use super::{
     key_from_db, ns_to_db, ts_from_db, ts_to_db, DesiredObject, DesiredState, DesiredText,
     RevisionInfo, SourceSummary, StoreError,
 };
-use driftd_core::manifest::ManifestObject;
+use driftd_core::manifest::Desired;
 use driftd_core::par;
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
@@ -203,9 +203,9 @@ pub(super) struct Sealing<'a> {
 /// Checks what can be checked without the database (source name, no object twice) and
 /// returns the content hash and the objects as stored: the same rules for a commit and for
 /// an intent.
-pub(super) fn validate_objects(
+pub(super) fn validate_objects<O: Desired>(
     source: &str,
-    objects: &[ManifestObject],
+    objects: &[O],
     sealing: &Sealing,
 ) -> Result<(String, Vec<StoredObject>), StoreError> {
     // A Helm release's source (`helm:` and a namespace and a release name, which Kubernetes
@@ -217,27 +217,31 @@ pub(super) fn validate_objects(
         Some((first, second)) => validate_source_name(&format!("{first}/{second}"))?,
         None => validate_source_name(source)?,
     }
-    let mut seen: HashMap<&ObjectKey, &ManifestObject> = HashMap::new();
+    let mut seen: HashMap<&ObjectKey, &O> = HashMap::new();
     for obj in objects {
-        if let Some(first) = seen.insert(&obj.key, obj) {
+        if let Some(first) = seen.insert(obj.key(), obj) {
             return Err(StoreError::Rejected(format!(
                 "{} is given twice: {} and {}",
-                obj.key, first.origin, obj.origin
+                obj.key(),
+                first.origin(),
+                obj.origin()
             )));
         }
     }
     // Object by object, on every core: each stored form is a tree only while its texts are
     // made (holding every form at once cost a copy of the whole source).
     let (canonical, stored) = par::map_ordered(objects, |obj| {
-        let (body, sealed) = stored_form(&sealing.hash, sealing.encryption, &obj.key, &obj.object);
-        let canonical = (&obj.key, canonical_json(&body));
+        // An object held as text is a tree only while this closure runs.
+        let tree = obj.tree();
+        let (body, sealed) = stored_form(&sealing.hash, sealing.encryption, obj.key(), &tree);
+        let canonical = (obj.key(), canonical_json(&body));
         let stored = StoredObject {
-            key: obj.key.clone(),
-            api_version: obj.api_version.clone(),
+            key: obj.key().clone(),
+            api_version: obj.api_version().to_string(),
             body: body.to_string(),
             sealed,
-            origin_file: obj.origin.file.clone(),
-            origin_document: obj.origin.document as i64,
+            origin_file: obj.origin().file.clone(),
+            origin_document: obj.origin().document as i64,
         };
         (canonical, stored)
     })

@@ -3,7 +3,7 @@
 
 use crate::cmd::cluster::ClusterArgs;
 use crate::cmd::store::{self, KeyArgs};
-use driftd_core::manifest::{self, LoadOptions, Loaded, ManifestObject};
+use driftd_core::manifest::{self, CompactObject, Desired, LoadOptions, Loaded, ManifestError};
 use driftd_store::{validate_source_name, CommitOutcome, Store};
 use std::path::{Path, PathBuf};
 
@@ -51,13 +51,30 @@ pub struct InputArgs {
     /// Declares a kind cluster-scoped, as `--namespaced` does. Repeatable.
     #[arg(long = "cluster-scoped", value_name = "KIND.GROUP", value_parser = parse_kind_group)]
     pub cluster_scoped: Vec<(String, String)>,
-    /// Largest input, all files together (bytes, or with a Ki/Mi/Gi suffix).
-    #[arg(long, value_name = "SIZE", default_value = "64Mi", value_parser = parse_size)]
+    /// Largest input, all files together (bytes, or with a Ki/Mi/Gi suffix). Input is read
+    /// an object at a time, so memory grows with the objects, not with this limit.
+    #[arg(
+        long,
+        env = "DRIFTD_MAX_INPUT_SIZE",
+        value_name = "SIZE",
+        default_value = "1Gi",
+        value_parser = parse_size
+    )]
     pub max_input_size: usize,
+    /// Largest single document or List item, refused as soon as reading crosses it (the
+    /// default is kube-apiserver's own request body limit: no larger object can exist).
+    #[arg(
+        long,
+        env = "DRIFTD_MAX_OBJECT_SIZE",
+        value_name = "SIZE",
+        default_value = "3Mi",
+        value_parser = parse_size
+    )]
+    pub max_object_size: usize,
 }
 
 impl InputArgs {
-    /// Adds the declared scopes and the size limit to `options`.
+    /// Adds the declared scopes and the size limits to `options`.
     pub fn apply(&self, options: &mut LoadOptions) {
         for ((kind, group), namespaced) in self
             .namespaced
@@ -70,6 +87,7 @@ impl InputArgs {
                 .insert((group.clone(), kind.clone()), namespaced);
         }
         options.max_total_bytes = self.max_input_size;
+        options.max_object_bytes = self.max_object_size;
     }
 }
 
@@ -109,7 +127,19 @@ fn parse_size(text: &str) -> Result<usize, String> {
 /// Reads the input as `commit` and `check` read it: warnings and skipped objects are
 /// printed on stderr.
 pub fn read_input(paths: &[PathBuf], options: &LoadOptions) -> anyhow::Result<Loaded> {
-    let loaded = manifest::load(paths, options)?;
+    read_input_as(paths, options, manifest::load)
+}
+
+/// How the objects of an input are held: as trees ([`manifest::load`]) or as text
+/// ([`manifest::load_compact`]).
+type LoadFn<O> = fn(&[PathBuf], &LoadOptions) -> Result<Loaded<O>, ManifestError>;
+
+fn read_input_as<O>(
+    paths: &[PathBuf],
+    options: &LoadOptions,
+    load: LoadFn<O>,
+) -> anyhow::Result<Loaded<O>> {
+    let loaded = load(paths, options)?;
     for warning in &loaded.warnings {
         eprintln!("warning: {warning}");
     }
@@ -121,7 +151,7 @@ pub fn read_input(paths: &[PathBuf], options: &LoadOptions) -> anyhow::Result<Lo
 
 /// Says (on stderr) which custom kinds no CRD here defines: their objects are committed with
 /// their scope and schema to be resolved from the cluster.
-pub fn note_unresolved(loaded: &Loaded) {
+pub fn note_unresolved<O: Desired>(loaded: &Loaded<O>) {
     let kinds = loaded.unresolved_kinds();
     if kinds.is_empty() {
         return;
@@ -164,6 +194,16 @@ impl DesiredArgs {
     /// Validates the input, then opens the database (creating it only now that the input
     /// has proven valid) and returns it with the objects and what was skipped.
     pub fn load_all(&self) -> anyhow::Result<(Store, Loaded)> {
+        self.load_all_as(manifest::load)
+    }
+
+    /// [`DesiredArgs::load_all`] with the objects kept as text, what `commit` holds: a
+    /// tenth of their trees, for any number of objects.
+    pub fn load_all_compact(&self) -> anyhow::Result<(Store, Loaded<CompactObject>)> {
+        self.load_all_as(manifest::load_compact)
+    }
+
+    fn load_all_as<O: Desired>(&self, load: LoadFn<O>) -> anyhow::Result<(Store, Loaded<O>)> {
         validate_source_name(&self.source)?;
         let Prepared {
             store,
@@ -171,7 +211,7 @@ impl DesiredArgs {
             committed_crds,
         } = prepare(&self.db, &self.namespace, &self.keys)?;
         self.input.apply(&mut options);
-        let loaded = read_input(&self.files, &options)?;
+        let loaded = read_input_as(&self.files, &options, load)?;
         if loaded.objects.is_empty() && !self.allow_empty {
             return Err(no_objects(&self.files, loaded.skipped.len()));
         }
@@ -230,14 +270,21 @@ pub struct Prepared {
 
 /// Warns (on stderr, without refusing) about fields a CRD committed earlier or in `objects`
 /// will prune: they can never exist live, so committing them records a wish nobody can see.
-pub fn warn_pruned_fields(committed_crds: &[serde_json::Value], objects: &[ManifestObject]) {
+pub fn warn_pruned_fields<O: Desired>(committed_crds: &[serde_json::Value], objects: &[O]) {
+    // Only custom resources can lose fields, and only CRDs define how: the trees of the
+    // others (most objects) are never made.
+    let custom: Vec<_> = objects
+        .iter()
+        .filter(|o| {
+            let key = o.key();
+            (key.group == "apiextensions.k8s.io" && key.kind == "CustomResourceDefinition")
+                || !driftd_k8s::api_types::is_builtin(o.api_version(), &key.kind)
+        })
+        .map(|o| o.tree())
+        .collect();
     let mut facts = driftd_core::diff::ClusterFacts::default();
-    facts.add_crds(
-        committed_crds
-            .iter()
-            .chain(objects.iter().map(|o| &o.object)),
-    );
-    for pruned in driftd_core::diff::pruned_fields(objects.iter().map(|o| &o.object), &facts) {
+    facts.add_crds(committed_crds.iter().chain(custom.iter().map(|t| &**t)));
+    for pruned in driftd_core::diff::pruned_fields(custom.iter().map(|t| &**t), &facts) {
         eprintln!("warning: {pruned}");
     }
 }

@@ -13,8 +13,10 @@
 //! are, until the cluster tells: `serve` takes the scope from discovery, `check` from the
 //! live objects, and a cluster-scoped kind's objects then lose the namespace.
 //!
-//! Loading happens in two steps: every file is split into raw documents (with their origin),
-//! then the whole input is validated at once, because a CustomResourceDefinition in one
+//! Loading happens in two steps: every file is read into raw documents (with their origin),
+//! a document or List item at a time, never the whole text or a whole List as one tree
+//! (see `read`, `json_stream`, `yaml_stream` and the size limits in `limits`), then the
+//! whole input is validated at once, because a CustomResourceDefinition in one
 //! file decides the scope (and so the namespace defaulting) of custom resources in another,
 //! and because the same object must not be defined twice anywhere in one input.
 //!
@@ -24,15 +26,22 @@
 //!
 //! Error messages name file, document and field but never a Secret's value.
 
+mod compact;
+mod json_stream;
+mod limits;
 mod read;
 mod resolve;
 mod yaml;
+mod yaml_stream;
 
 #[cfg(test)]
 pub(crate) mod fuzz;
 #[cfg(test)]
+mod stream_tests;
+#[cfg(test)]
 mod tests;
 
+pub use compact::{CompactObject, Desired};
 use driftd_k8s::{kinds, ObjectKey};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -123,11 +132,23 @@ pub struct LoadOptions {
     pub from_cluster: bool,
     /// Largest input of one load, all files together; no single file may be larger either.
     pub max_total_bytes: usize,
+    /// Largest document, or item of a List: refused as soon as reading crosses it, so a
+    /// hostile input costs at most this much memory before it is refused.
+    pub max_object_bytes: usize,
 }
 
-/// Default of [`LoadOptions::max_total_bytes`]: desired state is text a team reviews, not
-/// bulk data, and the largest real bundles (CRD sets, dashboards) are a few MiB.
-pub const DEFAULT_MAX_TOTAL_BYTES: usize = 64 * 1024 * 1024;
+/// Default of [`LoadOptions::max_total_bytes`]. Input is read an object at a time, so what
+/// a load holds grows with the objects, not with the text: the limit is a ceiling on how
+/// much work one commit takes on, high enough for a million typical objects (the bench's
+/// mix is about 650 bytes of JSON an object, a million 626 MiB) with room to spare.
+pub const DEFAULT_MAX_TOTAL_BYTES: usize = 1 << 30;
+
+/// Default of [`LoadOptions::max_object_bytes`]: kube-apiserver refuses a request body over
+/// 3 MiB (`MaxRequestBodyBytes: int64(3 * 1024 * 1024)` in `NewConfig`,
+/// staging/src/k8s.io/apiserver/pkg/server/config.go: twice etcd's 1.5 MiB request limit,
+/// for JSON's growth over protobuf), so no object larger than that can ever be created,
+/// and a document that size or more is either a mistake or hostile.
+pub const DEFAULT_MAX_OBJECT_BYTES: usize = 3 << 20;
 
 impl Default for LoadOptions {
     fn default() -> Self {
@@ -136,6 +157,7 @@ impl Default for LoadOptions {
             custom_scopes: BTreeMap::new(),
             from_cluster: false,
             max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
+            max_object_bytes: DEFAULT_MAX_OBJECT_BYTES,
         }
     }
 }
@@ -185,25 +207,47 @@ impl std::fmt::Display for Warning {
     }
 }
 
-/// Everything one load found.
-#[derive(Debug, Clone, Default)]
-pub struct Loaded {
-    pub objects: Vec<ManifestObject>,
+/// Everything one load found: the objects as trees ([`load`]) or as text
+/// ([`load_compact`], what a large commit holds).
+#[derive(Debug, Clone)]
+pub struct Loaded<O = ManifestObject> {
+    pub objects: Vec<O>,
     pub skipped: Vec<Skipped>,
     pub warnings: Vec<Warning>,
 }
 
-impl Loaded {
+impl<O> Default for Loaded<O> {
+    fn default() -> Self {
+        Loaded {
+            objects: Vec::new(),
+            skipped: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+impl<O: Desired> Loaded<O> {
     /// The custom kinds whose scope is unresolved (`Kind.group`), with how many objects
     /// each has: what `commit` and `check` tell the user they take from the cluster.
     pub fn unresolved_kinds(&self) -> BTreeMap<String, usize> {
         let mut kinds = BTreeMap::new();
-        for o in self.objects.iter().filter(|o| o.scope_unresolved) {
+        for o in self.objects.iter().filter(|o| o.scope_unresolved()) {
             *kinds
-                .entry(format!("{}.{}", o.key.kind, o.key.group))
+                .entry(format!("{}.{}", o.key().kind, o.key().group))
                 .or_default() += 1;
         }
         kinds
+    }
+}
+
+impl Loaded<CompactObject> {
+    /// The same objects as trees, made on every core.
+    pub fn into_trees(self) -> Loaded {
+        Loaded {
+            objects: crate::par::map_owned(self.objects, 256, CompactObject::into_manifest),
+            skipped: self.skipped,
+            warnings: self.warnings,
+        }
     }
 }
 
@@ -216,7 +260,16 @@ pub const STDIN_NAME: &str = "<stdin>";
 /// tree always yields the same objects in the same order. A file named explicitly is read
 /// whatever its extension, as `kubectl apply -f` does.
 pub fn load(paths: &[PathBuf], options: &LoadOptions) -> Result<Loaded, ManifestError> {
-    let docs = read::read_paths(paths, options.max_total_bytes)?;
+    load_compact(paths, options).map(Loaded::into_trees)
+}
+
+/// [`load`] with the objects kept as text: what a commit of many objects holds, a tenth of
+/// their trees.
+pub fn load_compact(
+    paths: &[PathBuf],
+    options: &LoadOptions,
+) -> Result<Loaded<CompactObject>, ManifestError> {
+    let docs = read::read_paths(paths, options)?;
     resolve::finish(docs, options)
 }
 
@@ -236,15 +289,17 @@ pub fn parse_text(
 /// [`parse_text`] with the objects skipped and the warnings.
 pub fn read_text(text: &str, file: &str, options: &LoadOptions) -> Result<Loaded, ManifestError> {
     if text.len() > options.max_total_bytes {
-        return Err(read::too_large(file, options.max_total_bytes));
+        return Err(limits::too_large(file, options.max_total_bytes));
     }
     let format = if file.ends_with(".json") {
-        yaml::Format::Json
+        read::Format::Json
     } else {
-        yaml::Format::Sniff
+        read::Format::Sniff
     };
-    let docs = yaml::split_documents(text, file, format, options.max_total_bytes)?;
-    resolve::finish(docs, options)
+    let mut docs = RawInput::default();
+    let room = options.max_total_bytes as u64;
+    read::read_source(&mut text.as_bytes(), file, format, options, room, &mut docs)?;
+    resolve::finish(docs, options).map(Loaded::into_trees)
 }
 
 /// The ((group, kind), namespaced) a CustomResourceDefinition declares, if `object` is one.
@@ -256,25 +311,16 @@ pub fn crd_scope(kind: &str, object: &Value) -> Option<((String, String), bool)>
     Some(((types.group, types.kind), types.namespaced))
 }
 
-/// One top-level document of a file, before validation.
+/// One top-level document of a file, or one item of a List read an item at a time,
+/// before validation.
 struct RawDocument {
     origin: Origin,
+    /// The field path of a List item (`items[2].`), empty for a document.
+    prefix: String,
     value: Value,
 }
 
-/// Documents of the input and the warnings reading them gave.
-#[derive(Default)]
-struct RawInput {
-    docs: Vec<RawDocument>,
-    warnings: Vec<Warning>,
-}
-
-impl RawInput {
-    fn extend(&mut self, other: RawInput) {
-        self.docs.extend(other.docs);
-        self.warnings.extend(other.warnings);
-    }
-}
+use resolve::RawInput;
 
 /// A type as a user reads it in an error ("a string"), never the value itself.
 fn type_name(value: &Value) -> &'static str {

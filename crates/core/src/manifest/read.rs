@@ -1,12 +1,15 @@
-//! Reading the input: files, folders walked recursively, standard input; text checks
-//! (UTF-8, BOM) and the size limit of one load, all files together.
+//! Reading the input: files, folders walked recursively, standard input, each read as a
+//! stream of documents (JSON or YAML, told apart as kubectl does) with the size limits of
+//! [`super::limits`]; the total limit is checked from the files' sizes before any is read.
 
 use std::collections::HashSet;
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
-use super::yaml::{split_documents, Format};
-use super::{ManifestError, RawInput, STDIN_NAME};
+use super::json_stream::{read_json, JsonFailure};
+use super::limits::{mib, Meter};
+use super::yaml_stream::{read_yaml, YamlLimits};
+use super::{LoadOptions, ManifestError, RawInput, STDIN_NAME};
 
 /// One input to read, in order.
 enum Source {
@@ -15,8 +18,13 @@ enum Source {
 }
 
 /// Reads every path (`-` is standard input, folders are walked) into documents, refusing
-/// an input larger than `max_total` bytes in all before reading any file.
-pub(super) fn read_paths(paths: &[PathBuf], max_total: usize) -> Result<RawInput, ManifestError> {
+/// an input larger than the total limit in all before reading any file, and any document
+/// or List item over the per-object limit as soon as reading crosses it.
+pub(super) fn read_paths(
+    paths: &[PathBuf],
+    options: &LoadOptions,
+) -> Result<RawInput, ManifestError> {
+    let max_total = options.max_total_bytes;
     let mut sources = Vec::new();
     let mut stdin_used = false;
     for path in paths {
@@ -92,46 +100,118 @@ pub(super) fn read_paths(paths: &[PathBuf], max_total: usize) -> Result<RawInput
     }
 
     let mut input = RawInput::default();
+    let mut consumed = 0;
     for source in sources {
-        match source {
-            Source::Stdin => {
-                let budget = max_total as u64 - total;
-                let mut bytes = Vec::new();
-                std::io::stdin()
-                    .lock()
-                    .take(budget + 1)
-                    .read_to_end(&mut bytes)
-                    .map_err(|e| {
-                        ManifestError::new(STDIN_NAME, 0, None, format!("cannot read: {e}"))
-                    })?;
-                if bytes.len() as u64 > budget {
-                    return Err(too_large(STDIN_NAME, max_total));
-                }
-                let text = decode(bytes, STDIN_NAME)?;
-                input.extend(split_documents(
-                    &text,
-                    STDIN_NAME,
-                    Format::Sniff,
-                    max_total,
-                )?);
+        let room = (max_total as u64).saturating_sub(consumed);
+        consumed += match source {
+            Source::Stdin => read_source(
+                &mut std::io::stdin().lock(),
+                STDIN_NAME,
+                Format::Sniff,
+                options,
+                room,
+                &mut input,
+            )?,
+            Source::File(path) => {
+                let display = path.display().to_string();
+                let file = std::fs::File::open(&path).map_err(|e| {
+                    ManifestError::new(&display, 0, None, format!("cannot read: {e}"))
+                })?;
+                let format = if path.extension().and_then(|e| e.to_str()) == Some("json") {
+                    Format::Json
+                } else {
+                    Format::Sniff
+                };
+                let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+                read_source(&mut reader, &display, format, options, room, &mut input)?
             }
-            Source::File(path) => input.extend(read_file(&path, max_total)?),
-        }
+        };
     }
     Ok(input)
 }
 
-/// `n` bytes as a person reads a size: `64 MiB`, `1.5 KiB`, `300 bytes`.
-fn mib(n: u64) -> String {
-    let (amount, unit) = match n {
-        n if n >= 1 << 20 => (n as f64 / (1u64 << 20) as f64, "MiB"),
-        n if n >= 1 << 10 => (n as f64 / (1u64 << 10) as f64, "KiB"),
-        n => return format!("{n} bytes"),
+/// How a source's text is told apart.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Format {
+    Json,
+    /// JSON if the first non-blank character opens an object or array, else YAML: the same
+    /// sniffing as apimachinery's YAMLOrJSONDecoder used by kubectl.
+    Sniff,
+}
+
+/// Reads one source's documents into `input`, taking at most `room` bytes; returns the
+/// bytes taken.
+pub(super) fn read_source<R: BufRead>(
+    reader: &mut R,
+    file: &str,
+    format: Format,
+    options: &LoadOptions,
+    room: u64,
+    input: &mut RawInput,
+) -> Result<u64, ManifestError> {
+    let max_object = options.max_object_bytes;
+    let max_total = options.max_total_bytes;
+    let io_error =
+        |e: std::io::Error| ManifestError::new(file, 0, None, format!("cannot read: {e}"));
+    // A byte order mark is not text; kubectl skips it too.
+    let mut bom = 0;
+    if reader
+        .fill_buf()
+        .map_err(io_error)?
+        .starts_with(b"\xEF\xBB\xBF")
+    {
+        reader.consume(3);
+        bom = 3;
+    }
+    // The leading blanks are kept (they count as lines) and the first other byte decides.
+    let mut blanks = Vec::new();
+    let first = loop {
+        let buf = reader.fill_buf().map_err(io_error)?;
+        let Some(&byte) = buf.first() else {
+            break None;
+        };
+        if !byte.is_ascii_whitespace() || blanks.len() > max_object {
+            break Some(byte);
+        }
+        blanks.push(byte);
+        reader.consume(1);
     };
-    if amount.fract() == 0.0 {
-        format!("{amount:.0} {unit}")
-    } else {
-        format!("{amount:.1} {unit}")
+    let mut reader = std::io::Cursor::new(blanks).chain(reader);
+    let looks_json = matches!(first, Some(b'{' | b'['));
+    let yaml_limits = YamlLimits {
+        max_object,
+        max_total,
+        room: room.saturating_sub(bom),
+    };
+    if format == Format::Sniff && !looks_json {
+        return Ok(bom + read_yaml(&mut reader, file, &yaml_limits, input)?);
+    }
+    let meter = Meter::new(max_object, room.saturating_sub(bom));
+    let mark = input.mark();
+    match read_json(
+        &mut reader,
+        file,
+        meter.clone(),
+        max_total,
+        format == Format::Sniff,
+        input,
+    ) {
+        Ok(()) => Ok(bom + meter.read()),
+        Err(JsonFailure::Other(error)) => Err(error),
+        // A YAML flow mapping (`{a: b}`) also starts with `{`: when the JSON reading fails
+        // but YAML reads it, take that; otherwise the JSON error is the one that helps.
+        Err(JsonFailure::FirstDocument { error, taken }) => {
+            input.rewind(mark);
+            let mark = input.mark();
+            let mut again = std::io::Cursor::new(taken).chain(reader);
+            match read_yaml(&mut again, file, &yaml_limits, input) {
+                Ok(taken) => Ok(bom + taken),
+                Err(_) => {
+                    input.rewind(mark);
+                    Err(error)
+                }
+            }
+        }
     }
 }
 
@@ -178,47 +258,4 @@ fn walk(
         }
     }
     Ok(())
-}
-
-fn read_file(path: &Path, max: usize) -> Result<RawInput, ManifestError> {
-    let display = path.display().to_string();
-    let bytes = std::fs::read(path)
-        .map_err(|e| ManifestError::new(&display, 0, None, format!("cannot read: {e}")))?;
-    if bytes.len() > max {
-        // Grew since its size was taken.
-        return Err(too_large(&display, max));
-    }
-    let text = decode(bytes, &display)?;
-    let format = if path.extension().and_then(|e| e.to_str()) == Some("json") {
-        Format::Json
-    } else {
-        Format::Sniff
-    };
-    split_documents(&text, &display, format, max)
-}
-
-pub(super) fn too_large(file: &str, max: usize) -> ManifestError {
-    ManifestError::new(
-        file,
-        0,
-        None,
-        format!("input is larger than {}", mib(max as u64)),
-    )
-}
-
-fn decode(mut bytes: Vec<u8>, file: &str) -> Result<String, ManifestError> {
-    if bytes.starts_with(b"\xEF\xBB\xBF") {
-        bytes.drain(..3);
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        ManifestError::new(
-            file,
-            0,
-            None,
-            format!(
-                "not UTF-8 text (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            ),
-        )
-    })
 }

@@ -1,6 +1,7 @@
-//! From documents to objects: lists unwrapped, each object's kind resolved to a scope (never
-//! guessed), namespaces filled in, kube-apiserver's validation applied, objects without a
-//! name skipped, duplicates refused.
+//! From documents to objects: lists unwrapped and shapes checked as each document is read
+//! (then kept as text), each object's kind resolved to a scope (never guessed), namespaces
+//! filled in, kube-apiserver's validation applied, objects without a name skipped,
+//! duplicates refused.
 
 use driftd_k8s::kinds::{self, CustomResourceTypes};
 use driftd_k8s::validation;
@@ -11,13 +12,74 @@ use std::collections::HashMap;
 use crate::par;
 
 use super::{
-    type_name, Cause, LoadOptions, Loaded, ManifestError, ManifestObject, Origin, RawInput, Skipped,
+    type_name, Cause, CompactObject, LoadOptions, Loaded, ManifestError, Origin, RawDocument,
+    Skipped, Warning,
 };
+
+/// What reading has found so far: each document (or List item) is checked for shape and
+/// kept as text as soon as it is read, so the input is never held as trees.
+#[derive(Default)]
+pub(super) struct RawInput {
+    items: Vec<Checked>,
+    /// The CustomResourceDefinitions among them, which decide other items' scopes.
+    crds: Vec<CustomResourceTypes>,
+    /// The first shape error: reported once reading has ended without an error of its own,
+    /// as when every file was read before any document was checked.
+    shape_error: Option<ManifestError>,
+    pub(super) warnings: Vec<Warning>,
+}
+
+/// How far a [`RawInput`] had got, to go back to.
+pub(super) struct Mark {
+    items: usize,
+    crds: usize,
+    warnings: usize,
+    had_error: bool,
+}
+
+impl RawInput {
+    pub(super) fn push(&mut self, doc: RawDocument) {
+        if self.shape_error.is_some() {
+            return;
+        }
+        if let Err(e) = flatten(doc.value, &doc.origin, &doc.prefix, self) {
+            self.shape_error = Some(e);
+        }
+    }
+
+    pub(super) fn mark(&self) -> Mark {
+        Mark {
+            items: self.items.len(),
+            crds: self.crds.len(),
+            warnings: self.warnings.len(),
+            had_error: self.shape_error.is_some(),
+        }
+    }
+
+    /// Forgets what was pushed since `mark`.
+    pub(super) fn rewind(&mut self, mark: Mark) {
+        self.items.truncate(mark.items);
+        self.crds.truncate(mark.crds);
+        self.warnings.truncate(mark.warnings);
+        if !mark.had_error {
+            self.shape_error = None;
+        }
+    }
+}
+
+/// How the namespace of an item is to be set once its scope is known.
+enum Namespace {
+    Set(String),
+    /// Cluster-scoped: kube-apiserver clears it.
+    Remove,
+    Keep,
+}
 
 /// A document (or list item) that passed the shape checks.
 struct Checked {
     origin: Origin,
-    object: Value,
+    /// The object as serde_json writes it.
+    text: Box<str>,
     api_version: String,
     group: String,
     kind: String,
@@ -51,72 +113,80 @@ impl Checked {
     }
 }
 
-/// Validates the whole input, unwraps lists, fills in namespaces, rejects duplicates.
-pub(super) fn finish(input: RawInput, options: &LoadOptions) -> Result<Loaded, ManifestError> {
-    let mut checked = Vec::new();
-    for doc in input.docs {
-        flatten(doc.value, &doc.origin, "", &mut checked)?;
+/// Validates the whole input, fills in namespaces, rejects duplicates.
+pub(super) fn finish(
+    input: RawInput,
+    options: &LoadOptions,
+) -> Result<Loaded<CompactObject>, ManifestError> {
+    if let Some(e) = input.shape_error {
+        return Err(e);
     }
-    let crds: Vec<CustomResourceTypes> = checked
-        .iter()
-        .filter(|i| i.group == "apiextensions.k8s.io" && i.kind == "CustomResourceDefinition")
-        .filter_map(|i| CustomResourceTypes::read(&i.object))
-        .collect();
+    let crds = input.crds;
     let mut seen: HashMap<ObjectKey, Origin> = HashMap::new();
     let mut loaded = Loaded {
+        objects: Vec::new(),
+        skipped: Vec::new(),
         warnings: input.warnings,
-        ..Loaded::default()
     };
     // Scopes and namespaces first, in order; then kube-apiserver's validation, the costly
     // part, on every core. Errors are taken in input order below, so the first reported is
     // the one a single pass would have met first.
-    let mut scoped = Vec::with_capacity(checked.len());
-    for mut item in checked {
+    let mut scoped = Vec::with_capacity(input.items.len());
+    for item in input.items {
         let scope = scope(&item, &crds, options);
         let unresolved = matches!(scope, Ok(Scope::Unresolved));
         // Until the cluster tells, an unresolved kind is keyed as namespaced, as most custom
         // resources are; a cluster-scoped one loses the namespace when its scope is known.
         let namespaced = scope.map(|s| s != Scope::Cluster);
-        let namespace = match namespaced {
+        let (namespace, fix) = match namespaced {
             Ok(true) => {
                 let ns = item
                     .namespace
                     .clone()
                     .unwrap_or_else(|| options.default_namespace.clone());
-                item.object["metadata"]["namespace"] = Value::String(ns.clone());
-                Some(ns)
+                (Some(ns.clone()), Namespace::Set(ns))
             }
-            Ok(false) => {
-                // kube-apiserver clears metadata.namespace of cluster-scoped objects on
-                // create (rest.EnsureObjectNamespaceMatchesRequestNamespace), and kubectl
-                // sends them to a URL without one: strip it so it is not part of the key
-                // nor compared later.
-                if let Some(meta) = item
-                    .object
-                    .get_mut("metadata")
-                    .and_then(Value::as_object_mut)
-                {
-                    meta.remove("namespace");
-                }
-                None
-            }
-            Err(_) => None,
+            // kube-apiserver clears metadata.namespace of cluster-scoped objects on create
+            // (rest.EnsureObjectNamespaceMatchesRequestNamespace), and kubectl sends them
+            // to a URL without one: strip it so it is not part of the key nor compared
+            // later.
+            Ok(false) => (None, Namespace::Remove),
+            Err(_) => (None, Namespace::Keep),
         };
-        scoped.push((item, namespaced, namespace, unresolved));
+        scoped.push((item, namespaced, namespace, fix, unresolved));
     }
-    let validated = match options.from_cluster {
-        true => Vec::new(),
-        false => par::map_ordered(&scoped, |(item, namespaced, _, _)| match namespaced {
-            Ok(namespaced) => validate(item, *namespaced),
-            Err(_) => Ok(()),
-        }),
-    };
-    let mut validated = validated.into_iter();
-    for (item, namespaced, namespace, scope_unresolved) in scoped {
-        namespaced?;
-        if let Some(valid) = validated.next() {
-            valid?;
+    // Each item's tree lives only while it is fixed and validated here; the text is
+    // written again only when the namespace changed it.
+    let texts = par::map_ordered(&scoped, |(item, namespaced, _, fix, _)| {
+        let Ok(namespaced) = namespaced else {
+            return Ok(None);
+        };
+        let mut object: Value =
+            serde_json::from_str(&item.text).expect("the text was written by serde_json");
+        let changed = match fix {
+            Namespace::Set(ns) => {
+                let changed = object["metadata"]["namespace"].as_str() != Some(ns.as_str());
+                if changed {
+                    object["metadata"]["namespace"] = Value::String(ns.clone());
+                }
+                changed
+            }
+            Namespace::Remove => object
+                .get_mut("metadata")
+                .and_then(Value::as_object_mut)
+                .and_then(|meta| meta.remove("namespace"))
+                .is_some(),
+            Namespace::Keep => false,
+        };
+        if !options.from_cluster {
+            validate(item, &object, *namespaced)?;
         }
+        Ok(changed.then(|| object.to_string().into_boxed_str()))
+    });
+    for ((item, namespaced, namespace, _, scope_unresolved), text) in scoped.into_iter().zip(texts)
+    {
+        namespaced?;
+        let text = text?;
         if item.name.is_empty() {
             loaded.skipped.push(Skipped {
                 origin: item.origin,
@@ -149,11 +219,11 @@ pub(super) fn finish(input: RawInput, options: &LoadOptions) -> Result<Loaded, M
             });
         }
         seen.insert(key.clone(), item.origin.clone());
-        loaded.objects.push(ManifestObject {
+        loaded.objects.push(CompactObject {
             origin: item.origin,
             key,
             api_version: item.api_version,
-            object: item.object,
+            text: text.unwrap_or(item.text),
             scope_unresolved,
         });
     }
@@ -162,15 +232,15 @@ pub(super) fn finish(input: RawInput, options: &LoadOptions) -> Result<Loaded, M
 
 /// kube-apiserver's checks on create; an object with only a `generateName` is checked with
 /// the name kube-apiserver would generate from it.
-fn validate(item: &Checked, namespaced: bool) -> Result<(), ManifestError> {
+fn validate(item: &Checked, object: &Value, namespaced: bool) -> Result<(), ManifestError> {
     let generated;
     let object = if item.name.is_empty() {
-        let mut copy = item.object.clone();
+        let mut copy = object.clone();
         copy["metadata"]["name"] = Value::String(validation::generated_name(&item.generate_name));
         generated = copy;
         &generated
     } else {
-        &item.object
+        object
     };
     validation::validate_create(object, namespaced)
         .map_err(|rejection| item.error(rejection.field(), rejection.to_string(), Cause::Rejected))
@@ -255,7 +325,7 @@ fn flatten(
     value: Value,
     origin: &Origin,
     prefix: &str,
-    out: &mut Vec<Checked>,
+    out: &mut RawInput,
 ) -> Result<(), ManifestError> {
     let err = |field: &str, reason: String| {
         ManifestError::new(
@@ -352,9 +422,12 @@ fn flatten(
     };
     let namespace = string("metadata.namespace", metadata.get("namespace"))?;
     let group = kinds::split_api_version(&api_version).0.to_string();
-    out.push(Checked {
+    if group == "apiextensions.k8s.io" && kind == "CustomResourceDefinition" {
+        out.crds.extend(CustomResourceTypes::read(&value));
+    }
+    out.items.push(Checked {
         origin: origin.clone(),
-        object: value,
+        text: value.to_string().into_boxed_str(),
         api_version,
         group,
         kind,

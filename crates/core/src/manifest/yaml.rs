@@ -1,5 +1,4 @@
-//! Splitting one file's text into documents: a JSON stream or a YAML stream, read as
-//! kubectl reads them (apimachinery's YAMLOrJSONDecoder over sigs.k8s.io/yaml): a key given
+//! Parsing a piece of a YAML stream into documents, read as kubectl reads them (apimachinery's YAMLOrJSONDecoder over sigs.k8s.io/yaml): a key given
 //! twice keeps its last value (with a warning here), and a whole number written as a float
 //! (`3.0`, `1e3`) is the integer kubectl sends after its JSON round trip.
 
@@ -8,40 +7,11 @@ use std::collections::HashMap;
 
 use super::{ManifestError, Origin, RawDocument, RawInput, Warning};
 
-#[derive(Clone, Copy, PartialEq)]
-pub(super) enum Format {
-    Json,
-    /// JSON if the first non-blank character opens an object or array, else YAML: the same
-    /// sniffing as apimachinery's YAMLOrJSONDecoder used by kubectl.
-    Sniff,
-}
-
-pub(super) fn split_documents(
-    text: &str,
-    file: &str,
-    format: Format,
-    max_bytes: usize,
-) -> Result<RawInput, ManifestError> {
-    let looks_json = text.trim_start().starts_with(['{', '[']);
-    let mut input = match format {
-        Format::Json => split_json(text, file)?,
-        // A YAML flow mapping (`{a: b}`) also starts with `{`: when the JSON reading fails
-        // but YAML reads it, take that; otherwise the JSON error is the one that helps.
-        Format::Sniff if looks_json => split_json(text, file)
-            .or_else(|json_err| split_yaml(text, file, max_bytes).map_err(|_| json_err))?,
-        Format::Sniff => split_yaml(text, file, max_bytes)?,
-    };
-    for doc in &mut input.docs {
-        integral_floats_to_integers(&mut doc.value);
-    }
-    Ok(input)
-}
-
 /// kubectl decodes YAML and JSON numbers into Go `float64`s or `int64`s and encodes them
 /// again with `encoding/json`, which writes a float holding a whole number as an integer
 /// (`3.0` and `1e3` are sent as `3` and `1000`). Numbers beyond the `int64` range stay
 /// floats, and kube-apiserver refuses them for integer fields (`1e+23`).
-fn integral_floats_to_integers(v: &mut Value) {
+pub(super) fn integral_floats_to_integers(v: &mut Value) {
     match v {
         Value::Number(n) if n.is_f64() => {
             let f = n.as_f64().unwrap_or(f64::NAN);
@@ -54,27 +24,6 @@ fn integral_floats_to_integers(v: &mut Value) {
         Value::Object(map) => map.values_mut().for_each(integral_floats_to_integers),
         _ => {}
     }
-}
-
-fn split_json(text: &str, file: &str) -> Result<RawInput, ManifestError> {
-    let mut docs = Vec::new();
-    let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
-    for (document, value) in stream.enumerate() {
-        // serde_json's messages give line and column but never echo the input.
-        let value = value
-            .map_err(|e| ManifestError::new(file, document, None, format!("invalid JSON: {e}")))?;
-        docs.push(RawDocument {
-            origin: Origin {
-                file: file.to_string(),
-                document,
-            },
-            value,
-        });
-    }
-    Ok(RawInput {
-        docs,
-        warnings: Vec::new(),
-    })
 }
 
 /// Limits against hostile YAML (alias bombs, deep nesting, document storms), set well above
@@ -108,18 +57,28 @@ fn yaml_options(max_bytes: usize) -> serde_saphyr::Options {
     options
 }
 
-fn split_yaml(text: &str, file: &str, max_bytes: usize) -> Result<RawInput, ManifestError> {
+/// Parses the documents of `text` (a piece of a file starting after `line_offset` lines,
+/// its first document numbered `first_document`) into `out`; returns how many documents
+/// the piece held, empty ones included.
+pub(super) fn split_yaml(
+    text: &str,
+    file: &str,
+    line_offset: u64,
+    first_document: usize,
+    out: &mut RawInput,
+) -> Result<usize, ManifestError> {
     let starts = document_starts(text);
+    let at = |line: u64| first_document + document_at(&starts, line);
     let parsed: Result<Vec<serde_saphyr::Spanned<Value>>, _> =
-        serde_saphyr::from_multiple_with_options(text, yaml_options(max_bytes));
+        serde_saphyr::from_multiple_with_options(text, yaml_options(text.len().max(1)));
     let values = parsed.map_err(|e| {
         let loc = e.location().filter(|l| l.line() > 0);
-        let document = loc.map_or(0, |l| document_at(&starts, l.line()));
+        let document = loc.map_or(first_document, |l| at(l.line()));
         let reason = yaml_reason(&e);
         let reason = match loc {
             Some(l) => format!(
                 "invalid YAML at line {} column {}: {reason}",
-                l.line(),
+                l.line() + line_offset,
                 l.column()
             ),
             None => format!("invalid YAML: {reason}"),
@@ -128,28 +87,30 @@ fn split_yaml(text: &str, file: &str, max_bytes: usize) -> Result<RawInput, Mani
     })?;
     // serde-saphyr skips empty and null documents (as kubectl does); map each remaining
     // value back to its position in the stream through the line its root starts on.
-    let docs = values
-        .into_iter()
-        .map(|spanned| RawDocument {
+    for spanned in values {
+        let mut value = spanned.value;
+        integral_floats_to_integers(&mut value);
+        out.push(RawDocument {
             origin: Origin {
                 file: file.to_string(),
-                document: document_at(&starts, spanned.defined.line()),
+                document: at(spanned.defined.line()),
             },
-            value: spanned.value,
-        })
-        .collect();
-    let warnings = duplicate_keys(text)
-        .into_iter()
-        .map(|(line, first, key)| Warning {
+            prefix: String::new(),
+            value,
+        });
+    }
+    for (line, first, key) in duplicate_keys(text) {
+        out.warnings.push(Warning {
             file: file.to_string(),
-            document: document_at(&starts, line),
-            line,
+            document: at(line),
+            line: line + line_offset,
             message: format!(
-                "key {key:?} is given twice in one mapping (first at line {first}); the last value is used, as kubectl does"
+                "key {key:?} is given twice in one mapping (first at line {}); the last value is used, as kubectl does",
+                first + line_offset
             ),
-        })
-        .collect();
-    Ok(RawInput { docs, warnings })
+        });
+    }
+    Ok(starts.len())
 }
 
 /// One open collection while scanning events.
