@@ -50,7 +50,7 @@ fn live(i: usize) -> Value {
     let mut object = deployment(i);
     object["metadata"]["uid"] = json!(format!("uid-{i}"));
     object["metadata"]["resourceVersion"] = json!(i.to_string());
-    if i % 10 == 0 {
+    if i.is_multiple_of(10) {
         object["spec"]["template"]["spec"]["containers"][0]["image"] =
             json!("registry.example/web:hand");
     }
