@@ -48,6 +48,25 @@ pub enum State {
     Watching { rv: String, events: Events },
 }
 
+/// Which objects of the resource one list+watch follows: kube-apiserver's field and label
+/// selectors, sent alike on every list and watch so a re-list covers exactly what the watch
+/// did.
+#[derive(Debug, Clone, Default)]
+pub struct Selectors {
+    pub fields: Option<String>,
+    pub labels: Option<String>,
+}
+
+impl Selectors {
+    fn list(&self) -> ListParams {
+        ListParams {
+            field_selector: self.fields.clone(),
+            label_selector: self.labels.clone(),
+            ..ListParams::default()
+        }
+    }
+}
+
 /// Why [`run`] returned.
 pub enum End {
     /// The engine is gone.
@@ -56,18 +75,18 @@ pub enum End {
     NotFound,
 }
 
-/// Lists and watches `resource` (cluster-wide; `fields` is a field selector) to `outbox`
-/// until the engine is gone or the resource is not found.
+/// Lists and watches what `selectors` pick of `resource` in the scope of `api` (a namespace
+/// or the whole cluster) to `outbox` until its receiver is gone or the resource is not found.
 pub async fn run(
     api: Api<LiveObject>,
     resource: &ApiResource,
-    fields: Option<String>,
+    selectors: &Selectors,
     outbox: &Outbox,
 ) -> End {
     let mut backoff = Backoff::default();
     let mut state = State::Empty;
     loop {
-        let (next, outcome) = step(state, &api, resource, fields.as_deref(), outbox).await;
+        let (next, outcome) = step(state, &api, resource, selectors, outbox).await;
         state = next;
         match outcome {
             Outcome::Sent => {}
@@ -94,7 +113,7 @@ pub async fn step(
     state: State,
     api: &Api<LiveObject>,
     resource: &ApiResource,
-    fields: Option<&str>,
+    selectors: &Selectors,
     outbox: &Outbox,
 ) -> (State, Outcome) {
     macro_rules! send {
@@ -110,10 +129,9 @@ pub async fn step(
             let mut first = true;
             loop {
                 let params = ListParams {
-                    field_selector: fields.map(str::to_string),
                     limit: Some(PAGE),
                     continue_token: continue_token.take(),
-                    ..ListParams::default()
+                    ..selectors.list()
                 };
                 let turn = outbox.list_page_turn().await;
                 let page = match api.list(&params).await {
@@ -151,9 +169,8 @@ pub async fn step(
         State::Listed { rv, ask } => {
             if ask {
                 let params = ListParams {
-                    field_selector: fields.map(str::to_string),
                     limit: Some(1),
-                    ..ListParams::default()
+                    ..selectors.list()
                 };
                 match api.list(&params).await {
                     Ok(list) => {
@@ -169,8 +186,11 @@ pub async fn step(
             }
             // (Bookmarks are asked for by default.)
             let mut params = WatchParams::default().timeout(WATCH_TIMEOUT);
-            if let Some(fields) = fields {
+            if let Some(fields) = &selectors.fields {
                 params = params.fields(fields);
+            }
+            if let Some(labels) = &selectors.labels {
+                params = params.labels(labels);
             }
             match api.watch(&params, &rv).await {
                 Ok(events) => {

@@ -12,7 +12,7 @@
 //! retry 429/503/504 up to 15 times over minutes, invisibly, so an outage looked healthy
 //! and recovery waited for the longest of those sleeps.
 
-use super::listwatch::{self, is_not_found, End};
+use super::listwatch::{self, is_not_found, End, Selectors};
 use super::live_object::LiveObject;
 use super::outbox::Outbox;
 use super::{pod_type, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
@@ -241,7 +241,7 @@ async fn step(state: WatcherState, client: &Client, outbox: &Outbox) -> WatcherS
         }
         WatcherState::Watching(resource) => {
             let api: Api<LiveObject> = Api::all_with(client.clone(), &resource);
-            match listwatch::run(api, &resource, None, outbox).await {
+            match listwatch::run(api, &resource, &Selectors::default(), outbox).await {
                 End::NotFound => WatcherState::Resolving,
                 End::EngineGone => WatcherState::Done,
             }
@@ -253,10 +253,13 @@ async fn step(state: WatcherState, client: &Client, outbox: &Outbox) -> WatcherS
 /// Streams the pods named `name`, in every namespace, until the engine is gone.
 async fn run_pod_watcher(client: Client, name: String, outbox: Outbox) {
     let resource = ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&());
-    let fields = Some(format!("metadata.name={name}"));
+    let selectors = Selectors {
+        fields: Some(format!("metadata.name={name}")),
+        labels: None,
+    };
     loop {
         let api: Api<LiveObject> = Api::all_with(client.clone(), &resource);
-        match listwatch::run(api, &resource, fields.clone(), &outbox).await {
+        match listwatch::run(api, &resource, &selectors, &outbox).await {
             End::EngineGone => return,
             End::NotFound => tokio::time::sleep(DISCOVERY_RETRY).await,
         }
