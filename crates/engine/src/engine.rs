@@ -35,7 +35,7 @@ use driftd_core::diff::{ClusterFacts, CompareInput, Differ};
 use driftd_core::report::{Changes, DriftClass, DriftEntry, DriftPatch};
 use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::{Store, StoreError};
-use driftd_watch::packed::{self, Packed};
+use driftd_watch::packed::{self, Packed, Packing};
 use driftd_watch::{Applied, WatchControl, WatchEvent, WatchMessage};
 use jiff::Timestamp;
 use serde_json::Value;
@@ -145,11 +145,13 @@ pub struct Engine<W, O> {
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Builds an engine over `store` that keeps `index` current. Episodes left open by an
     /// earlier run are taken over, so their drift keeps its "since" and is not announced
-    /// again.
+    /// again. Live copies and manifests are packed with `packing`, the watchers' too (the
+    /// engine trains its dictionary).
     pub fn new(
         store: Store,
         config: &Config,
         index: SharedIndex,
+        packing: Packing,
         watches: W,
         outputs: O,
         clock: Arc<dyn Clock>,
@@ -170,9 +172,9 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 controller_managers: config.controller_managers.clone(),
                 ..ClusterFacts::default()
             },
-            desired: DesiredSet::default(),
+            desired: DesiredSet::new(packing.clone()),
             intents: IntentSet::default(),
-            tracked: TrackedSet::default(),
+            tracked: TrackedSet::new(packing),
             lists: Lists::default(),
             relist: config.relist(),
             autoscalers: Autoscalers::default(),
@@ -650,9 +652,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
         if self.tracked.contains(&key) {
             // Packed by the watcher, unless it came before the kind was tracked.
-            let kept = object
-                .as_ref()
-                .map(|o| kept.flatten().unwrap_or_else(|| kept_copy(o)));
+            let kept = object.as_ref().map(|o| {
+                kept.flatten()
+                    .unwrap_or_else(|| kept_copy(o, self.tracked.packing()))
+            });
             let object = object.map(as_compared);
             self.set_live_copy(&key, kept);
             self.judge_event(key, object);

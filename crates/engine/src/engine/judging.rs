@@ -24,6 +24,7 @@ struct Judging<'a> {
     differ: &'a Differ,
     facts: &'a ClusterFacts,
     intents: &'a IntentSet,
+    packing: &'a Packing,
 }
 
 impl Judging<'_> {
@@ -37,8 +38,8 @@ impl Judging<'_> {
         live: Option<&Value>,
     ) -> (DriftEntry, Duration) {
         let started = Instant::now();
-        let manifest = desired.manifest();
-        let previous = desired.previous();
+        let manifest = desired.manifest(self.packing);
+        let previous = desired.previous(self.packing);
         let comparison = self.differ.compare_in(
             Some(&desired.source),
             &CompareInput {
@@ -140,6 +141,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             differ: &self.differ,
             facts: &self.facts,
             intents: &self.intents,
+            packing: self.desired.packing(),
         };
         let desired = &self.desired;
         let (tracked, stale_configs) = (&self.tracked, &self.stale_configs);
@@ -180,6 +182,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             differ: &self.differ,
             facts: &self.facts,
             intents: &self.intents,
+            packing: self.desired.packing(),
         };
         let (entry, took) = judging.entry(key, desired, live);
         self.outputs.compared(took);
