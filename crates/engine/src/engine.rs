@@ -23,6 +23,7 @@ use super::dry_run_answers::{DryRunAnswer, DryRunOutcome, DryRunRequest, DryRuns
 use super::hpa::{hpa_kind, is_hpa_kind, Autoscalers};
 use super::index::SharedIndex;
 use super::intents::{IntentChange, IntentSet};
+use super::last_seen::LastSeen;
 use super::list_states::{ListEvent, Lists, Position};
 use super::memory::release_free_memory;
 use super::outputs::{Announcement, Outputs};
@@ -58,9 +59,6 @@ const MAX_BATCH: usize = 4096;
 /// At most this many settled drift states are recorded and announced in one step
 /// (`settle_some`).
 const SETTLE_BATCH: usize = 1024;
-
-/// Open episodes whose `last_seen` one step of the minute's update moves (a few ms).
-const TOUCH_BATCH: usize = 2048;
 
 /// How often intents are checked for expiry and locks judged again (TTLs pass by time).
 const LOCK_PERIOD: Duration = Duration::from_secs(1);
@@ -136,8 +134,8 @@ pub struct Engine<W, O> {
     content_writer: Option<driftd_store::ContentWriter>,
     /// More settled states are due than the last step took (`settle_some`).
     settle_backlog: bool,
-    /// The minute's `last_seen` update under way: its time, and the last episode id moved.
-    touching: Option<(Timestamp, i64)>,
+    /// The minute's `last_seen` update of open episodes.
+    last_seen: LastSeen,
     /// Watch events held to be judged together on every core (`judging`).
     held: judging::Held,
 }
@@ -201,7 +199,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             stale_configs,
             content_writer,
             settle_backlog: false,
-            touching: None,
+            last_seen: LastSeen::default(),
             held: judging::Held::default(),
         })
     }
@@ -269,7 +267,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 _ = settle_tick.tick() => self.settle_backlog = self.settle_some(),
                 _ = expiry_tick.tick() => self.report_expired_rules(),
                 // The minute's `last_seen` update, in steps between watch events.
-                _ = std::future::ready(()), if self.touching.is_some() => {
+                _ = std::future::ready(()), if self.last_seen.due() => {
                     self.touch_some();
                 }
                 _ = last_seen_tick.tick() => {

@@ -30,6 +30,7 @@ mod holders;
 mod hpa;
 mod index;
 mod intents;
+mod last_seen;
 mod leadership;
 mod list_states;
 mod locks;
