@@ -195,7 +195,7 @@ impl DesiredSet {
 
     /// Loads the desired state if another connection committed since the last load; true if
     /// it changed. What changed is what the tracked set finds when it is replaced: listing
-    /// it here too cost a copy and a sort of every key at a first load (100,000 objects).
+    /// it here too would cost a copy and a sort of every key at a first load.
     pub fn poll(&mut self, store: &Store) -> Result<bool, StoreError> {
         let version = store.data_version()?;
         if self.data_version == Some(version) {

@@ -469,7 +469,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         // no longer tracked (unmanaged now, perhaps).
         let mut relist: BTreeMap<TypeKey, BTreeSet<ObjectKey>> = BTreeMap::new();
         // (A kind whose list delivered nothing yet passed over nothing: at a first load that
-        // is every kind, and copying its keys here cost 100,000 B-tree inserts.)
+        // is every kind, so its keys are not copied here, one B-tree insert per object.)
         for (kind, key) in &added {
             if self.lists.delivered(kind) {
                 relist

@@ -1,9 +1,8 @@
 //! Judging: a tracked object compared with its live copy into its index entry.
 //!
-//! A burst of watch events is judged on every core. At 100,000 objects the engine's one
-//! thread was what limited driftd (comparing, unpacking the desired side and
-//! freeing the trees were three quarters of it, while the watchers' threads had room), so
-//! the events of one batch that only need a comparison are held, compared together on
+//! A burst of watch events is judged on every core. The engine's one thread is what limits
+//! driftd on a busy cluster (comparing, unpacking the desired side and freeing the trees
+//! are most of its work, while the watchers' threads have room), so the events of one batch that only need a comparison are held, compared together on
 //! [`par::map_consumed`]'s threads, and their entries published in the events' order by the
 //! engine's thread as they come, while the rest are still compared. Anything else the
 //! engine does first judges what is held, so it sees the same state as if every event had
