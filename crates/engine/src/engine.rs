@@ -20,6 +20,7 @@ use super::coverage::Coverage;
 use super::crds::{crd_kind, group_kind, is_crd_kind, is_custom, Crds, GroupKind};
 use super::desired::{Desired, DesiredSet};
 use super::dry_run_answers::{DryRunAnswer, DryRunOutcome, DryRunRequest, DryRuns};
+use super::expired_rules::ExpiredRules;
 use super::hpa::{hpa_kind, is_hpa_kind, Autoscalers};
 use super::index::SharedIndex;
 use super::intents::{IntentChange, IntentSet};
@@ -113,7 +114,7 @@ pub struct Engine<W, O> {
     /// The settle tracker and the "since" of drift, which publishing an entry updates.
     publication: Publication,
     /// Ignore rules already reported as expired.
-    expired_reported: BTreeSet<String>,
+    expired_rules: ExpiredRules,
     index: SharedIndex,
     watches: W,
     outputs: O,
@@ -185,7 +186,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 index: index.clone(),
                 clock: clock.clone(),
             },
-            expired_reported: BTreeSet::new(),
+            expired_rules: ExpiredRules::default(),
             index,
             watches,
             outputs,
@@ -729,15 +730,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Logs ignore rules that expired since the last check and publishes how many are.
     pub fn report_expired_rules(&mut self) {
         let expired = self.differ.expired_rules();
-        for rule in &expired {
-            if self.expired_reported.insert(rule.label.clone()) {
-                tracing::warn!(
-                    rule = %rule.label,
-                    expired = %rule.expires,
-                    "ignore rule expired and no longer applies; remove or renew it"
-                );
-            }
-        }
+        self.expired_rules.report(&expired);
         self.index.write().unwrap().set_rules_expired(expired.len());
     }
 }

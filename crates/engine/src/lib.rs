@@ -26,6 +26,7 @@ mod crds;
 mod desired;
 mod dry_run_answers;
 mod engine;
+mod expired_rules;
 mod holders;
 mod hpa;
 mod index;
