@@ -39,6 +39,7 @@ use driftd_engine::{
 use driftd_k8s::TypeKey;
 use driftd_sim::{fields, mix, server_defaults};
 use driftd_store::{CommitRequest, Store};
+use driftd_watch::packed::Packing;
 use driftd_watch::{LiveObject, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
 use kube::api::ApiResource;
 use serde_json::{json, Value};
@@ -253,10 +254,13 @@ fn run(n: usize, dir: &std::path::Path) -> Row {
     let heap0 = heap();
     let index = Arc::new(RwLock::new(DriftIndex::new(10_000)));
     let watchers = Watchers::default();
+    // The engine's and the watchers' packing, as `serve` shares one.
+    let packer = Packing::new();
     let mut engine = Engine::new(
         store,
         &config,
         index.clone(),
+        packer.clone(),
         watchers.clone(),
         Nowhere,
         Arc::new(SystemClock),
@@ -281,7 +285,11 @@ fn run(n: usize, dir: &std::path::Path) -> Row {
         for &i in members {
             let live = live_of(&objects[i], i);
             json_bytes += live.to_string().len();
-            batch.push(message(kind, watcher, WatchEvent::apply(as_watched(live))));
+            batch.push(message(
+                kind,
+                watcher,
+                WatchEvent::apply(as_watched(live), &packer),
+            ));
         }
         batch.push(message(kind, watcher, WatchEvent::InitDone));
         let started = Instant::now();
@@ -354,7 +362,7 @@ fn run(n: usize, dir: &std::path::Path) -> Row {
             .map(|(i, live)| {
                 let kind = type_of(&objects[i]);
                 let watcher = watchers.of(&kind);
-                message(&kind, watcher, WatchEvent::apply(live))
+                message(&kind, watcher, WatchEvent::apply(live, &packer))
             })
             .collect();
         packing += started.elapsed();

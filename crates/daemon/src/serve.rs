@@ -14,6 +14,7 @@ use driftd_export::publisher::Publisher;
 use driftd_export::web_config::{WebConfig, WebConfigError};
 use driftd_export::{events, metrics::Metrics};
 use driftd_store::{Store, StoreError};
+use driftd_watch::packed::Packing;
 use driftd_watch::{watch_client, Supervisor};
 use k8s_openapi::api::core::v1::ObjectReference;
 use std::future::Future;
@@ -253,11 +254,15 @@ pub async fn run(
     });
     let pulumi = pulumi_store
         .map(|store| driftd_cluster::pulumi::spawn(&config.pulumi, store, stop_rx.clone()));
+    // One packing dictionary for the live copies the watchers pack and the engine trains,
+    // unpacks and repacks.
+    let packing = Packing::new();
     let engine = Engine::new(
         store,
         &config,
         index.clone(),
-        Supervisor::new(watches, sender),
+        packing.clone(),
+        Supervisor::new(watches, sender, packing),
         Publisher::new(metrics.clone(), events, leadership.clone(), home),
         clock,
     )?

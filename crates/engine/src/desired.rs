@@ -11,14 +11,14 @@ use super::crds::GroupKind;
 use driftd_core::par;
 use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::{DesiredText, RevisionInfo, Store, StoreError};
-use driftd_watch::packed::{self, Packed, Samples};
+use driftd_watch::packed::{self, Packed, Packing, Samples};
 use jiff::Timestamp;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// One desired object with what comparisons need.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Desired {
     pub source: Arc<str>,
     /// The id of the revision that desires it.
@@ -31,15 +31,27 @@ pub struct Desired {
 }
 
 impl Desired {
-    /// The manifest as committed.
-    pub fn manifest(&self) -> Value {
-        self.manifest.unpack()
+    /// The manifest as committed, unpacked by `packing` (its set's).
+    pub fn manifest(&self, packing: &Packing) -> Value {
+        packing.unpack(&self.manifest)
     }
 
     /// The object as the source's previous revision had it (fields removed since are
     /// drift), if it was there.
-    pub fn previous(&self) -> Option<Value> {
-        self.previous.as_ref().map(Packed::unpack)
+    pub fn previous(&self, packing: &Packing) -> Option<Value> {
+        self.previous.as_ref().map(|p| packing.unpack(p))
+    }
+
+    /// Whether `other` is the same desired object, whichever dictionary packed each.
+    fn same(&self, other: &Desired, packing: &Packing) -> bool {
+        self.source == other.source
+            && self.revision == other.revision
+            && self.kind == other.kind
+            && packing.same(&self.manifest, &other.manifest)
+            && match (&self.previous, &other.previous) {
+                (Some(a), Some(b)) => packing.same(a, b),
+                (a, b) => a.is_none() && b.is_none(),
+            }
     }
 
     pub fn api_version(&self) -> &str {
@@ -85,13 +97,17 @@ impl Loaded {
     /// lose the namespace they were committed with (see [`DesiredSet::learn_scope`]).
     fn take(
         &mut self,
+        packing: &Packing,
         run: Vec<DesiredText>,
         shared: &HashMap<Arc<ObjectKey>, Desired>,
         scopes: &HashMap<GroupKind, bool>,
     ) {
         let run = par::map_owned(run, packed::PER_THREAD, |object| PackedText {
-            manifest: Packed::from_text(&object.body),
-            previous: object.previous.as_deref().map(Packed::from_text),
+            manifest: packing.pack_text(&object.body),
+            previous: object
+                .previous
+                .as_deref()
+                .map(|text| packing.pack_text(text)),
             source: object.source,
             revision: object.revision,
             key: object.key,
@@ -159,12 +175,27 @@ pub struct DesiredSet {
     /// Custom kinds the cluster serves, with their scope (namespaced): a custom resource
     /// committed without its CRD is keyed as namespaced until discovery tells.
     scopes: HashMap<GroupKind, bool>,
+    /// What the manifests are packed with.
+    packing: Packing,
 }
 
 impl DesiredSet {
+    /// An empty set whose manifests `packing` packs.
+    pub fn new(packing: Packing) -> DesiredSet {
+        DesiredSet {
+            packing,
+            ..DesiredSet::default()
+        }
+    }
+
+    /// What the manifests are packed with: [`Desired::manifest`] unpacks with it.
+    pub fn packing(&self) -> &Packing {
+        &self.packing
+    }
+
     /// Loads the desired state if another connection committed since the last load; true if
     /// it changed. What changed is what the tracked set finds when it is replaced: listing
-    /// it here too cost a copy and a sort of every key at a first load (100,000 objects).
+    /// it here too would cost a copy and a sort of every key at a first load.
     pub fn poll(&mut self, store: &Store) -> Result<bool, StoreError> {
         let version = store.data_version()?;
         if self.data_version == Some(version) {
@@ -192,16 +223,21 @@ impl DesiredSet {
     pub fn load(&mut self, store: &Store) -> Result<bool, StoreError> {
         let mut loaded = Loaded::with_capacity(self.objects.len());
         // Read in runs, each packed from the stored text on every core: the state is never
-        // held whole, nor parsed (the comparison parses the one it needs). Packed on the
-        // engine's thread alone, 100,000 objects kept it 1.3 s from starting the watchers.
+        // held whole, nor parsed (the comparison parses the one it needs), and the engine's
+        // thread is not the one that packs it, so the watchers start sooner.
         let mut run = Vec::with_capacity(PACKED_TOGETHER);
         let revisions = store.each_desired_object(|object| {
             run.push(object);
             if run.len() == PACKED_TOGETHER {
-                loaded.take(std::mem::take(&mut run), &self.objects, &self.scopes);
+                loaded.take(
+                    &self.packing,
+                    std::mem::take(&mut run),
+                    &self.objects,
+                    &self.scopes,
+                );
             }
         })?;
-        loaded.take(run, &self.objects, &self.scopes);
+        loaded.take(&self.packing, run, &self.objects, &self.scopes);
         let Loaded {
             objects, by_kind, ..
         } = loaded;
@@ -209,7 +245,14 @@ impl DesiredSet {
             .iter()
             .map(|r| (r.source.clone(), r.committed_at))
             .collect();
-        let unchanged = self.loaded && sources == self.sources && objects == self.objects;
+        let unchanged = self.loaded
+            && sources == self.sources
+            && objects.len() == self.objects.len()
+            && objects.iter().all(|(key, new)| {
+                self.objects
+                    .get(key)
+                    .is_some_and(|old| old.same(new, &self.packing))
+            });
         self.loaded = true;
         if unchanged {
             return Ok(false);
@@ -259,7 +302,7 @@ impl DesiredSet {
         let all: Vec<&Desired> = self.objects.values().collect();
         let wanted = limit.min(all.len());
         for i in 0..wanted {
-            samples.add(&all[i * all.len() / wanted].manifest);
+            samples.add(&self.packing, &all[i * all.len() / wanted].manifest);
         }
     }
 
@@ -278,8 +321,9 @@ impl DesiredSet {
             .values_mut()
             .filter_map(|d| d.previous.as_mut())
             .collect();
-        packed::repack_all(previous);
-        packed::repack_all(self.objects.values_mut().map(|d| &mut d.manifest).collect())
+        self.packing.repack_all(previous);
+        self.packing
+            .repack_all(self.objects.values_mut().map(|d| &mut d.manifest).collect())
     }
 
     /// The committed CustomResourceDefinitions.
@@ -287,7 +331,7 @@ impl DesiredSet {
         self.objects
             .values()
             .filter(|d| d.kind.kind == "CustomResourceDefinition")
-            .map(Desired::manifest)
+            .map(|d| d.manifest(&self.packing))
             .collect()
     }
 
@@ -392,14 +436,22 @@ mod tests {
         assert_eq!(set.len(), count);
         for (key, _) in set.typed_keys() {
             let desired = set.get(key).unwrap();
-            assert_eq!(desired.manifest()["data"]["k"], "2", "{}", key.name);
             assert_eq!(
-                desired.previous().unwrap()["data"]["k"],
+                desired.manifest(set.packing())["data"]["k"],
+                "2",
+                "{}",
+                key.name
+            );
+            assert_eq!(
+                desired.previous(set.packing()).unwrap()["data"]["k"],
                 "1",
                 "{}",
                 key.name
             );
-            assert_eq!(desired.manifest()["metadata"]["name"], key.name.as_str());
+            assert_eq!(
+                desired.manifest(set.packing())["metadata"]["name"],
+                key.name.as_str()
+            );
         }
     }
 

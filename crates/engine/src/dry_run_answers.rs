@@ -13,6 +13,7 @@
 use super::desired::Desired;
 use driftd_core::diff::dry_run;
 use driftd_k8s::{ObjectKey, TypeKey};
+use driftd_watch::packed::Packing;
 use jiff::Timestamp;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -112,7 +113,14 @@ impl DryRuns {
 
     /// The answer for `desired`'s current revision, asking for one if none is out and none
     /// is known (a newer revision drops an older revision's answer).
-    pub fn lookup(&mut self, key: &ObjectKey, desired: &Desired, now: Instant) -> Option<&Answer> {
+    /// `packing` unpacks the manifest asked about.
+    pub fn lookup(
+        &mut self,
+        key: &ObjectKey,
+        desired: &Desired,
+        packing: &Packing,
+        now: Instant,
+    ) -> Option<&Answer> {
         let known = self.known.entry(key.clone()).or_default();
         if known.revision != desired.revision {
             *known = Known {
@@ -125,13 +133,14 @@ impl DryRuns {
             .as_ref()
             .is_none_or(|(_, _, failed)| now.duration_since(*failed) >= RETRY);
         if known.answer.is_none() && known.asked.is_none() && retry_due {
-            self.ask(key, desired, now);
+            self.ask(key, desired, packing, now);
         }
         self.known.get(key).and_then(|k| k.answer.as_ref())
     }
 
-    /// Asks for a fresh dry run of `desired` unless one is out.
-    pub fn ask(&mut self, key: &ObjectKey, desired: &Desired, now: Instant) {
+    /// Asks for a fresh dry run of `desired` (its manifest unpacked by `packing`) unless
+    /// one is out.
+    pub fn ask(&mut self, key: &ObjectKey, desired: &Desired, packing: &Packing, now: Instant) {
         let Some(requests) = &self.requests else {
             return;
         };
@@ -145,7 +154,7 @@ impl DryRuns {
             key: key.clone(),
             revision: desired.revision,
             kind: (*desired.kind).clone(),
-            manifest: desired.manifest(),
+            manifest: desired.manifest(packing),
         });
     }
 

@@ -20,9 +20,11 @@ use super::coverage::Coverage;
 use super::crds::{crd_kind, group_kind, is_crd_kind, is_custom, Crds, GroupKind};
 use super::desired::{Desired, DesiredSet};
 use super::dry_run_answers::{DryRunAnswer, DryRunOutcome, DryRunRequest, DryRuns};
+use super::expired_rules::ExpiredRules;
 use super::hpa::{hpa_kind, is_hpa_kind, Autoscalers};
 use super::index::SharedIndex;
 use super::intents::{IntentChange, IntentSet};
+use super::last_seen::LastSeen;
 use super::list_states::{ListEvent, Lists, Position};
 use super::memory::release_free_memory;
 use super::outputs::{Announcement, Outputs};
@@ -35,7 +37,7 @@ use driftd_core::diff::{ClusterFacts, CompareInput, Differ};
 use driftd_core::report::{Changes, DriftClass, DriftEntry, DriftPatch};
 use driftd_k8s::{ObjectKey, TypeKey};
 use driftd_store::{Store, StoreError};
-use driftd_watch::packed::{self, Packed};
+use driftd_watch::packed::{self, Packed, Packing};
 use driftd_watch::{Applied, WatchControl, WatchEvent, WatchMessage};
 use jiff::Timestamp;
 use serde_json::Value;
@@ -58,9 +60,6 @@ const MAX_BATCH: usize = 4096;
 /// At most this many settled drift states are recorded and announced in one step
 /// (`settle_some`).
 const SETTLE_BATCH: usize = 1024;
-
-/// Open episodes whose `last_seen` one step of the minute's update moves (a few ms).
-const TOUCH_BATCH: usize = 2048;
 
 /// How often intents are checked for expiry and locks judged again (TTLs pass by time).
 const LOCK_PERIOD: Duration = Duration::from_secs(1);
@@ -115,7 +114,7 @@ pub struct Engine<W, O> {
     /// The settle tracker and the "since" of drift, which publishing an entry updates.
     publication: Publication,
     /// Ignore rules already reported as expired.
-    expired_reported: BTreeSet<String>,
+    expired_rules: ExpiredRules,
     index: SharedIndex,
     watches: W,
     outputs: O,
@@ -136,8 +135,8 @@ pub struct Engine<W, O> {
     content_writer: Option<driftd_store::ContentWriter>,
     /// More settled states are due than the last step took (`settle_some`).
     settle_backlog: bool,
-    /// The minute's `last_seen` update under way: its time, and the last episode id moved.
-    touching: Option<(Timestamp, i64)>,
+    /// The minute's `last_seen` update of open episodes.
+    last_seen: LastSeen,
     /// Watch events held to be judged together on every core (`judging`).
     held: judging::Held,
 }
@@ -145,11 +144,13 @@ pub struct Engine<W, O> {
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Builds an engine over `store` that keeps `index` current. Episodes left open by an
     /// earlier run are taken over, so their drift keeps its "since" and is not announced
-    /// again.
+    /// again. Live copies and manifests are packed with `packing`, the watchers' too (the
+    /// engine trains its dictionary).
     pub fn new(
         store: Store,
         config: &Config,
         index: SharedIndex,
+        packing: Packing,
         watches: W,
         outputs: O,
         clock: Arc<dyn Clock>,
@@ -170,9 +171,9 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 controller_managers: config.controller_managers.clone(),
                 ..ClusterFacts::default()
             },
-            desired: DesiredSet::default(),
+            desired: DesiredSet::new(packing.clone()),
             intents: IntentSet::default(),
-            tracked: TrackedSet::default(),
+            tracked: TrackedSet::new(packing),
             lists: Lists::default(),
             relist: config.relist(),
             autoscalers: Autoscalers::default(),
@@ -185,7 +186,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 index: index.clone(),
                 clock: clock.clone(),
             },
-            expired_reported: BTreeSet::new(),
+            expired_rules: ExpiredRules::default(),
             index,
             watches,
             outputs,
@@ -199,7 +200,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             stale_configs,
             content_writer,
             settle_backlog: false,
-            touching: None,
+            last_seen: LastSeen::default(),
             held: judging::Held::default(),
         })
     }
@@ -267,7 +268,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 _ = settle_tick.tick() => self.settle_backlog = self.settle_some(),
                 _ = expiry_tick.tick() => self.report_expired_rules(),
                 // The minute's `last_seen` update, in steps between watch events.
-                _ = std::future::ready(()), if self.touching.is_some() => {
+                _ = std::future::ready(()), if self.last_seen.due() => {
                     self.touch_some();
                 }
                 _ = last_seen_tick.tick() => {
@@ -469,7 +470,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         // no longer tracked (unmanaged now, perhaps).
         let mut relist: BTreeMap<TypeKey, BTreeSet<ObjectKey>> = BTreeMap::new();
         // (A kind whose list delivered nothing yet passed over nothing: at a first load that
-        // is every kind, and copying its keys here cost 100,000 B-tree inserts.)
+        // is every kind, so its keys are not copied here, one B-tree insert per object.)
         for (kind, key) in &added {
             if self.lists.delivered(kind) {
                 relist
@@ -650,9 +651,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
         if self.tracked.contains(&key) {
             // Packed by the watcher, unless it came before the kind was tracked.
-            let kept = object
-                .as_ref()
-                .map(|o| kept.flatten().unwrap_or_else(|| kept_copy(o)));
+            let kept = object.as_ref().map(|o| {
+                kept.flatten()
+                    .unwrap_or_else(|| kept_copy(o, self.tracked.packing()))
+            });
             let object = object.map(as_compared);
             self.set_live_copy(&key, kept);
             self.judge_event(key, object);
@@ -728,15 +730,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Logs ignore rules that expired since the last check and publishes how many are.
     pub fn report_expired_rules(&mut self) {
         let expired = self.differ.expired_rules();
-        for rule in &expired {
-            if self.expired_reported.insert(rule.label.clone()) {
-                tracing::warn!(
-                    rule = %rule.label,
-                    expired = %rule.expires,
-                    "ignore rule expired and no longer applies; remove or renew it"
-                );
-            }
-        }
+        self.expired_rules.report(&expired);
         self.index.write().unwrap().set_rules_expired(expired.len());
     }
 }

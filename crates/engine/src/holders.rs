@@ -334,7 +334,8 @@ impl Holders {
                 let mut named = Named::new(WatcherId(0));
                 named.step(&WatchEvent::Init, now);
                 for pod in pods {
-                    named.step(&WatchEvent::apply(pod), now);
+                    // Holder pods are read, never kept: nothing to pack.
+                    named.step(&WatchEvent::Apply(Applied::unpacked(pod)), now);
                 }
                 named.step(&WatchEvent::InitDone, now);
                 (name, named)
@@ -402,7 +403,11 @@ mod tests {
         let t = at(TAKEN);
         n.step(&WatchEvent::Init, t);
         n.step(
-            &WatchEvent::apply(pod("shop", "2026-01-01T09:00:00Z", "Running")),
+            &WatchEvent::Apply(Applied::unpacked(pod(
+                "shop",
+                "2026-01-01T09:00:00Z",
+                "Running",
+            ))),
             t,
         );
         assert_eq!(n.liveness(Some("shop"), t), Liveness::Unknown, "listing");
@@ -436,7 +441,11 @@ mod tests {
         let t = at(TAKEN);
         n.step(&WatchEvent::Init, t);
         n.step(
-            &WatchEvent::apply(pod("shop", "2026-01-01T10:00:20Z", "Running")),
+            &WatchEvent::Apply(Applied::unpacked(pod(
+                "shop",
+                "2026-01-01T10:00:20Z",
+                "Running",
+            ))),
             t,
         );
         n.step(&WatchEvent::InitDone, t);
@@ -446,7 +455,11 @@ mod tests {
             "created within the clock-skew margin"
         );
         n.step(
-            &WatchEvent::apply(pod("shop", "2026-01-01T10:00:20Z", "Failed")),
+            &WatchEvent::Apply(Applied::unpacked(pod(
+                "shop",
+                "2026-01-01T10:00:20Z",
+                "Failed",
+            ))),
             at("2026-01-01T10:07:00Z"),
         );
         assert_eq!(
@@ -462,7 +475,11 @@ mod tests {
         );
         // Deleted and recreated by its StatefulSet: a newer pod.
         n.step(
-            &WatchEvent::apply(pod("shop", "2026-01-01T10:09:00Z", "Running")),
+            &WatchEvent::Apply(Applied::unpacked(pod(
+                "shop",
+                "2026-01-01T10:09:00Z",
+                "Running",
+            ))),
             t,
         );
         let Liveness::Gone { why, .. } = n.liveness(Some("shop"), t) else {
@@ -483,7 +500,11 @@ mod tests {
         n.step(&WatchEvent::InitDone, t);
         assert_eq!(n.liveness(None, t), Liveness::Unknown, "a laptop, maybe");
         n.step(
-            &WatchEvent::apply(pod("pulumi", "2026-01-01T09:00:00Z", "Running")),
+            &WatchEvent::Apply(Applied::unpacked(pod(
+                "pulumi",
+                "2026-01-01T09:00:00Z",
+                "Running",
+            ))),
             t,
         );
         assert_eq!(n.liveness(None, t), Liveness::Alive);
@@ -541,7 +562,7 @@ mod tests {
         let running = with_uid(pod("ci", "2026-01-01T09:59:00Z", "Running"), "uid-a");
         let listed = |n: &mut Named| {
             n.step(&WatchEvent::Init, t);
-            n.step(&WatchEvent::apply(running.clone()), t);
+            n.step(&WatchEvent::Apply(Applied::unpacked(running.clone())), t);
             n.step(&WatchEvent::InitDone, t);
             assert_eq!(n.liveness(Some("ci"), t), Liveness::Alive);
         };
@@ -555,7 +576,7 @@ mod tests {
         let mut finished = named();
         listed(&mut finished);
         let failed = with_uid(pod("ci", "2026-01-01T09:59:00Z", "Failed"), "uid-a");
-        finished.step(&WatchEvent::apply(failed), later);
+        finished.step(&WatchEvent::Apply(Applied::unpacked(failed)), later);
         assert_eq!(seen_alive(finished.liveness(Some("ci"), t)), Some(true));
 
         // Deleted while the watch was down, and its StatefulSet made a new one (uid-b).
@@ -563,7 +584,7 @@ mod tests {
         listed(&mut replaced);
         replaced.step(&WatchEvent::Init, later);
         let newer = with_uid(pod("ci", "2026-01-01T10:19:00Z", "Running"), "uid-b");
-        replaced.step(&WatchEvent::apply(newer), later);
+        replaced.step(&WatchEvent::Apply(Applied::unpacked(newer)), later);
         replaced.step(&WatchEvent::InitDone, later);
         let liveness = replaced.liveness(Some("ci"), t);
         assert!(
@@ -587,7 +608,7 @@ mod tests {
         let mut n = named();
         n.step(&WatchEvent::Init, later);
         let failed = with_uid(pod("ci", "2026-01-01T09:59:00Z", "Failed"), "uid-a");
-        n.step(&WatchEvent::apply(failed.clone()), later);
+        n.step(&WatchEvent::Apply(Applied::unpacked(failed.clone())), later);
         n.step(&WatchEvent::InitDone, later);
         assert_eq!(seen_alive(n.liveness(Some("ci"), t)), Some(false));
         n.step(&WatchEvent::Delete(failed), later);
@@ -597,7 +618,7 @@ mod tests {
         let mut n = named();
         n.step(&WatchEvent::Init, later);
         let newer = with_uid(pod("ci", "2026-01-01T10:19:00Z", "Running"), "uid-b");
-        n.step(&WatchEvent::apply(newer.clone()), later);
+        n.step(&WatchEvent::Apply(Applied::unpacked(newer.clone())), later);
         n.step(&WatchEvent::InitDone, later);
         assert_eq!(
             seen_alive(n.liveness(Some("ci"), t)),

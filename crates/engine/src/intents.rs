@@ -156,7 +156,7 @@ impl IntentSet {
     ) {
         for open in &mut self.open {
             for (key, object) in &mut open.objects {
-                let previous = desired.get(key).map(|d| d.manifest());
+                let previous = desired.get(key).map(|d| d.manifest(desired.packing()));
                 let crd_changed =
                     is_custom(&object.kind) && kinds.contains(&group_kind(&object.kind));
                 if previous != object.previous || crd_changed {
@@ -274,7 +274,7 @@ fn prepare(
     objects
         .into_iter()
         .map(|o| {
-            let previous = desired.get(&o.key).map(|d| d.manifest());
+            let previous = desired.get(&o.key).map(|d| d.manifest(desired.packing()));
             let prepared = Differ::prepare_with(&o.object, previous.as_ref(), facts);
             let kind = TypeKey {
                 api_version: o.api_version,

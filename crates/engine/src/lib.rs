@@ -15,7 +15,9 @@
 //!   holder processes of this host; `release`: releases asked of the cluster log);
 //! - `stale_config`: running pods older than the Secrets/ConfigMaps they read;
 //! - `tracked`: the judged objects with their live copies (kept packed: see
-//!   `driftd_watch::packed`, shared with the watchers that pack them);
+//!   `driftd_watch::packed`: one `Packing` value shared with the watchers that pack them);
+//! - `last_seen`: open episodes' `last_seen` kept current, a step at a time;
+//! - `expired_rules`: expired ignore rules, each logged once;
 //! - `memory`: freed heap pages given back after bursts;
 //! - `leadership`: whether this replica acts as leader (the daemon's elector drives it);
 //! - `index`: the published state; `outputs`: counters and Events; `clock`: time.
@@ -26,10 +28,12 @@ mod crds;
 mod desired;
 mod dry_run_answers;
 mod engine;
+mod expired_rules;
 mod holders;
 mod hpa;
 mod index;
 mod intents;
+mod last_seen;
 mod leadership;
 mod list_states;
 mod locks;

@@ -2,8 +2,7 @@
 //!
 //! What the engine keeps per object is small (packed bytes), but a cold start or a reload
 //! allocates and frees a JSON tree per object, and glibc's malloc keeps the freed pages
-//! mapped: measured with `driftd bench` at 10,000 objects, `driftd serve` held 149 MiB of
-//! RSS, 62 MiB after a `malloc_trim`. So the engine trims after its first lists, after each
+//! mapped, more than doubling RSS. So the engine trims after its first lists, after each
 //! desired-state reload, and once a minute. `driftd` allocates with mimalloc, which returns
 //! freed pages by itself after a delay ([`return_freed_pages_promptly`] shortens it); it is
 //! asked to collect at once too, and glibc's heap (SQLite's) is trimmed.
@@ -13,15 +12,15 @@
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// How long mimalloc keeps freed pages before giving them back, in ms: mimalloc v2's
-/// default. v3's is 1,000 ms, and a cold start frees the trees of whole list pages faster
-/// than that: `driftd bench` at 10,000 objects peaked at 107 MiB with it and 82 MiB with
-/// this, at the same events per second.
+/// default. v3's is much longer, and a cold start frees the trees of whole list pages
+/// faster than that, so a longer delay raises the peak of RSS at no gain in events per
+/// second.
 const PURGE_DELAY_MS: std::ffi::c_long = 10;
 
 /// Asks the kernel for small pages only, for the whole process. mimalloc advises
-/// transparent huge pages on its arenas, and the first touch of each zeroes 2 MiB: `perf` on
-/// the engine bench at 100,000 objects put the kernel's `clear_page_erms` at 31% of all CPU,
-/// and an empty `driftd serve` peaked at 72 MiB of RSS instead of 35 MiB. Call it first.
+/// transparent huge pages on its arenas, and the first touch of each zeroes 2 MiB: the
+/// kernel's page clearing then takes a large share of the CPU, and even an empty `driftd
+/// serve` holds about twice the RSS. Call it first.
 pub fn small_pages_only() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_THP_DISABLE takes integers only; it sets a flag of this process.

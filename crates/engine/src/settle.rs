@@ -118,8 +118,8 @@ impl Tracker {
 }
 
 /// The trackers of every object whose drift is or was recently not in sync. Keys are the
-/// engine's shared ones: at 50,000 drifting objects, a key copy per tracker and per pending
-/// deadline was a fifth of the memory drift added.
+/// engine's shared ones: a key copy per tracker and per pending deadline would be a large
+/// share of the memory that drift adds.
 #[derive(Debug)]
 pub struct Settling {
     settle: Duration,

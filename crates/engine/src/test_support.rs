@@ -64,3 +64,9 @@ pub fn commit(store: &mut Store, source: &str, yaml: &str) {
         })
         .unwrap();
 }
+
+/// [`driftd_watch::WatchEvent::apply`] of `object`, packed by a packing of its own: copies
+/// packed without a dictionary unpack with any packing, the engine's included.
+pub fn watch_apply(object: serde_json::Value) -> driftd_watch::WatchEvent {
+    driftd_watch::WatchEvent::apply(object, &driftd_watch::packed::Packing::new())
+}

@@ -7,12 +7,12 @@
 //! (a commit, an intent, a CRD or autoscaler change, an expired rule) unpack the copy.
 //!
 //! Objects are found by hash: every watch event looks its object up here two or three
-//! times, and at 100,000 objects the key comparisons of a B-tree search were a sixth of the
+//! times, and with many objects the key comparisons of a B-tree search would weigh on the
 //! engine's thread. What is listed for people or re-evaluated is sorted by key.
 
 use super::outputs::{Identified, LiveIdentity};
 use driftd_k8s::{ObjectKey, TypeKey};
-use driftd_watch::packed::{self, Packed, Samples};
+use driftd_watch::packed::{Packed, Packing, Samples};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -32,9 +32,24 @@ pub type KindAndKey = (Arc<TypeKey>, Arc<ObjectKey>);
 #[derive(Debug, Default)]
 pub struct TrackedSet {
     objects: HashMap<Arc<ObjectKey>, Tracked>,
+    /// What the live copies are packed with (the watchers' too).
+    packing: Packing,
 }
 
 impl TrackedSet {
+    /// An empty set whose live copies `packing` packs.
+    pub fn new(packing: Packing) -> TrackedSet {
+        TrackedSet {
+            objects: HashMap::new(),
+            packing,
+        }
+    }
+
+    /// What the live copies are packed with.
+    pub fn packing(&self) -> &Packing {
+        &self.packing
+    }
+
     /// Judges exactly `wanted` from now on; live copies of objects still wanted are kept.
     /// Returns the objects no longer tracked, and those newly tracked with their kind.
     pub fn replace(
@@ -81,7 +96,7 @@ impl TrackedSet {
 
     /// Repacks live copies packed before the newest dictionary, on every core; how many were.
     pub fn repack(&mut self) -> usize {
-        packed::repack_all(
+        self.packing.repack_all(
             self.objects
                 .values_mut()
                 .filter_map(|t| t.live.as_mut())
@@ -91,14 +106,15 @@ impl TrackedSet {
 
     /// The live copy of `key`, unpacked (`None`: not seen live, or not tracked).
     pub fn live(&self, key: &ObjectKey) -> Option<Value> {
-        self.objects.get(key)?.live.as_ref().map(Packed::unpack)
+        let live = self.objects.get(key)?.live.as_ref()?;
+        Some(self.packing.unpack(live))
     }
 
     /// What identifies the live copy of `key` in an Event (`None`: not seen live, or not
     /// tracked), read without unpacking the copy into a tree.
     pub fn live_identity(&self, key: &ObjectKey) -> Option<LiveIdentity> {
         let live = self.objects.get(key)?.live.as_ref()?;
-        Some(live.unpack_as::<Identified>().metadata)
+        Some(self.packing.unpack_as::<Identified>(live).metadata)
     }
 
     /// Bytes of the live copies held (what the packing dictionary saves on).
@@ -154,7 +170,7 @@ impl TrackedSet {
         for (count, held) in by_kind.into_values() {
             let wanted = (limit * count).div_ceil(total).min(held.len());
             for i in 0..wanted {
-                samples.add(held[i * held.len() / wanted]);
+                samples.add(&self.packing, held[i * held.len() / wanted]);
             }
         }
     }
@@ -183,8 +199,8 @@ mod tests {
         (Arc::new(key), Arc::new(kind))
     }
 
-    fn packed(value: Value) -> Option<Packed> {
-        Some(Packed::new(&value))
+    fn packed(set: &TrackedSet, value: Value) -> Option<Packed> {
+        Some(set.packing().pack(&value))
     }
 
     #[test]
@@ -195,8 +211,8 @@ mod tests {
         assert_eq!(added.len(), 2);
         let a = cm("a").0;
         assert_eq!(set.live(&a), None);
-        set.set_live(&a, packed(json!({"data": {"k": "1"}})));
-        set.set_live(&cm("z").0, packed(json!({})));
+        set.set_live(&a, packed(&set, json!({"data": {"k": "1"}})));
+        set.set_live(&cm("z").0, packed(&set, json!({})));
         assert!(!set.contains(&cm("z").0), "untracked objects get no copy");
         assert_eq!(set.live(&a), Some(json!({"data": {"k": "1"}})));
         assert_eq!(set.live_keys().count(), 1);
@@ -242,12 +258,12 @@ mod tests {
         let (a, b) = (cm("a").0, cm("b").0);
         set.set_live(
             &a,
-            packed(json!({
+            packed(&set, json!({
                 "metadata": {"name": "a", "uid": "u-1", "resourceVersion": "42", "labels": {"x": "y"}},
                 "data": {"uid": "not this one"},
             })),
         );
-        set.set_live(&b, packed(json!({"data": {}})));
+        set.set_live(&b, packed(&set, json!({"data": {}})));
         let identity = |uid: Option<&str>, rv: Option<&str>| LiveIdentity {
             uid: uid.map(str::to_string),
             resource_version: rv.map(str::to_string),
@@ -278,10 +294,13 @@ mod tests {
         set.replace(configmaps.iter().chain(&secrets).cloned());
         // Every ConfigMap is held, and only the first 20 Secrets (their list came late).
         for (key, _) in &configmaps {
-            set.set_live(key, packed(json!({"kind": "ConfigMap", "n": key.name})));
+            set.set_live(
+                key,
+                packed(&set, json!({"kind": "ConfigMap", "n": key.name})),
+            );
         }
         for (key, _) in &secrets[..20] {
-            set.set_live(key, packed(json!({"kind": "Secret", "n": key.name})));
+            set.set_live(key, packed(&set, json!({"kind": "Secret", "n": key.name})));
         }
         let mut sample = Samples::default();
         set.sample(40, &mut sample);

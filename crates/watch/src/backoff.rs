@@ -2,7 +2,7 @@
 //! and capped low, so a kind is listed again within a few seconds of the API server
 //! answering again. (kube-runtime's default, after client-go's reflector, caps at 30 s and
 //! only resets after 120 s of success, and the kube client's own retries of 429/503/504 wait
-//! up to minutes on top: an outage of 150 s took 48 s to recover from.)
+//! up to minutes on top, so recovery would lag an outage by a large part of its length.)
 //!
 //! Jitter spreads the watchers' retries (one per kind, and every replica) so they do not hit
 //! a recovering API server in lockstep: each wait is drawn between half and all of the

@@ -20,7 +20,7 @@ pub use supervisor::{watch_client, Supervisor};
 
 use driftd_k8s::TypeKey;
 use kept::kept_copy;
-use packed::Packed;
+use packed::{Packed, Packing};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -57,16 +57,17 @@ pub enum WatchEvent {
 }
 
 impl WatchEvent {
-    /// [`WatchEvent::Apply`] of `object`, with the copy the engine keeps packed.
-    pub fn apply(object: Value) -> WatchEvent {
-        WatchEvent::Apply(Applied::packed(object))
+    /// [`WatchEvent::Apply`] of `object`, with the copy the engine keeps packed by
+    /// `packing` (the engine's).
+    pub fn apply(object: Value, packing: &Packing) -> WatchEvent {
+        WatchEvent::Apply(Applied::packed(object, packing))
     }
 }
 
 /// A live object as a watcher hands it to the engine: the tree the engine compares, and,
 /// for kinds the engine keeps copies of, that copy packed already by the watcher's task,
-/// beside the engine's thread (packing was a fifth of the engine's time per
-/// watch event). The engine packs a copy it keeps that came without one.
+/// beside the engine's thread, which is the bottleneck of a busy cluster. The engine packs
+/// a copy it keeps that came without one.
 #[derive(Debug)]
 pub struct Applied {
     pub object: Value,
@@ -76,8 +77,8 @@ pub struct Applied {
 
 impl Applied {
     /// For a kind the engine keeps copies of: packed here, off the engine's thread.
-    pub fn packed(object: Value) -> Applied {
-        let kept = Some(kept_copy(&object));
+    pub fn packed(object: Value, packing: &Packing) -> Applied {
+        let kept = Some(kept_copy(&object, packing));
         Applied { object, kept }
     }
 

@@ -175,8 +175,8 @@ const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 /// Writes the value read as JSON text: straight from serde_json's input when the
 /// deserializer is serde_json's (a watch event with `type` first, a list page; the
 /// API server writes compact JSON), or else through [`Transcode`]. Copying the text is a
-/// fraction of transcoding it (`serde_json`'s string escaping was 6% of `serve`'s CPU at
-/// 100,000 objects).
+/// fraction of transcoding it (`serde_json`'s string escaping is a visible share of
+/// `serve`'s CPU with many objects).
 struct FieldsText<'b>(&'b mut Vec<u8>);
 
 impl<'de> DeserializeSeed<'de> for FieldsText<'_> {

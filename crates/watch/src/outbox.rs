@@ -1,6 +1,7 @@
 //! Where one watcher run sends what it read: used by the list+watch loop (`listwatch`)
 //! and set up by the `supervisor` that starts the run, so neither needs the other.
 
+use super::packed::Packing;
 use super::{Applied, WatchEvent, WatchMessage, WatcherId};
 use driftd_k8s::TypeKey;
 use serde_json::Value;
@@ -16,13 +17,15 @@ pub(super) struct Outbox {
     pub(super) list_pages: Arc<Semaphore>,
     /// Whether the engine keeps copies of this kind (the supervisor sets it).
     pub(super) pack: Arc<AtomicBool>,
+    /// What copies are packed with: the engine unpacks them with the same.
+    pub(super) packing: Packing,
 }
 
 impl Outbox {
     /// [`WatchEvent::Apply`] of `object`, with the engine's copy packed if it keeps one.
     pub(super) fn applied(&self, object: Value) -> WatchEvent {
         WatchEvent::Apply(match self.pack.load(Ordering::Relaxed) {
-            true => Applied::packed(object),
+            true => Applied::packed(object, &self.packing),
             false => Applied::unpacked(object),
         })
     }

@@ -9,6 +9,7 @@ use super::backoff;
 use super::listwatch::{self, End, Selectors};
 use super::live_object::LiveObject;
 use super::outbox::Outbox;
+use super::packed::Packing;
 use super::{WatchEvent, WatcherId};
 use driftd_k8s::TypeKey;
 use k8s_openapi::api::core::v1::Secret;
@@ -68,8 +69,10 @@ pub async fn follow(
             id: WatcherId(scope as u64),
             sender: sender.clone(),
             list_pages: Arc::new(Semaphore::new(1)),
-            // Nothing here is handed to the engine: no packed copies.
+            // Nothing here is handed to the engine: no packed copies, so an untrained
+            // packing that is never used.
             pack: Arc::new(AtomicBool::new(false)),
+            packing: Packing::new(),
         };
         let selectors = Selectors {
             fields: None,

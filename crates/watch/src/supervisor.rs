@@ -15,6 +15,7 @@
 use super::listwatch::{self, is_not_found, End, Selectors};
 use super::live_object::LiveObject;
 use super::outbox::Outbox;
+use super::packed::Packing;
 use super::{pod_type, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
 use driftd_k8s::TypeKey;
 use kube::api::{ApiResource, GroupVersionKind};
@@ -62,6 +63,8 @@ pub struct Supervisor {
     list_pages: Arc<Semaphore>,
     /// Which kinds' watchers pack the copies the engine keeps.
     copies: CopyFlags,
+    /// What they pack with: the engine's.
+    packing: Packing,
     /// The runtime watchers run on: the one that made the supervisor, not the engine's own
     /// thread, which is busy comparing.
     runtime: tokio::runtime::Handle,
@@ -69,8 +72,9 @@ pub struct Supervisor {
 
 impl Supervisor {
     /// Watchers send their messages to `sender`, the engine's inbox. Call it inside the
-    /// runtime the watchers are to run on.
-    pub fn new(client: Client, sender: mpsc::Sender<WatchMessage>) -> Supervisor {
+    /// runtime the watchers are to run on. Copies are packed with `packing`, the one the
+    /// engine unpacks them with.
+    pub fn new(client: Client, sender: mpsc::Sender<WatchMessage>, packing: Packing) -> Supervisor {
         Supervisor {
             client,
             sender,
@@ -79,6 +83,7 @@ impl Supervisor {
             last_id: 0,
             list_pages: Arc::new(Semaphore::new(LIST_PAGES_AT_ONCE)),
             copies: CopyFlags::default(),
+            packing,
             runtime: tokio::runtime::Handle::current(),
         }
     }
@@ -100,6 +105,7 @@ impl WatchControl for Supervisor {
             sender: self.sender.clone(),
             list_pages: self.list_pages.clone(),
             pack: self.copies.flag(kind),
+            packing: self.packing.clone(),
         };
         let task = self.runtime.spawn(run_watcher(self.client.clone(), outbox));
         self.tasks.insert(kind.clone(), task);
@@ -127,6 +133,7 @@ impl WatchControl for Supervisor {
             list_pages: self.list_pages.clone(),
             // Holder pods are read for their liveness, never kept.
             pack: Arc::new(AtomicBool::new(false)),
+            packing: self.packing.clone(),
         };
         let task = self.runtime.spawn(run_pod_watcher(
             self.client.clone(),
@@ -288,6 +295,7 @@ mod tests {
             sender,
             list_pages: Arc::new(Semaphore::new(1)),
             pack: copies.flag(&kind("ConfigMap")),
+            packing: Packing::new(),
         };
         let object = json!({"kind": "ConfigMap", "data": {"k": "v"}, "status": {}});
         let kept = |event: WatchEvent| match event {
@@ -300,7 +308,9 @@ mod tests {
         );
         copies.set(&[kind("ConfigMap"), kind("Secret")].into());
         assert!(
-            kept(outbox.applied(object.clone())) == Some(crate::kept::kept_copy(&object)),
+            kept(outbox.applied(object.clone())).is_some_and(|k| outbox
+                .packing
+                .same(&k, &crate::kept::kept_copy(&object, &outbox.packing))),
             "the copy the engine keeps"
         );
         assert!(

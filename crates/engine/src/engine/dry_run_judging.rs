@@ -50,7 +50,9 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let now = self.clock.now();
         for key in self.dry_runs.due(now) {
             match self.desired.get(&key) {
-                Some(desired) => self.dry_runs.ask(&key, desired, now),
+                Some(desired) => self
+                    .dry_runs
+                    .ask(&key, desired, self.desired.packing(), now),
                 None => self.dry_runs.retain(|k| *k != key),
             }
         }
@@ -72,44 +74,48 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             message: Some(message.to_string()),
             at,
         });
-        let (class, comparison, note) = match self.dry_runs.lookup(key, desired, now) {
-            None => return,
-            Some(Answer::Rejected { message, at }) => (
-                DriftClass::Rejected,
-                None,
-                DryRunNote {
-                    state: "rejected".into(),
-                    message: Some(message.clone()),
-                    at: *at,
-                },
-            ),
-            Some(Answer::Expected {
-                answer,
-                desired: expected,
-                at,
-            }) => {
-                let started = Instant::now();
-                let comparison = self.differ.compare(&CompareInput {
+        let (class, comparison, note) =
+            match self
+                .dry_runs
+                .lookup(key, desired, self.desired.packing(), now)
+            {
+                None => return,
+                Some(Answer::Rejected { message, at }) => (
+                    DriftClass::Rejected,
+                    None,
+                    DryRunNote {
+                        state: "rejected".into(),
+                        message: Some(message.clone()),
+                        at: *at,
+                    },
+                ),
+                Some(Answer::Expected {
+                    answer,
                     desired: expected,
-                    live,
-                    previous: None,
-                    facts: &self.facts,
-                });
-                self.outputs.compared(started.elapsed());
-                if comparison.class != DriftClass::InSync
-                    && made_against_other_version(answer, live)
-                {
-                    self.dry_runs.ask(key, desired, now);
-                    return;
+                    at,
+                }) => {
+                    let started = Instant::now();
+                    let comparison = self.differ.compare(&CompareInput {
+                        desired: expected,
+                        live,
+                        previous: None,
+                        facts: &self.facts,
+                    });
+                    self.outputs.compared(started.elapsed());
+                    if comparison.class != DriftClass::InSync
+                        && made_against_other_version(answer, live)
+                    {
+                        self.dry_runs.ask(key, desired, self.desired.packing(), now);
+                        return;
+                    }
+                    let note = DryRunNote {
+                        state: "expected".into(),
+                        message: None,
+                        at: *at,
+                    };
+                    (comparison.class, Some(comparison), note)
                 }
-                let note = DryRunNote {
-                    state: "expected".into(),
-                    message: None,
-                    at: *at,
-                };
-                (comparison.class, Some(comparison), note)
-            }
-        };
+            };
         let desired = self.desired.get(key).expect("looked up above");
         let (changes, patch, ignored, schema) = match comparison {
             Some(c) => (c.changes, c.patch, c.ignored, c.schema),

@@ -86,37 +86,19 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         more
     }
 
-    /// Starts moving `last_seen` of every open episode to now, so the episode record says
-    /// how long drift really lasted (the run loop calls it every minute). An episode is open
-    /// until its end held for the settle time, so its object drifts still or did within that
-    /// time. The work is done in steps of [`TOUCH_BATCH`] episodes ([`Engine::touch_some`]),
-    /// in turns with watch events: at 50,000 drifting objects one statement held every event
-    /// back for up to 210 ms.
+    /// Starts moving `last_seen` of every open episode to now ([`LastSeen`]; the run loop
+    /// calls it every minute and steps it in turns with watch events).
     pub(super) fn start_touching(&mut self) {
-        self.touching = Some((self.clock.wall(), 0));
+        self.last_seen.start(self.clock.wall());
     }
 
-    /// Moves `last_seen` of the next [`TOUCH_BATCH`] open episodes; true if more are left.
+    /// Moves `last_seen` of the next open episodes; true if more are left.
     pub(super) fn touch_some(&mut self) -> bool {
-        let Some((at, after)) = self.touching else {
-            return false;
-        };
-        match self.store.touch_open_episodes(at, after, TOUCH_BATCH) {
-            Ok(Some(last)) => {
-                self.touching = Some((at, last));
-                true
-            }
-            Ok(None) => {
-                self.touching = None;
-                false
-            }
-            Err(err) => {
-                self.touching = None;
-                tracing::error!(error = %err, "cannot update drift episodes");
-                self.outputs
-                    .store_error("cannot update drift episode", &err);
-                false
-            }
-        }
+        self.last_seen.step(&self.store).unwrap_or_else(|err| {
+            tracing::error!(error = %err, "cannot update drift episodes");
+            self.outputs
+                .store_error("cannot update drift episode", &err);
+            false
+        })
     }
 }

@@ -1,9 +1,8 @@
 //! Judging: a tracked object compared with its live copy into its index entry.
 //!
-//! A burst of watch events is judged on every core. At 100,000 objects the engine's one
-//! thread was what limited driftd (comparing, unpacking the desired side and
-//! freeing the trees were three quarters of it, while the watchers' threads had room), so
-//! the events of one batch that only need a comparison are held, compared together on
+//! A burst of watch events is judged on every core. The engine's one thread is what limits
+//! driftd on a busy cluster (comparing, unpacking the desired side and freeing the trees
+//! are most of its work, while the watchers' threads have room), so the events of one batch that only need a comparison are held, compared together on
 //! [`par::map_consumed`]'s threads, and their entries published in the events' order by the
 //! engine's thread as they come, while the rest are still compared. Anything else the
 //! engine does first judges what is held, so it sees the same state as if every event had
@@ -24,6 +23,7 @@ struct Judging<'a> {
     differ: &'a Differ,
     facts: &'a ClusterFacts,
     intents: &'a IntentSet,
+    packing: &'a Packing,
 }
 
 impl Judging<'_> {
@@ -37,8 +37,8 @@ impl Judging<'_> {
         live: Option<&Value>,
     ) -> (DriftEntry, Duration) {
         let started = Instant::now();
-        let manifest = desired.manifest();
-        let previous = desired.previous();
+        let manifest = desired.manifest(self.packing);
+        let previous = desired.previous(self.packing);
         let comparison = self.differ.compare_in(
             Some(&desired.source),
             &CompareInput {
@@ -140,6 +140,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             differ: &self.differ,
             facts: &self.facts,
             intents: &self.intents,
+            packing: self.desired.packing(),
         };
         let desired = &self.desired;
         let (tracked, stale_configs) = (&self.tracked, &self.stale_configs);
@@ -180,6 +181,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             differ: &self.differ,
             facts: &self.facts,
             intents: &self.intents,
+            packing: self.desired.packing(),
         };
         let (entry, took) = judging.entry(key, desired, live);
         self.outputs.compared(took);

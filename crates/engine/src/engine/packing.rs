@@ -1,5 +1,5 @@
 //! The engine's side of packing: when the packing dictionary is trained, from what, and
-//! repacking what was packed before it (`drift::packed` says why it is trained early).
+//! repacking what was packed before it (`driftd_watch::packed` says why it is trained early).
 
 use super::*;
 
@@ -7,7 +7,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// During the first lists: trains the dictionary once every kind can be sampled, so
     /// what was packed without one shrinks now and the rest of the lists is packed with it.
     pub(super) fn train_packing_early(&mut self) {
-        if !packed::trained()
+        if !self.tracked.packing().trained()
             && self.lists.each_kind_begun()
             && self.tracked.live_keys().nth(packed::SAMPLES).is_some()
             && self.train_packing()
@@ -27,10 +27,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         release_free_memory();
     }
 
-    /// Trains the packing dictionary (once per process) from live copies of every kind,
+    /// Trains the packing dictionary (once) from live copies of every kind,
     /// topped up with manifests when few objects exist live; true if it did.
     fn train_packing(&mut self) -> bool {
-        if packed::trained() {
+        if self.tracked.packing().trained() {
             return false;
         }
         let mut samples = packed::Samples::default();
@@ -39,12 +39,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             self.desired
                 .sample(packed::SAMPLES - samples.len(), &mut samples);
         }
-        packed::train(&samples)
+        self.tracked.packing().train(&samples)
     }
 
     /// Repacks with the dictionary the copies packed before it was trained.
     fn repack(&mut self) {
-        if !packed::trained() {
+        if !self.tracked.packing().trained() {
             return;
         }
         let started = Instant::now();

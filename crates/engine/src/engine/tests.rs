@@ -5,7 +5,7 @@
 use super::*;
 use crate::clock::ManualClock;
 use crate::index::DriftIndex;
-use crate::test_support::commit;
+use crate::test_support::{commit, watch_apply};
 use driftd_core::report::{DriftFilter, ScopeNote};
 use driftd_watch::{WatchError, WatcherId};
 use serde_json::json;
@@ -186,6 +186,7 @@ impl Harness {
             store,
             config,
             index.clone(),
+            Packing::new(),
             Watches::default(),
             Recorded::default(),
             clock.clone(),
@@ -257,14 +258,14 @@ impl Harness {
     /// A complete (re-)list of `kind` returning `objects`.
     fn list(&mut self, kind: &TypeKey, objects: Vec<Value>) {
         let mut events = vec![WatchEvent::Init];
-        events.extend(objects.into_iter().map(WatchEvent::apply));
+        events.extend(objects.into_iter().map(watch_apply));
         events.push(WatchEvent::InitDone);
         self.send(kind, events);
     }
 
     fn apply(&mut self, object: Value) {
         let kind = kind_of(&object);
-        self.send(&kind, vec![WatchEvent::apply(object)]);
+        self.send(&kind, vec![watch_apply(object)]);
     }
 
     fn delete(&mut self, object: Value) {
@@ -350,7 +351,7 @@ fn a_relist_with_an_object_gone_judges_on_the_last_live_copies_until_it_ends() {
     // The watcher re-lists (a reconnect); meanwhile `a` was changed and `b` deleted.
     h.send(
         &configmaps(),
-        vec![WatchEvent::Init, WatchEvent::apply(one(&cm("a", "2")))],
+        vec![WatchEvent::Init, watch_apply(one(&cm("a", "2")))],
     );
     assert_eq!(h.class("a"), Some(DriftClass::Modified));
     assert_eq!(
@@ -362,7 +363,7 @@ fn a_relist_with_an_object_gone_judges_on_the_last_live_copies_until_it_ends() {
 
     h.send(
         &configmaps(),
-        vec![WatchEvent::apply(one(&cm("c", "1"))), WatchEvent::InitDone],
+        vec![watch_apply(one(&cm("c", "1"))), WatchEvent::InitDone],
     );
     assert_eq!(
         h.class("b"),
@@ -539,7 +540,7 @@ fn a_commit_that_adds_and_removes_kinds_starts_and_stops_watchers() {
     // What the replaced watcher still had queued is stale: a re-list that passed b over.
     let stale = [
         WatchEvent::Init,
-        WatchEvent::apply(one(&cm("a", "1"))),
+        watch_apply(one(&cm("a", "1"))),
         WatchEvent::InitDone,
     ];
     h.engine.handle(stale.map(|event| WatchMessage {
@@ -552,7 +553,7 @@ fn a_commit_that_adds_and_removes_kinds_starts_and_stops_watchers() {
     h.engine.handle([WatchMessage {
         type_key: kind("v1", "Service"),
         watcher: WatcherId(2),
-        event: WatchEvent::apply(one(service)),
+        event: watch_apply(one(service)),
     }]);
     assert!(h.entry("Service", "web").is_none());
 
@@ -968,26 +969,23 @@ fn a_burst_judged_on_every_core_ends_as_its_events_judged_one_by_one() {
     let mut burst = Vec::new();
     for i in 0..100 {
         let value = if i % 3 == 0 { "2" } else { "1" };
-        burst.push((
-            configmaps(),
-            WatchEvent::apply(one(&cm(&format!("c{i}"), value))),
-        ));
+        burst.push((configmaps(), watch_apply(one(&cm(&format!("c{i}"), value)))));
     }
-    burst.push((hpa_kind(), WatchEvent::apply(hpa("web"))));
+    burst.push((hpa_kind(), watch_apply(hpa("web"))));
     burst.push((
         kind("apps/v1", "Deployment"),
-        WatchEvent::apply(one(&deployment(5))),
+        watch_apply(one(&deployment(5))),
     ));
-    burst.push((configmaps(), WatchEvent::apply(one(&cm("c3", "1")))));
+    burst.push((configmaps(), watch_apply(one(&cm("c3", "1")))));
     burst.push((configmaps(), WatchEvent::Delete(one(&cm("c4", "1")))));
-    burst.push((configmaps(), WatchEvent::apply(one(&cm("c5", "3")))));
-    burst.push((configmaps(), WatchEvent::apply(one(&cm("c5", "4")))));
+    burst.push((configmaps(), watch_apply(one(&cm("c5", "3")))));
+    burst.push((configmaps(), watch_apply(one(&cm("c5", "4")))));
     let cloned = || -> Vec<(TypeKey, WatchEvent)> {
         burst
             .iter()
             .map(|(kind, event)| {
                 let event = match event {
-                    WatchEvent::Apply(applied) => WatchEvent::apply(applied.object.clone()),
+                    WatchEvent::Apply(applied) => watch_apply(applied.object.clone()),
                     WatchEvent::Delete(object) => WatchEvent::Delete(object.clone()),
                     _ => unreachable!(),
                 };

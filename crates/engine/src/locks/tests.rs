@@ -2,6 +2,7 @@
 //! tests/fixtures/pulumi/README.md) and judged against holder pods and age.
 
 use super::*;
+use crate::test_support::watch_apply;
 use driftd_watch::{WatchControl, WatchEvent, WatcherId};
 use serde_json::json;
 use std::path::Path;
@@ -90,7 +91,7 @@ fn a_pulumi_lock_is_stale_by_age_or_by_its_pod_being_gone() {
     // The pod lives: still not stale.
     for event in [
         WatchEvent::Init,
-        WatchEvent::apply(workspace_pod()),
+        watch_apply(workspace_pod()),
         WatchEvent::InitDone,
     ] {
         holders.step(watcher, &event, soon);

@@ -147,8 +147,8 @@ fn a_resource_version_going_back_lists_the_kind_afresh() {
     let mut h = Harness::start_with(&config(), &(cm("a", "1") + &cm("b", "1")));
     // A listed object's version is when it last changed, not the server's position.
     let mut events = vec![WatchEvent::Init];
-    events.push(WatchEvent::apply(cm_at("a", "1", "40")));
-    events.push(WatchEvent::apply(cm_at("b", "1", "12")));
+    events.push(watch_apply(cm_at("a", "1", "40")));
+    events.push(watch_apply(cm_at("b", "1", "12")));
     events.push(WatchEvent::InitDone);
     events.push(WatchEvent::Position("100".into()));
     h.send(&configmaps(), events);
@@ -158,7 +158,7 @@ fn a_resource_version_going_back_lists_the_kind_afresh() {
     h.send(
         &configmaps(),
         vec![
-            WatchEvent::apply(cm_at("a", "1", "120")),
+            watch_apply(cm_at("a", "1", "120")),
             WatchEvent::Position("150".into()),
             WatchEvent::Position("not-a-number".into()),
             WatchEvent::Position("150".into()),
@@ -180,8 +180,8 @@ fn a_resource_version_going_back_lists_the_kind_afresh() {
         &configmaps(),
         vec![
             WatchEvent::Init,
-            WatchEvent::apply(cm_at("a", "1", "40")),
-            WatchEvent::apply(cm_at("b", "2", "101")),
+            watch_apply(cm_at("a", "1", "40")),
+            watch_apply(cm_at("b", "2", "101")),
             WatchEvent::InitDone,
             WatchEvent::Position("101".into()),
         ],
@@ -191,10 +191,7 @@ fn a_resource_version_going_back_lists_the_kind_afresh() {
     assert_eq!(h.engine.watches.log.len(), 2);
 
     // Going back seen on a watch event itself (a server that kept the stream open).
-    h.send(
-        &configmaps(),
-        vec![WatchEvent::apply(cm_at("a", "1", "90"))],
-    );
+    h.send(&configmaps(), vec![watch_apply(cm_at("a", "1", "90"))]);
     assert_eq!(
         h.engine.watches.log,
         ["start ConfigMap", "restart ConfigMap", "restart ConfigMap"]

@@ -41,7 +41,7 @@ impl Harness {
             name,
             vec![
                 WatchEvent::Init,
-                WatchEvent::apply(pod("shop", name)),
+                watch_apply(pod("shop", name)),
                 WatchEvent::InitDone,
             ],
         );
@@ -102,9 +102,9 @@ fn a_deleted_holder_pod_makes_its_lock_stale_from_one_watch_event() {
         "deploy-x",
         vec![
             WatchEvent::Init,
-            WatchEvent::apply(pod("shop", "deploy-x")),
+            watch_apply(pod("shop", "deploy-x")),
             // A pod of that name elsewhere is not the holder.
-            WatchEvent::apply(pod("other", "deploy-x")),
+            watch_apply(pod("other", "deploy-x")),
             WatchEvent::InitDone,
         ],
     );
@@ -259,7 +259,7 @@ fn pulumi_locks_are_scanned_and_their_holder_pods_watched() {
         "shop-dev-workspace-0",
         vec![
             WatchEvent::Init,
-            WatchEvent::apply(workspace.clone()),
+            watch_apply(workspace.clone()),
             WatchEvent::InitDone,
         ],
     );
@@ -384,11 +384,7 @@ fn a_holder_pod_first_seen_finished_is_stale_but_left_to_people() {
     failed["status"]["phase"] = json!("Failed");
     h.pod_events(
         "job-1",
-        vec![
-            WatchEvent::Init,
-            WatchEvent::apply(failed),
-            WatchEvent::InitDone,
-        ],
+        vec![WatchEvent::Init, watch_apply(failed), WatchEvent::InitDone],
     );
     let (_, locks) = h.locks();
     let lock = locks.iter().find(|l| l.id == id.to_string()).unwrap();
