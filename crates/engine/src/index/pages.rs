@@ -96,8 +96,10 @@ struct Snapshot {
     id: u64,
     filter: String,
     taken: Instant,
-    /// The matching keys as of the first page, in list order.
+    /// The matching keys as of the first page: the first `sorted` in list order, the rest
+    /// after them in no order until a page past the first asks for them.
     keys: Vec<Arc<ObjectKey>>,
+    sorted: usize,
     /// Every key of `keys`, with the entry as of the first page once the index changed or
     /// removed it (`None` while the index's entry is still that one).
     kept: HashMap<Arc<ObjectKey>, Option<Arc<DriftEntry>>>,
@@ -154,7 +156,13 @@ impl Snapshots {
         }
     }
 
-    fn insert(&mut self, filter: String, keys: Vec<Arc<ObjectKey>>, now: Instant) -> u64 {
+    fn insert(
+        &mut self,
+        filter: String,
+        keys: Vec<Arc<ObjectKey>>,
+        sorted: usize,
+        now: Instant,
+    ) -> u64 {
         while !self.held.is_empty()
             && (self.held.len() >= MAX_SNAPSHOTS || self.keys + keys.len() > MAX_SNAPSHOT_KEYS)
         {
@@ -169,6 +177,7 @@ impl Snapshots {
             filter,
             taken: now,
             keys,
+            sorted,
             kept,
         });
         id
@@ -223,7 +232,7 @@ impl DriftIndex {
                 snapshots.expire(now);
                 match (snapshots.find(&token), token.snapshot) {
                     (Some(at), _) => {
-                        return self.snapshot_page(&snapshots, at, token.position, limit)
+                        return self.snapshot_page(&mut snapshots, at, token.position, limit)
                     }
                     (None, Some(_)) => {
                         let next = Token::new(&snapshots.instance, None, 0, token.last, digest);
@@ -246,7 +255,16 @@ impl DriftIndex {
             .filter(|(_, e)| filter.matches(e))
             .filter(|(_, e)| after.as_ref().is_none_or(|a| a.as_order() < order(e)))
             .collect();
-        matching.sort_unstable_by(|a, b| order(a.1).cmp(&order(b.1)));
+        let by_order = |a: &(&Arc<ObjectKey>, &DriftEntry), b: &(&Arc<ObjectKey>, &DriftEntry)| {
+            order(a.1).cmp(&order(b.1))
+        };
+        // The first page needs only the `limit` first entries in order: selecting them is
+        // linear, and the rest is sorted once a page after this one asks for it.
+        if matching.len() > limit {
+            matching.select_nth_unstable_by(limit - 1, by_order);
+        }
+        let first = limit.min(matching.len());
+        matching[..first].sort_unstable_by(by_order);
         if matching.len() <= limit {
             let objects = matching
                 .iter()
@@ -267,7 +285,7 @@ impl DriftIndex {
         let keys: Vec<Arc<ObjectKey>> = matching.into_iter().map(|(k, _)| k.clone()).collect();
         let mut snapshots = lock();
         snapshots.expire(now);
-        let id = snapshots.insert(digest.clone(), keys, now);
+        let id = snapshots.insert(digest.clone(), keys, limit, now);
         let token = Token::new(&snapshots.instance, Some(id), limit, last, digest);
         Ok(Page {
             objects,
@@ -279,11 +297,13 @@ impl DriftIndex {
     /// The page at `position` of the snapshot at `at`.
     fn snapshot_page(
         &self,
-        snapshots: &Snapshots,
+        snapshots: &mut Snapshots,
         at: usize,
         position: usize,
         limit: usize,
     ) -> Result<Page, PageError> {
+        self.sort_snapshot(&mut snapshots.held[at]);
+        let snapshots = &*snapshots;
         let snapshot = &snapshots.held[at];
         let len = snapshot.keys.len();
         if position == 0 || position > len {
@@ -325,6 +345,37 @@ impl DriftIndex {
             continue_token: Some(token.encode()),
             remaining_item_count: Some((len - end) as u64),
         })
+    }
+
+    /// Puts the keys after a snapshot's first page in list order, by their entries as of
+    /// the first page (kept ones where the index changed them since).
+    fn sort_snapshot(&self, snapshot: &mut Snapshot) {
+        if snapshot.sorted >= snapshot.keys.len() {
+            return;
+        }
+        let Snapshot {
+            keys, kept, sorted, ..
+        } = snapshot;
+        let mut rest: Vec<(Option<&DriftEntry>, &Arc<ObjectKey>)> = keys[*sorted..]
+            .iter()
+            .map(|key| {
+                let entry = match kept.get(key) {
+                    Some(Some(kept)) => Some(&**kept),
+                    _ => self.get(key),
+                };
+                (entry, key)
+            })
+            .collect();
+        // Every key had an entry when the snapshot was taken, and a removed one is kept:
+        // `None` does not happen; it sorts last rather than failing the list.
+        rest.sort_unstable_by(|a, b| match (a.0, b.0) {
+            (Some(x), Some(y)) => order(x).cmp(&order(y)),
+            (x, y) => y.is_some().cmp(&x.is_some()),
+        });
+        let rest: Vec<Arc<ObjectKey>> = rest.into_iter().map(|(_, key)| key.clone()).collect();
+        keys.truncate(*sorted);
+        keys.extend(rest);
+        *sorted = keys.len();
     }
 
     /// Kinds whose watch is failing, as (apiVersion, kind): their entries are answered
