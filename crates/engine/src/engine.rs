@@ -73,6 +73,7 @@ mod health;
 mod judging;
 mod live;
 mod packing;
+mod publication;
 mod stale;
 mod stale_config_feed;
 mod uncommitted;
@@ -80,6 +81,7 @@ mod unmanaged;
 
 use driftd_watch::kept::{as_compared, kept_copy};
 use live::Live;
+use publication::Publication;
 
 /// Why the engine cannot start or go on.
 #[derive(Debug, thiserror::Error)]
@@ -758,59 +760,5 @@ fn entry_of(desired: &Desired, key: &ObjectKey, class: DriftClass) -> DriftEntry
         stale_config: None,
         stale: false,
         scope: None,
-    }
-}
-
-/// What publishing a judged entry changes: the settle tracker and the "since" of drift. A
-/// part of its own, holding its own handles on the index and the clock, so that the entries
-/// of a burst are published while the rest of it is still being judged (`judge_held`):
-/// publishing changes none of what judging reads.
-struct Publication {
-    settling: Settling,
-    /// Class and first-seen time of episodes still open at start, so a restart keeps "since".
-    open_since: HashMap<ObjectKey, (DriftClass, Timestamp)>,
-    index: SharedIndex,
-    clock: Arc<dyn Clock>,
-}
-
-impl Publication {
-    /// See [`Engine::publish_entry`]; `tracked` shares the entry's key, `stale_configs`
-    /// adds the pods running on stale config.
-    fn publish(
-        &mut self,
-        tracked: &TrackedSet,
-        stale_configs: &StaleConfigs,
-        key: &ObjectKey,
-        mut entry: DriftEntry,
-    ) {
-        stale_config_feed::decorate(stale_configs, key, &mut entry);
-        let mut index = self.index.write().unwrap();
-        entry.since = match entry.class {
-            DriftClass::InSync => {
-                self.open_since.remove(key);
-                None
-            }
-            // An object drifts since it drifts in this class: an edit that becomes an
-            // unfinished deploy's (`uncommitted`) is a new episode, not the old one's.
-            class => index
-                .get(key)
-                .filter(|e| e.class == class)
-                .and_then(|e| e.since)
-                .or_else(|| {
-                    self.open_since
-                        .get(key)
-                        .filter(|(c, _)| *c == class)
-                        .map(|(_, since)| *since)
-                })
-                .or_else(|| Some(self.clock.wall())),
-        };
-        let observed =
-            (entry.class != DriftClass::InSync).then(|| Drift::new(entry.class, &entry.paths()));
-        let shared = tracked
-            .shared_key(key)
-            .unwrap_or_else(|| Arc::new(key.clone()));
-        index.upsert(shared.clone(), entry);
-        drop(index);
-        self.settling.observe(&shared, observed, self.clock.now());
     }
 }
