@@ -252,6 +252,36 @@ pub struct IntentRef {
 }
 
 impl DriftEntry {
+    /// The entry of object `key` (of `api_version`, committed by `source` at `revision`)
+    /// judged `class`, with nothing else said yet: each judgement fills in what it found.
+    pub fn new(
+        source: String,
+        revision: i64,
+        api_version: String,
+        key: &ObjectKey,
+        class: DriftClass,
+    ) -> DriftEntry {
+        DriftEntry {
+            source,
+            revision,
+            api_version,
+            kind: key.kind.clone(),
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+            class,
+            since: None,
+            changes: Changes::default(),
+            patch: DriftPatch::default(),
+            ignored: Vec::new(),
+            intent: None,
+            schema: None,
+            dry_run: None,
+            stale_config: None,
+            stale: false,
+            scope: None,
+        }
+    }
+
     /// Paths of the changes: what Events and episodes compare to tell a new drift from the
     /// same drift seen again.
     pub fn paths(&self) -> Vec<String> {

@@ -85,23 +85,14 @@ impl Coverage {
         }
         self.unmanaged.insert(key.clone(), kind.clone());
         Change::Added(Box::new(DriftEntry {
-            source: String::new(),
-            revision: 0,
-            api_version: kind.api_version.clone(),
-            kind: key.kind.clone(),
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
-            class: DriftClass::Unmanaged,
             since: Some(now),
-            changes: Default::default(),
-            patch: Default::default(),
-            ignored: Vec::new(),
-            intent: None,
-            schema: None,
-            dry_run: None,
-            stale_config: None,
-            stale: false,
-            scope: None,
+            ..DriftEntry::new(
+                String::new(),
+                0,
+                kind.api_version.clone(),
+                key,
+                DriftClass::Unmanaged,
+            )
         }))
     }
 

@@ -20,23 +20,8 @@ pub fn configmap(namespace: &str, name: &str) -> ObjectKey {
 /// drifting since `since` unless in sync.
 pub fn entry(source: &str, key: &ObjectKey, class: DriftClass, since: Timestamp) -> DriftEntry {
     DriftEntry {
-        source: source.into(),
-        revision: 1,
-        api_version: "v1".into(),
-        kind: key.kind.clone(),
-        namespace: key.namespace.clone(),
-        name: key.name.clone(),
-        class,
         since: (class != DriftClass::InSync).then_some(since),
-        changes: Default::default(),
-        patch: Default::default(),
-        ignored: vec![],
-        intent: None,
-        schema: None,
-        dry_run: None,
-        stale_config: None,
-        stale: false,
-        scope: None,
+        ..DriftEntry::new(source.into(), 1, "v1".into(), key, class)
     }
 }
 
