@@ -85,6 +85,8 @@ pub struct DryRuns {
     sources: BTreeSet<String>,
     refresh: Duration,
     requests: Option<mpsc::UnboundedSender<DryRunRequest>>,
+    /// Where the answers come, until the run loop takes them to wait on.
+    answers: Option<mpsc::UnboundedReceiver<DryRunAnswer>>,
     known: HashMap<ObjectKey, Known>,
 }
 
@@ -94,14 +96,25 @@ impl DryRuns {
             sources,
             refresh,
             requests: None,
+            answers: None,
             known: HashMap::new(),
         }
     }
 
-    /// Where requests go (the dry-run task). Without it nothing is asked and the objects
-    /// of dry-run sources stay unjudged.
-    pub fn connect(&mut self, requests: mpsc::UnboundedSender<DryRunRequest>) {
+    /// Where requests go (the dry-run task) and its answers come. Without it nothing is
+    /// asked and the objects of dry-run sources stay unjudged.
+    pub fn connect(
+        &mut self,
+        requests: mpsc::UnboundedSender<DryRunRequest>,
+        answers: mpsc::UnboundedReceiver<DryRunAnswer>,
+    ) {
         self.requests = Some(requests);
+        self.answers = Some(answers);
+    }
+
+    /// The dry-run task's answers, for the run loop to wait on (`None`: not connected).
+    pub fn take_answers(&mut self) -> Option<mpsc::UnboundedReceiver<DryRunAnswer>> {
+        self.answers.take()
     }
 
     /// Whether `desired` is compared against a dry run: its source asks for it, and it is

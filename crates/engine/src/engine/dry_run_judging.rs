@@ -3,13 +3,22 @@
 //! static model; a refused dry run is a `rejected` finding with the server's message; a
 //! failed one is logged and counted and the object keeps the judgement of its last answer.
 
-use super::*;
+use super::entry_of;
+use super::live::Live;
+use super::Engine;
+use crate::dry_run_answers::DryRunOutcome;
+use crate::dry_run_answers::DryRunRequest;
 use crate::dry_run_answers::{Answer, DryRunAnswer};
+use crate::outputs::Outputs;
 use driftd_core::diff::dry_run::made_against_other_version;
+use driftd_core::diff::CompareInput;
+use driftd_core::report::DriftClass;
+use driftd_core::report::DriftEntry;
 use driftd_core::report::DryRunNote;
-
-/// How often due dry runs (refresh, retry) are looked for.
-pub(super) const DRY_RUN_PERIOD: Duration = Duration::from_secs(1);
+use driftd_k8s::ObjectKey;
+use driftd_watch::WatchControl;
+use std::time::Instant;
+use tokio::sync::mpsc;
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Connects the dry-run task: requests go to `requests`, answers come from `answers`
@@ -28,8 +37,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         requests: mpsc::UnboundedSender<DryRunRequest>,
         answers: mpsc::UnboundedReceiver<DryRunAnswer>,
     ) {
-        self.dry_runs.connect(requests);
-        self.dry_run_answers = Some(answers);
+        self.dry_runs.connect(requests, answers);
     }
 
     /// Takes in one answer of the dry-run task and judges its object again.
@@ -39,7 +47,9 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             tracing::warn!(object = %key, error = %why, "server-side dry run failed; the object keeps its last judgement");
         }
         let now = self.clock.now();
-        if self.dry_runs.answered(answer, now, self.clock.wall()) && self.tracked.contains(&key) {
+        if self.dry_runs.answered(answer, now, self.clock.wall())
+            && self.wanted.tracked.contains(&key)
+        {
             self.evaluate(&key);
             self.settle_due();
         }
@@ -49,10 +59,11 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     pub fn refresh_dry_runs(&mut self) {
         let now = self.clock.now();
         for key in self.dry_runs.due(now) {
-            match self.desired.get(&key) {
-                Some(desired) => self
-                    .dry_runs
-                    .ask(&key, desired, self.desired.packing(), now),
+            match self.wanted.desired.get(&key) {
+                Some(desired) => {
+                    self.dry_runs
+                        .ask(&key, desired, self.wanted.desired.packing(), now)
+                }
                 None => self.dry_runs.retain(|k| *k != key),
             }
         }
@@ -63,7 +74,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// made against an older live version that would report drift (a fresh one is asked
     /// for at once): drift is reported only by an answer for the live version it judges.
     pub(super) fn evaluate_dry_run(&mut self, key: &ObjectKey, live: Live) {
-        let Some(desired) = self.desired.get(key) else {
+        let Some(desired) = self.wanted.desired.get(key) else {
             return;
         };
         let now = self.clock.now();
@@ -77,7 +88,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let (class, comparison, note) =
             match self
                 .dry_runs
-                .lookup(key, desired, self.desired.packing(), now)
+                .lookup(key, desired, self.wanted.desired.packing(), now)
             {
                 None => return,
                 Some(Answer::Rejected { message, at }) => (
@@ -95,17 +106,18 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                     at,
                 }) => {
                     let started = Instant::now();
-                    let comparison = self.differ.compare(&CompareInput {
+                    let comparison = self.comparing.differ.compare(&CompareInput {
                         desired: expected,
                         live,
                         previous: None,
-                        facts: &self.facts,
+                        facts: &self.comparing.facts,
                     });
                     self.outputs.compared(started.elapsed());
                     if comparison.class != DriftClass::InSync
                         && made_against_other_version(answer, live)
                     {
-                        self.dry_runs.ask(key, desired, self.desired.packing(), now);
+                        self.dry_runs
+                            .ask(key, desired, self.wanted.desired.packing(), now);
                         return;
                     }
                     let note = DryRunNote {
@@ -116,7 +128,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                     (comparison.class, Some(comparison), note)
                 }
             };
-        let desired = self.desired.get(key).expect("looked up above");
+        let desired = self.wanted.desired.get(key).expect("looked up above");
         let (changes, patch, ignored, schema) = match comparison {
             Some(c) => (c.changes, c.patch, c.ignored, c.schema),
             None => Default::default(),
@@ -130,15 +142,5 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             ..entry_of(desired, key, class)
         };
         self.publish_entry(key, entry);
-    }
-}
-
-/// The next dry-run answer; never, without a dry-run task.
-pub(super) async fn next_answer(
-    answers: &mut Option<mpsc::UnboundedReceiver<DryRunAnswer>>,
-) -> Option<DryRunAnswer> {
-    match answers {
-        Some(answers) => answers.recv().await,
-        None => std::future::pending().await,
     }
 }

@@ -1,9 +1,15 @@
 //! The engine's side of drift episodes: a drift state that held for the settle time is
 //! recorded in the store and announced as an Event, and open episodes are kept current.
 
-use super::*;
+use super::Engine;
+use super::SETTLE_BATCH;
+use crate::outputs::Announcement;
+use crate::outputs::Outputs;
+use crate::settle::Report;
 use driftd_core::par;
+use driftd_core::report::DriftEntry;
 use driftd_store::EpisodeWrite;
+use driftd_watch::WatchControl;
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Records (episodes) and announces (Events) every drift state that held for the
@@ -29,7 +35,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         // A state is due only if no comparison since said otherwise, so the entry holds the
         // paths the report's drift stands for. The index is only read here, and only this
         // thread writes it: the entries are read in place rather than copied.
-        let index = self.index.read().unwrap();
+        let index = self.publication.index.read().unwrap();
         let settled: Vec<(Report, &DriftEntry, Vec<String>)> = reports
             .into_iter()
             .filter_map(|report| {
@@ -66,7 +72,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         drop(writes);
         // Each identity unpacks a live copy: on every core, off this thread's serial path (a
         // wave of drift settles a thousand at a time).
-        let tracked = &self.tracked;
+        let tracked = &self.wanted.tracked;
         let identities = par::map_ordered(&settled, |(report, _, _)| {
             tracked.live_identity(&report.key)
         });
@@ -89,16 +95,19 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Starts moving `last_seen` of every open episode to now ([`LastSeen`]; the run loop
     /// calls it every minute and steps it in turns with watch events).
     pub(super) fn start_touching(&mut self) {
-        self.last_seen.start(self.clock.wall());
+        self.publication.last_seen.start(self.clock.wall());
     }
 
     /// Moves `last_seen` of the next open episodes; true if more are left.
     pub(super) fn touch_some(&mut self) -> bool {
-        self.last_seen.step(&self.store).unwrap_or_else(|err| {
-            tracing::error!(error = %err, "cannot update drift episodes");
-            self.outputs
-                .store_error("cannot update drift episode", &err);
-            false
-        })
+        self.publication
+            .last_seen
+            .step(&self.store)
+            .unwrap_or_else(|err| {
+                tracing::error!(error = %err, "cannot update drift episodes");
+                self.outputs
+                    .store_error("cannot update drift episode", &err);
+                false
+            })
     }
 }

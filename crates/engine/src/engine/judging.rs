@@ -8,8 +8,27 @@
 //! engine does first judges what is held, so it sees the same state as if every event had
 //! been judged on arrival.
 
-use super::*;
+use super::entry_of;
+use super::live::Live;
+use super::uncommitted;
+use super::Engine;
+use crate::desired::Desired;
+use crate::intents::IntentSet;
+use crate::outputs::Outputs;
+use driftd_core::diff::ClusterFacts;
+use driftd_core::diff::CompareInput;
+use driftd_core::diff::Differ;
 use driftd_core::par;
+use driftd_core::report::Changes;
+use driftd_core::report::DriftClass;
+use driftd_core::report::DriftEntry;
+use driftd_core::report::DriftPatch;
+use driftd_k8s::ObjectKey;
+use driftd_watch::packed::Packing;
+use driftd_watch::WatchControl;
+use serde_json::Value;
+use std::time::Duration;
+use std::time::Instant;
 
 /// Held events compared per thread at least, and taken at a time by a thread (a chunk of
 /// [`par::map_consumed`]): a comparison takes 30-100 µs, starting a thread some tens.
@@ -95,20 +114,20 @@ pub(super) struct Held {
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// From now on, events that only need a comparison are held and judged together.
     pub(super) fn hold_judgements(&mut self) {
-        self.held.holding = true;
+        self.comparing.held.holding = true;
     }
 
     /// Judges what is held and stops holding.
     pub(super) fn release_judgements(&mut self) {
         self.judge_held();
-        self.held.holding = false;
+        self.comparing.held.holding = false;
     }
 
     /// Tracked object `key` is `live` now (`None`: deleted), as a watch event said.
     pub(super) fn judge_event(&mut self, key: ObjectKey, live: Option<Value>) {
-        if self.held.holding && matches!(self.route(&key), Route::Compare(_)) {
-            self.held.events.push((key, live));
-            if self.held.events.len() >= MAX_HELD {
+        if self.comparing.held.holding && matches!(self.route(&key), Route::Compare(_)) {
+            self.comparing.held.events.push((key, live));
+            if self.comparing.held.events.len() >= MAX_HELD {
                 self.judge_held();
             }
             return;
@@ -118,10 +137,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// How `key` is judged now.
     fn route(&self, key: &ObjectKey) -> Route<'_> {
-        let Some(desired) = self.desired.get(key) else {
+        let Some(desired) = self.wanted.desired.get(key) else {
             return Route::IntentOnly;
         };
-        if !self.lists.judges(&desired.kind, key) || self.awaits_crds(&desired.kind) {
+        if !self.watching.lists.judges(&desired.kind, key) || self.awaits_crds(&desired.kind) {
             return Route::NotYet;
         }
         if self.dry_runs.applies(key, desired) {
@@ -132,18 +151,18 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// Judges the held events on every core and publishes their entries in order.
     pub(super) fn judge_held(&mut self) {
-        if self.held.events.is_empty() {
+        if self.comparing.held.events.is_empty() {
             return;
         }
-        let events = std::mem::take(&mut self.held.events);
+        let events = std::mem::take(&mut self.comparing.held.events);
         let judging = Judging {
-            differ: &self.differ,
-            facts: &self.facts,
-            intents: &self.intents,
-            packing: self.desired.packing(),
+            differ: &self.comparing.differ,
+            facts: &self.comparing.facts,
+            intents: &self.wanted.intents,
+            packing: self.wanted.desired.packing(),
         };
-        let desired = &self.desired;
-        let (tracked, stale_configs) = (&self.tracked, &self.stale_configs);
+        let desired = &self.wanted.desired;
+        let (tracked, stale_configs) = (&self.wanted.tracked, &self.stale_config.judgement);
         let publication = &mut self.publication;
         let outputs = &mut self.outputs;
         par::map_consumed(
@@ -178,10 +197,10 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let mut kept = None;
         let live = live.resolve(&mut kept, || self.live_copy(key));
         let judging = Judging {
-            differ: &self.differ,
-            facts: &self.facts,
-            intents: &self.intents,
-            packing: self.desired.packing(),
+            differ: &self.comparing.differ,
+            facts: &self.comparing.facts,
+            intents: &self.wanted.intents,
+            packing: self.wanted.desired.packing(),
         };
         let (entry, took) = judging.entry(key, desired, live);
         self.outputs.compared(took);

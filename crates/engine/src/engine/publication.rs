@@ -1,16 +1,20 @@
-//! Publishing a judged entry: the index, the settle tracker and the "since" of drift.
+//! Publishing a judged entry: the index, the settle tracker and the "since" of drift; and
+//! the episodes that settled drift opens and keeps current (`episodes`).
 
 use super::stale_config_feed;
 use crate::clock::Clock;
 use crate::index::SharedIndex;
+use crate::last_seen::LastSeen;
 use crate::settle::{Drift, Settling};
 use crate::stale_config::StaleConfigs;
 use crate::tracked::TrackedSet;
 use driftd_core::report::{DriftClass, DriftEntry};
 use driftd_k8s::ObjectKey;
+use driftd_store::{Store, StoreError};
 use jiff::Timestamp;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What publishing a judged entry changes: the settle tracker and the "since" of drift. A
 /// part of its own, holding its own handles on the index and the clock, so that the entries
@@ -22,9 +26,38 @@ pub(super) struct Publication {
     pub(super) open_since: HashMap<ObjectKey, (DriftClass, Timestamp)>,
     pub(super) index: SharedIndex,
     pub(super) clock: Arc<dyn Clock>,
+    /// More settled states are due than the last step took (`settle_some`).
+    pub(super) backlog: bool,
+    /// The minute's `last_seen` update of open episodes.
+    pub(super) last_seen: LastSeen,
 }
 
 impl Publication {
+    /// Publishes to `index`; episodes an earlier run left open are taken over from `store`,
+    /// so their drift keeps its "since" and is not announced again.
+    pub(super) fn new(
+        store: &Store,
+        settle: Duration,
+        index: SharedIndex,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Publication, StoreError> {
+        let mut settling = Settling::new(settle);
+        let mut open_since = HashMap::new();
+        for episode in store.open_episodes()? {
+            let class = episode.class.parse().unwrap_or(DriftClass::Modified);
+            open_since.insert(episode.key.clone(), (class, episode.first_seen));
+            settling.restore(episode.key, Drift::new(class, &episode.paths));
+        }
+        Ok(Publication {
+            settling,
+            open_since,
+            index,
+            clock,
+            backlog: false,
+            last_seen: LastSeen::default(),
+        })
+    }
+
     /// See [`Engine::publish_entry`]; `tracked` shares the entry's key, `stale_configs`
     /// adds the pods running on stale config.
     pub(super) fn publish(

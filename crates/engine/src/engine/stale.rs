@@ -7,14 +7,22 @@
 //! local intent, the cluster log (through `serve`'s writer, [`ClusterRelease`]) for one
 //! that came from it, which every replica then imports.
 
-use super::*;
+use super::Engine;
 use crate::holders::Holders;
 use crate::locks::local::LocalHolders;
 use crate::locks::release::{ClusterRelease, ClusterReleased, ReleaseOutcome};
 use crate::locks::{self, FoundLock, Judged};
 use crate::outputs::LockAnnouncement;
+use crate::outputs::Outputs;
+use crate::Leadership;
+use driftd_config::Config;
 use driftd_core::report::LockKind;
+use driftd_watch::WatchControl;
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::time::Duration;
+use tokio::sync::mpsc;
 
 /// Stale-lock state and settings.
 pub(super) struct LockState {
@@ -40,6 +48,10 @@ pub(super) struct LockState {
     release_answers: Option<mpsc::UnboundedReceiver<ClusterReleased>>,
     /// Releases asked of the cluster log and not answered yet, with the lock they free.
     releasing: BTreeMap<i64, Judged>,
+    /// Leader-only work (automatic releases) asks it.
+    pub(super) leadership: Leadership,
+    /// Who this replica is in the history it writes (`driftd/<identity>`).
+    pub(super) actor: String,
 }
 
 impl LockState {
@@ -58,6 +70,8 @@ impl LockState {
             release_requests: None,
             release_answers: None,
             releasing: BTreeMap::new(),
+            leadership: Leadership::always(),
+            actor: "driftd".into(),
         }
     }
 
@@ -106,17 +120,18 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let now = self.clock.wall();
         let pulumi = self.locks.pulumi.as_deref().unwrap_or_default();
         let names = locks::holder_names(
-            self.intents.open().iter().map(|o| &o.info),
+            self.wanted.intents.open().iter().map(|o| &o.info),
             pulumi.iter().map(|f| &f.lock),
         );
-        self.locks.holders.sync(&names, &mut self.watches);
-        let locking = self.intents.open().iter().map(|o| &o.info);
+        self.locks.holders.sync(&names, &mut self.watching.watches);
+        let locking = self.wanted.intents.open().iter().map(|o| &o.info);
         let locking = locking.filter(|i| i.state.holds_lock());
         self.locks
             .local
             .refresh(locking.map(|i| (i.holder.as_str(), i.created_at)), now);
         let (holders, local) = (&self.locks.holders, &self.locks.local);
         let mut judged: Vec<Judged> = self
+            .wanted
             .intents
             .open()
             .iter()
@@ -126,7 +141,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             locks::judge_pulumi(&f.lock, &f.path, holders, now, self.locks.max_lock_age)
         }));
 
-        if self.locks.auto_release_after.is_some() && self.leadership.is_leader() {
+        if self.locks.auto_release_after.is_some() && self.locks.leadership.is_leader() {
             let due: Vec<Judged> = judged
                 .iter()
                 .filter(|j| locks::auto_releases(j, now, self.locks.auto_release_after))
@@ -153,7 +168,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             .iter()
             .map(|j| (j.lock.kind, j.lock.id.clone()))
             .collect();
-        let leading = self.leadership.is_leader();
+        let leading = self.locks.leadership.is_leader();
         for j in &judged {
             let key = (j.lock.kind, j.lock.id.clone());
             if !self.locks.seen.contains(&key) {
@@ -177,7 +192,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 &b.lock.id,
             ))
         });
-        self.index
+        self.publication
+            .index
             .write()
             .unwrap()
             .set_locks(judged.into_iter().map(|j| j.lock).collect(), ready);
@@ -201,6 +217,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             judged.lock.reason
         );
         let from_cluster = self
+            .wanted
             .intents
             .open()
             .iter()
@@ -208,10 +225,13 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         if from_cluster {
             return self.ask_cluster_release(judged, id, reason);
         }
-        match self.store.auto_release_intent(id, &self.actor, &reason) {
+        match self
+            .store
+            .auto_release_intent(id, &self.locks.actor, &reason)
+        {
             Ok(_) => {
                 tracing::warn!(intent = id, source = %judged.lock.source, holder = %judged.lock.holder,
-                    actor = %self.actor, %reason, "stale lock released automatically");
+                    actor = %self.locks.actor, %reason, "stale lock released automatically");
                 self.announce_released(&judged);
                 true
             }
@@ -230,7 +250,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     fn ask_cluster_release(&mut self, judged: Judged, id: i64, reason: String) -> bool {
         let request = ClusterRelease {
             id,
-            actor: self.actor.clone(),
+            actor: self.locks.actor.clone(),
             reason,
         };
         let sent = self
@@ -260,7 +280,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         match answer.outcome {
             ReleaseOutcome::Released => {
                 tracing::warn!(intent = id, source = %judged.lock.source, holder = %judged.lock.holder,
-                    actor = %self.actor, "stale lock released automatically in the cluster log");
+                    actor = %self.locks.actor, "stale lock released automatically in the cluster log");
                 self.announce_released(&judged);
             }
             ReleaseOutcome::NotPending(why) => {
@@ -278,7 +298,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     fn announce_released(&mut self, judged: &Judged) {
         let what = LockAnnouncement::Released {
-            actor: self.actor.clone(),
+            actor: self.locks.actor.clone(),
         };
         self.outputs
             .announce_lock(what, &judged.lock, judged.pod.as_ref());

@@ -7,24 +7,60 @@
 //! the stale pods, and its Event says so); an `unmanaged` workload (coverage on) keeps its
 //! class and carries them.
 
-use super::*;
+use super::Engine;
+use crate::outputs::Announcement;
+use crate::outputs::Outputs;
+use crate::stale_config::StaleConfigs;
+use driftd_config::Config;
+use driftd_core::report::DriftClass;
+use driftd_core::report::DriftEntry;
 use driftd_core::report::StaleConfigNote;
+use driftd_k8s::ObjectKey;
 use driftd_store::ContentWriter;
+use driftd_store::Store;
+use driftd_store::StoreError;
+use driftd_watch::WatchControl;
+use jiff::Timestamp;
+use std::collections::BTreeSet;
 
-/// The judgement as `config` sets it up, with the content records of earlier runs, and the
-/// writer of new records (none in memory: the engine's own connection writes them).
-pub(super) fn start(
-    store: &Store,
-    config: &Config,
-    key: &[u8],
-) -> Result<(StaleConfigs, Option<ContentWriter>), StoreError> {
-    let c = &config.stale_config;
-    let (records, writer) = match c.enabled {
-        true => (store.config_contents()?, store.content_writer()?),
-        false => (Vec::new(), None),
-    };
-    let judgement = StaleConfigs::new(c.enabled, c.kubelet_sync(), key, records);
-    Ok((judgement, writer))
+/// The judgement, and the writer of its content records off the engine's thread (`None`:
+/// in memory, or `stale_config` off: the engine's own connection writes them).
+pub(super) struct StaleConfigFeed {
+    pub(super) judgement: StaleConfigs,
+    writer: Option<ContentWriter>,
+}
+
+impl StaleConfigFeed {
+    /// The judgement as `config` sets it up, with the content records of earlier runs.
+    pub(super) fn start(
+        store: &Store,
+        config: &Config,
+        key: &[u8],
+    ) -> Result<StaleConfigFeed, StoreError> {
+        let c = &config.stale_config;
+        let (records, writer) = match c.enabled {
+            true => (store.config_contents()?, store.content_writer()?),
+            false => (Vec::new(), None),
+        };
+        let judgement = StaleConfigs::new(c.enabled, c.kubelet_sync(), key, records);
+        Ok(StaleConfigFeed { judgement, writer })
+    }
+
+    /// Writes the content records gathered since the last call; what failed.
+    fn write_records(&mut self, store: &Store) -> Vec<StoreError> {
+        let writes = self.judgement.take_writes();
+        match &self.writer {
+            Some(writer) => {
+                writer.record(writes);
+                writer.failures()
+            }
+            None => store
+                .record_config_contents(&writes)
+                .err()
+                .into_iter()
+                .collect(),
+        }
+    }
 }
 
 /// Adds the stale pods of workload `key` to its entry; `in_sync` becomes `stale_config`.
@@ -42,28 +78,16 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Writes the content records gathered since the last call and publishes every workload
     /// whose stale pods changed (or whose volume readers' sync period ended).
     pub fn stale_config_flush(&mut self) {
-        if !self.stale_configs.enabled() {
+        if !self.stale_config.judgement.enabled() {
             return;
         }
-        let writes = self.stale_configs.take_writes();
-        let failures = match &self.content_writer {
-            Some(writer) => {
-                writer.record(writes);
-                writer.failures()
-            }
-            None => self
-                .store
-                .record_config_contents(&writes)
-                .err()
-                .into_iter()
-                .collect(),
-        };
+        let failures = self.stale_config.write_records(&self.store);
         for err in failures {
             tracing::error!(error = %err, "cannot record Secret/ConfigMap content hashes");
             self.outputs
                 .store_error("cannot record Secret/ConfigMap content hashes", &err);
         }
-        for (key, note) in self.stale_configs.flush(self.clock.wall()) {
+        for (key, note) in self.stale_config.judgement.flush(self.clock.wall()) {
             match &note {
                 Some(note) => tracing::info!(
                     workload = %key,
@@ -73,7 +97,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 ),
                 None => tracing::info!(workload = %key, "no pods on stale config any more"),
             }
-            if self.tracked.contains(&key) {
+            if self.wanted.tracked.contains(&key) {
                 self.evaluate(&key);
             } else {
                 self.stale_config_untracked(&key, note);
@@ -84,7 +108,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// A workload no source desires: its `unmanaged` entry (if coverage reports it) carries
     /// the stale pods, announced when a config becomes stale.
     fn stale_config_untracked(&mut self, key: &ObjectKey, note: Option<StaleConfigNote>) {
-        let mut index = self.index.write().unwrap();
+        let mut index = self.publication.index.write().unwrap();
         let Some(mut entry) = index
             .get(key)
             .filter(|e| e.class == DriftClass::Unmanaged)

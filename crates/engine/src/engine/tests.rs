@@ -5,6 +5,7 @@
 use super::*;
 use crate::clock::ManualClock;
 use crate::index::DriftIndex;
+use crate::outputs::Announcement;
 use crate::test_support::{commit, watch_apply};
 use driftd_core::report::{DriftFilter, ScopeNote};
 use driftd_watch::{WatchError, WatcherId};
@@ -219,7 +220,7 @@ impl Harness {
     /// Loads the desired state as the run loop's poll does when someone committed (a commit
     /// through the engine's own connection does not move `data_version`).
     fn load(&mut self) {
-        if self.engine.desired.load(&self.engine.store).unwrap() {
+        if self.engine.wanted.desired.load(&self.engine.store).unwrap() {
             self.engine.desired_loaded();
             self.engine.tracking_changed();
         }
@@ -234,6 +235,7 @@ impl Harness {
     fn watcher(&self, kind: &TypeKey) -> WatcherId {
         *self
             .engine
+            .watching
             .watches
             .running
             .get(kind)
@@ -329,7 +331,7 @@ fn objects_are_judged_once_their_kind_is_listed() {
         "nothing desired: nothing to wait for"
     );
     let mut h = Harness::start_with(&config(), &(cm("a", "1") + &cm("b", "1")));
-    assert_eq!(h.engine.watches.log, ["start ConfigMap"]);
+    assert_eq!(h.engine.watching.watches.log, ["start ConfigMap"]);
     assert!(!h.ready());
     assert!(h.class("a").is_none(), "not listed yet: no verdict");
 
@@ -513,7 +515,10 @@ fn a_commit_that_adds_and_removes_kinds_starts_and_stops_watchers() {
     let secret = "apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: shop}\ndata: {password: cGFzcw==}\n---\n";
     let mut h = Harness::start(&config());
     h.commit("shop", &(cm("a", "1") + service));
-    assert_eq!(h.engine.watches.log, ["start ConfigMap", "start Service"]);
+    assert_eq!(
+        h.engine.watching.watches.log,
+        ["start ConfigMap", "start Service"]
+    );
     h.list(&configmaps(), live(&cm("a", "1")));
     let mut drifted = one(service);
     drifted["spec"]["ports"][0]["port"] = json!(81);
@@ -527,7 +532,7 @@ fn a_commit_that_adds_and_removes_kinds_starts_and_stops_watchers() {
     // The Service leaves, a Secret and a second ConfigMap arrive.
     h.commit("shop", &(cm("a", "1") + &cm("b", "1") + secret));
     assert_eq!(
-        h.engine.watches.log[2..],
+        h.engine.watching.watches.log[2..],
         ["stop Service", "start Secret", "restart ConfigMap"],
         "ConfigMaps are listed again: b's live copy was not kept"
     );
@@ -651,7 +656,7 @@ fn an_hpa_appearing_and_disappearing_reevaluates_its_target() {
     let hpas = hpa_kind();
     let mut h = Harness::start_with(&config(), &deployment(2));
     assert!(
-        h.engine.watches.running.contains_key(&hpas),
+        h.engine.watching.watches.running.contains_key(&hpas),
         "HPAs are watched when a workload is desired"
     );
     h.list(&kind("apps/v1", "Deployment"), live(&deployment(4)));
@@ -700,7 +705,7 @@ fn an_hpa_appearing_and_disappearing_reevaluates_its_target() {
     // No workload desired: HPAs are not watched, and what was known of them is forgotten.
     h.apply(hpa("web"));
     h.commit("shop", &cm("a", "1"));
-    assert!(!h.engine.watches.running.contains_key(&hpas));
+    assert!(!h.engine.watching.watches.running.contains_key(&hpas));
     h.commit("shop", &deployment(2));
     h.list(&kind("apps/v1", "Deployment"), live(&deployment(4)));
     assert_eq!(
@@ -744,7 +749,7 @@ fn coverage_reports_unmanaged_objects_and_owned_ones() {
     config.unmanaged.namespaces = vec!["shop".into()];
     let mut h = Harness::start_with(&config, &cm("a", "1"));
     assert_eq!(
-        h.engine.watches.log,
+        h.engine.watching.watches.log,
         ["start ConfigMap"],
         "covered kinds are watched (once if desired too)"
     );
@@ -788,10 +793,13 @@ fn coverage_reports_unmanaged_objects_and_owned_ones() {
     assert_eq!(h.index.read().unwrap().owned_covered(), Some(2));
 
     // Dropped from the source but still live: unmanaged again, once re-listed.
-    let started = h.engine.watches.log.len();
+    let started = h.engine.watching.watches.log.len();
     h.commit("shop", &cm("a", "1"));
     assert!(h.class("stray").is_none());
-    assert_eq!(h.engine.watches.log[started..], ["restart ConfigMap"]);
+    assert_eq!(
+        h.engine.watching.watches.log[started..],
+        ["restart ConfigMap"]
+    );
     h.list(&configmaps(), live(&(cm("a", "1") + &cm("stray", "1"))));
     assert_eq!(h.class("stray"), Some(DriftClass::Unmanaged));
     assert_eq!(h.index.read().unwrap().owned_covered(), Some(1), "a alone");
@@ -886,10 +894,13 @@ fn failed_episode_writes_are_reported_and_the_engine_goes_on() {
 fn the_periodic_relist_finds_a_change_the_watch_missed() {
     let mut h = Harness::start_with(&config(), &(cm("a", "1") + &cm("b", "1")));
     h.list(&configmaps(), live(&(cm("a", "1") + &cm("b", "1"))));
-    let before = h.engine.watches.log.len();
+    let before = h.engine.watching.watches.log.len();
 
     h.engine.relist_periodically();
-    assert_eq!(h.engine.watches.log[before..], ["restart ConfigMap"]);
+    assert_eq!(
+        h.engine.watching.watches.log[before..],
+        ["restart ConfigMap"]
+    );
     assert!(h.ready(), "a periodic re-list does not make driftd unready");
     assert_eq!(h.class("a"), Some(DriftClass::InSync));
 
@@ -907,9 +918,13 @@ fn the_periodic_relist_finds_a_change_the_watch_missed() {
 #[test]
 fn a_kind_still_listing_is_not_relisted_periodically() {
     let mut h = Harness::start_with(&config(), &cm("a", "1"));
-    let before = h.engine.watches.log.len();
+    let before = h.engine.watching.watches.log.len();
     h.engine.relist_periodically();
-    assert_eq!(h.engine.watches.log.len(), before, "its first list will do");
+    assert_eq!(
+        h.engine.watching.watches.log.len(),
+        before,
+        "its first list will do"
+    );
 }
 
 mod crds;
@@ -1077,6 +1092,7 @@ fn a_custom_kind_committed_without_its_crd_takes_its_scope_from_discovery() {
     assert_eq!(e.scope, None);
     let keys: Vec<String> = h
         .engine
+        .wanted
         .tracked
         .keys()
         .iter()

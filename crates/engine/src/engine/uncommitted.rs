@@ -2,9 +2,16 @@
 //! `uncommitted` entry names (with the two ways out), intents that expire by time, and the
 //! `driftd_intents` counts.
 
-use super::*;
+use super::live::Live;
+use super::Engine;
+use crate::intents::IntentChange;
+use crate::outputs::Outputs;
+use driftd_core::report::DriftClass;
+use driftd_core::report::DriftEntry;
 use driftd_core::report::IntentRef;
+use driftd_k8s::ObjectKey;
 use driftd_store::{IntentInfo, IntentState};
+use driftd_watch::WatchControl;
 
 /// What `/drift` says of the intent `info` that live object `key` equals; `only_intent`:
 /// no committed revision has the object (the intent created it).
@@ -54,40 +61,36 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// wanted it; otherwise not reported (nothing committed wants it, and no intent explains
     /// it as it is).
     pub(super) fn evaluate_intent_only(&mut self, key: &ObjectKey, live: Live) {
-        let Some(kind) = self.tracked.kind(key).cloned() else {
+        let Some(kind) = self.wanted.tracked.kind(key).cloned() else {
             return;
         };
-        if !self.lists.judges(&kind, key) {
+        if !self.watching.lists.judges(&kind, key) {
             return;
         }
         let mut kept = None;
         let live = live.resolve(&mut kept, || self.live_copy(key));
         let matched = live.and_then(|live| {
-            self.intents
-                .matching(None, key, live, &self.differ, &self.facts)
+            self.wanted.intents.matching(
+                None,
+                key,
+                live,
+                &self.comparing.differ,
+                &self.comparing.facts,
+            )
         });
         let Some(info) = matched else {
             return self.drop_entry(key, self.clock.wall());
         };
+        // No revision desires it.
         let entry = DriftEntry {
-            source: info.source.clone(),
-            // No revision desires it.
-            revision: 0,
-            api_version: kind.api_version.clone(),
-            kind: key.kind.clone(),
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
-            class: DriftClass::Uncommitted,
-            since: None,
-            changes: Default::default(),
-            patch: Default::default(),
-            ignored: Vec::new(),
             intent: Some(Box::new(intent_ref(info, key, true))),
-            schema: None,
-            dry_run: None,
-            stale_config: None,
-            stale: false,
-            scope: None,
+            ..DriftEntry::new(
+                info.source.clone(),
+                0,
+                kind.api_version.clone(),
+                key,
+                DriftClass::Uncommitted,
+            )
         };
         self.publish_entry(key, entry);
     }
@@ -95,10 +98,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Reads the open intents now (after this replica wrote to them, which its own
     /// `data_version` does not show).
     pub(super) fn reload_intents(&mut self) {
-        match self
-            .intents
-            .load(&self.store, &self.desired, &self.facts, self.clock.wall())
-        {
+        match self.wanted.intents.load(
+            &self.store,
+            &self.wanted.desired,
+            &self.comparing.facts,
+            self.clock.wall(),
+        ) {
             Ok(IntentChange::Changed) => self.tracking_changed(),
             Ok(IntentChange::Renewed) => self.intents_aged(),
             Err(err) => {
@@ -111,12 +116,15 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Time passed, or intents were renewed: an intent that expired (or was renewed after
     /// expiring) is shown in its new state, and locks are judged again.
     pub fn intents_aged(&mut self) {
-        let changed = self.intents.refresh(self.clock.wall());
-        for open in self.intents.open() {
+        let changed = self.wanted.intents.refresh(self.clock.wall());
+        for open in self.wanted.intents.open() {
             if changed.contains(&open.info.id) && open.info.state == IntentState::Expired {
                 tracing::warn!(intent = open.info.id, source = %open.info.source,
                     holder = %open.info.holder, "intent expired: its holder stopped renewing it");
-                if let Err(err) = self.store.record_intent_expiry(open.info.id, &self.actor) {
+                if let Err(err) = self
+                    .store
+                    .record_intent_expiry(open.info.id, &self.locks.actor)
+                {
                     tracing::error!(intent = open.info.id, error = %err, "cannot record the expiry");
                     self.outputs
                         .store_error("cannot record an intent's expiry", &err);
@@ -124,8 +132,8 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             }
         }
         if !changed.is_empty() {
-            for key in self.intents.keys_of(&changed) {
-                if self.tracked.contains(&key) {
+            for key in self.wanted.intents.keys_of(&changed) {
+                if self.wanted.tracked.contains(&key) {
                     self.evaluate(&key);
                 }
             }
@@ -136,7 +144,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
 
     /// Counts recently ended intents again (the window moves with time).
     pub fn recount_intents(&mut self) {
-        match self.intents.recount(&self.store, self.clock.wall()) {
+        match self.wanted.intents.recount(&self.store, self.clock.wall()) {
             Ok(()) => self.publish_intents(),
             Err(err) => {
                 tracing::error!(error = %err, "cannot count intents");
@@ -146,7 +154,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     }
 
     pub(super) fn publish_intents(&mut self) {
-        let counts = self.intents.counts();
-        self.index.write().unwrap().set_intents(counts);
+        let counts = self.wanted.intents.counts();
+        self.publication.index.write().unwrap().set_intents(counts);
     }
 }

@@ -5,8 +5,6 @@
 //! it there (a task of `serve`, never the engine itself: the engine does no I/O), and the
 //! replicas, this one included, import the release as they import any end of an intent.
 
-use tokio::sync::mpsc;
-
 /// A release the engine asks the cluster log for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterRelease {
@@ -33,14 +31,4 @@ pub enum ReleaseOutcome {
     NotPending(String),
     /// The write failed (RBAC, API down): left to people.
     Failed(String),
-}
-
-/// The next answer, or never when there is no writer.
-pub async fn next_answer(
-    answers: &mut Option<mpsc::UnboundedReceiver<ClusterReleased>>,
-) -> Option<ClusterReleased> {
-    match answers {
-        Some(answers) => answers.recv().await,
-        None => std::future::pending().await,
-    }
 }

@@ -71,7 +71,7 @@ fn a_custom_resource_waits_for_the_clusters_crds_and_follows_their_changes() {
     use driftd_core::diff::SchemaUse;
     let mut h = Harness::start_with(&config(), WIDGET);
     assert!(
-        h.engine.watches.running.contains_key(&crds()),
+        h.engine.watching.watches.running.contains_key(&crds()),
         "CRDs are watched while a custom resource is tracked"
     );
     h.list(&widgets(), vec![live_widget("large")]);
@@ -132,6 +132,6 @@ fn a_committed_crd_wins_over_the_clusters() {
 #[test]
 fn built_in_kinds_alone_watch_no_crds() {
     let h = Harness::start_with(&config(), &cm("a", "1"));
-    assert!(!h.engine.watches.running.contains_key(&crds()));
+    assert!(!h.engine.watching.watches.running.contains_key(&crds()));
     assert_eq!(h.entry("ConfigMap", "a").and_then(|e| e.schema), None);
 }

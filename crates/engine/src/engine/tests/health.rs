@@ -152,7 +152,7 @@ fn a_resource_version_going_back_lists_the_kind_afresh() {
     events.push(WatchEvent::InitDone);
     events.push(WatchEvent::Position("100".into()));
     h.send(&configmaps(), events);
-    assert_eq!(h.engine.watches.log, ["start ConfigMap"]);
+    assert_eq!(h.engine.watching.watches.log, ["start ConfigMap"]);
 
     // Watch events and bookmarks move the position forward; an opaque one is not compared.
     h.send(
@@ -164,14 +164,14 @@ fn a_resource_version_going_back_lists_the_kind_afresh() {
             WatchEvent::Position("150".into()),
         ],
     );
-    assert_eq!(h.engine.watches.log, ["start ConfigMap"]);
+    assert_eq!(h.engine.watching.watches.log, ["start ConfigMap"]);
 
     // The etcd state is restored to version 100; meanwhile `b` was edited by hand (at 101
     // in the new timeline). A watch resumed from 150 would never see it. The server's
     // current version, asked before the watch resumes, gives it away.
     h.send(&configmaps(), vec![WatchEvent::Position("101".into())]);
     assert_eq!(
-        h.engine.watches.log,
+        h.engine.watching.watches.log,
         ["start ConfigMap", "restart ConfigMap"]
     );
     assert!(h.ready(), "a re-list keeps judging on the last live copies");
@@ -188,12 +188,12 @@ fn a_resource_version_going_back_lists_the_kind_afresh() {
     );
     assert_eq!(h.class("b"), Some(DriftClass::Modified));
     // The fresh list is the new truth: lower than before, but no second restart.
-    assert_eq!(h.engine.watches.log.len(), 2);
+    assert_eq!(h.engine.watching.watches.log.len(), 2);
 
     // Going back seen on a watch event itself (a server that kept the stream open).
     h.send(&configmaps(), vec![watch_apply(cm_at("a", "1", "90"))]);
     assert_eq!(
-        h.engine.watches.log,
+        h.engine.watching.watches.log,
         ["start ConfigMap", "restart ConfigMap", "restart ConfigMap"]
     );
 }

@@ -153,10 +153,10 @@ fn an_object_only_an_intent_wants_is_uncommitted_while_it_exists_as_wanted() {
     let mut h = Harness::start_with(&config(), &cm("a", "1"));
     h.follow_clock();
     h.list(&configmaps(), live(&cm("a", "1")));
-    let started = h.engine.watches.log.len();
+    let started = h.engine.watching.watches.log.len();
     let id = h.begin("shop", &(cm("a", "1") + &cm("new", "1")), "ci", 600);
     assert_eq!(
-        h.engine.watches.log[started..],
+        h.engine.watching.watches.log[started..],
         ["restart ConfigMap"],
         "a list already delivered passed the new object over"
     );
@@ -195,7 +195,7 @@ fn a_first_deploy_of_a_new_source_that_died_is_uncommitted() {
     let mut h = Harness::start(&config());
     h.follow_clock();
     let id = h.begin("web", &cm("w", "1"), "ci", 600);
-    assert_eq!(h.engine.watches.log, ["start ConfigMap"]);
+    assert_eq!(h.engine.watching.watches.log, ["start ConfigMap"]);
     h.list(&configmaps(), live(&cm("w", "1")));
     assert_eq!(h.class("w"), Some(DriftClass::Uncommitted));
     let counts = h.index.read().unwrap().intents().clone();
@@ -208,7 +208,7 @@ fn a_first_deploy_of_a_new_source_that_died_is_uncommitted() {
     h.reload();
     assert!(h.class("w").is_none());
     assert_eq!(
-        h.engine.watches.log,
+        h.engine.watching.watches.log,
         ["start ConfigMap", "stop ConfigMap"],
         "nothing wants ConfigMaps any more"
     );

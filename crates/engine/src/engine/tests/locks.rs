@@ -20,6 +20,7 @@ impl Harness {
     fn pod_events(&mut self, name: &str, events: Vec<WatchEvent>) {
         let watcher = *self
             .engine
+            .watching
             .watches
             .pods
             .get(name)
@@ -96,7 +97,7 @@ fn a_deleted_holder_pod_makes_its_lock_stale_from_one_watch_event() {
     let mut h = Harness::start(&config());
     h.follow_clock();
     let id = h.begin("web", &cm("w", "1"), "pod:shop/deploy-x", 600);
-    assert!(h.engine.watches.pods.contains_key("deploy-x"));
+    assert!(h.engine.watching.watches.pods.contains_key("deploy-x"));
     assert_eq!(h.locks(), (false, vec![]), "the holder is not listed yet");
     h.pod_events(
         "deploy-x",
@@ -142,6 +143,7 @@ fn a_deleted_holder_pod_makes_its_lock_stale_from_one_watch_event() {
     assert!(h.locks().1.is_empty());
     assert!(h
         .engine
+        .watching
         .watches
         .log
         .contains(&"stop pods deploy-x".to_string()));
@@ -249,7 +251,12 @@ fn pulumi_locks_are_scanned_and_their_holder_pods_watched() {
     h.load();
     assert_eq!(h.locks(), (false, vec![]), "not scanned yet");
     h.engine.scan_pulumi_locks();
-    assert!(h.engine.watches.pods.contains_key("shop-dev-workspace-0"));
+    assert!(h
+        .engine
+        .watching
+        .watches
+        .pods
+        .contains_key("shop-dev-workspace-0"));
     assert_eq!(h.locks(), (false, vec![]), "its pod not listed yet");
     let workspace = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "shop-dev-workspace-0", "namespace": "pulumi", "uid": "u-2",

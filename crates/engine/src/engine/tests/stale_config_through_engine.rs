@@ -43,7 +43,7 @@ fn pod(name: &str, rs: &str, start: &str) -> Value {
 /// at 08:00; every kind listed.
 fn started() -> Harness {
     let mut h = Harness::start_with(&stale_config_on(), &web("nginx"));
-    let running = &h.engine.watches.running;
+    let running = &h.engine.watching.watches.running;
     for kind in ["Pod", "ReplicaSet", "Secret", "ConfigMap", "Deployment"] {
         assert!(running.keys().any(|k| k.kind == kind), "{kind} watched");
     }
@@ -168,6 +168,7 @@ fn only_the_tracked_kinds_watchers_pack_copies() {
     let h = started();
     let copies: Vec<&str> = h
         .engine
+        .watching
         .watches
         .copies
         .iter()
