@@ -38,7 +38,7 @@ use walk::{Context, RawChange, Walker};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use crate::report::{DriftClass, IgnoredCount, SchemaUse};
+pub use crate::verdict::{DriftClass, IgnoredCount, SchemaUse};
 
 /// RFC 6902 operation that would bring the live object back to the desired one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
