@@ -125,7 +125,7 @@ impl WatchControl for Supervisor {
     fn relist(&mut self, kind: &TypeKey) -> WatcherId {
         match self.tasks.get(kind) {
             Some(task) if !task.handle.is_finished() => {
-                tracing::debug!(kind = %kind, "listing again while the watch goes on");
+                tracing::info!(kind = %kind, "listing again while the watch goes on");
                 task.relist.ask();
                 task.id
             }
