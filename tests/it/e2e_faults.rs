@@ -375,6 +375,47 @@ fn compacted_history_relists_without_flapping() {
     );
 }
 
+/// A re-list every second, each made by the running watchers while their watches go on:
+/// a change and a deletion made meanwhile are seen, a listed copy older than what a watch
+/// delivered never brings the deleted object back, and nothing untouched shows in `/drift`.
+#[test]
+fn periodic_relists_in_place_keep_changes_coming_without_flapping() {
+    let w = start("relist_seconds = 1\n");
+    let relists = || {
+        w.daemon
+            .proc
+            .stderr()
+            .matches("listing again while the watch goes on")
+            .count()
+    };
+    let recorder = DriftRecorder::start(&w.daemon);
+    let before = relists();
+    set_log_level(&w.sim, "debug");
+    let cm = wait_drift_at(&w.daemon, "ConfigMap", "web-config", "/data/LOG_LEVEL");
+    assert_eq!(cm["changes"][0]["live"], "debug", "{cm:#}");
+    w.sim.kubectl(&["-n", "shop", "delete", "service", "web"]);
+    wait_for("the deleted Service missing", T, || {
+        let drift = w.daemon.drift("");
+        (find(&drift, "Service", "web")?["class"] == "missing").then_some(())
+    });
+    // Re-lists go on (every watched kind once a second, the app's kinds among them): the
+    // Service stays missing through them.
+    let kinds = app_kinds().len();
+    wait_for("three re-lists' worth of every kind", T, || {
+        (relists() >= before + 3 * kinds).then_some(())
+    });
+    let drift = w.daemon.drift("");
+    assert_eq!(
+        find(&drift, "Service", "web").map(|s| s["class"].clone()),
+        Some(json!("missing")),
+        "{drift:#}"
+    );
+    // No watcher was replaced: the watches are the ones opened at the start.
+    assert!(!w.daemon.proc.stderr().contains("so that it lists again"));
+    wait_open_watches(&w.sim, w.watches);
+    recorder.assert_only(&[("ConfigMap", "web-config"), ("Service", "web")]);
+}
+
 #[test]
 fn api_errors_are_counted_and_recovered_from() {
     let w = start("");

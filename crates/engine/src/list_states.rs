@@ -239,7 +239,9 @@ impl Lists {
     /// Lists every listed kind again (a periodic re-list): whatever a watch missed (a
     /// server whose state went back to lower resourceVersions sends nothing newer than a
     /// client's position) is found by the list. Objects keep being judged on their live
-    /// copies meanwhile, so readiness does not drop. Returns how many kinds re-list.
+    /// copies meanwhile, so readiness does not drop, and each watcher lists in place
+    /// ([`WatchControl::relist`]), so their changes keep coming while every kind lists.
+    /// Returns how many kinds re-list.
     pub fn relist_listed(&mut self, control: &mut impl WatchControl) -> usize {
         let mut count = 0;
         for (kind, watched) in &mut self.kinds {
@@ -247,7 +249,7 @@ impl Lists {
                 watched.state = ListState::Restarting {
                     waiting: BTreeSet::new(),
                 };
-                watched.watcher = control.start(kind);
+                watched.watcher = control.relist(kind);
                 count += 1;
             }
         }
@@ -500,6 +502,11 @@ mod tests {
             WatcherId(self.last)
         }
 
+        fn relist(&mut self, kind: &TypeKey) -> WatcherId {
+            self.log.push(format!("relist {}", kind.kind));
+            WatcherId(self.last)
+        }
+
         fn stop(&mut self, kind: &TypeKey) {
             self.log.push(format!("stop {}", kind.kind));
         }
@@ -546,6 +553,44 @@ mod tests {
         assert!(lists.all_listed(), "a re-list is not an outage");
         assert!(!lists.judges(&cm, &key("new")) && lists.judges(&cm, &key("old")));
         assert!(!lists.judges(&svc, &key("old")), "not watched");
+    }
+
+    #[test]
+    fn a_periodic_relist_lists_in_place_and_counts_changes_made_meanwhile_as_seen() {
+        let cm = TypeKey {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+        };
+        let mut control = Control::default();
+        let mut lists = Lists::default();
+        lists.sync(&[cm.clone()].into(), &mut control);
+        lists.step(&cm, ListEvent::Init);
+        lists.step(&cm, ListEvent::Seen(&key("a")));
+        lists.step(&cm, ListEvent::Seen(&key("b")));
+        lists.step(&cm, ListEvent::Done);
+        assert_eq!(lists.relist_listed(&mut control), 1);
+        assert_eq!(control.log, ["start ConfigMap", "relist ConfigMap"]);
+        assert!(
+            lists.is_current(&cm, WatcherId(1)),
+            "the running watcher lists: its changes still count"
+        );
+        assert!(lists.judges(&cm, &key("a")) && lists.all_listed());
+        lists.step(&cm, ListEvent::Init);
+        // A change the watch delivers while the list goes on, and an object it listed.
+        lists.step(&cm, ListEvent::Seen(&key("b")));
+        assert!(lists.judges(&cm, &key("b")), "judged as it comes");
+        lists.step(&cm, ListEvent::Seen(&key("c")));
+        let done = lists.step(&cm, ListEvent::Done);
+        assert_eq!(
+            done,
+            Some(keys(&["b", "c"])),
+            "a was neither listed nor changed: gone"
+        );
+        assert_eq!(
+            lists.relist_listed(&mut Control::default()),
+            1,
+            "listed again"
+        );
     }
 
     #[test]

@@ -32,7 +32,8 @@ pub struct WatcherId(pub u64);
 /// What a watcher tells the engine.
 #[derive(Debug)]
 pub enum WatchEvent {
-    /// A (re-)list starts: objects not re-listed before `InitDone` are gone.
+    /// A (re-)list starts: objects neither re-listed nor changed before `InitDone` are gone
+    /// (a watcher listing in place keeps sending changes meanwhile).
     Init,
     /// An object exists with this content (initial list or later change).
     Apply(Applied),
@@ -123,6 +124,13 @@ pub trait WatchControl {
     /// Starts a watcher for `kind`, replacing (and so re-listing) a running one. Its messages
     /// carry the returned id.
     fn start(&mut self, kind: &TypeKey) -> WatcherId;
+    /// Lists `kind` again with its running watcher, which keeps streaming changes while it
+    /// lists (a periodic re-list): a replaced watcher would stream nothing until its list
+    /// ended, and at a million objects that list takes minutes. The watcher's messages keep
+    /// the returned id. A control whose watchers cannot list in place starts a new one.
+    fn relist(&mut self, kind: &TypeKey) -> WatcherId {
+        self.start(kind)
+    }
     /// Stops the watcher of `kind`, if one runs.
     fn stop(&mut self, kind: &TypeKey);
     /// Starts a watcher of the pods named `name`, in every namespace (a field selector on

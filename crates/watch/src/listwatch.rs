@@ -11,8 +11,13 @@
 //!   cacher.go`, `waitUntilWatchCacheFreshAndForceAllEvents` only waits for watch-lists),
 //!   so after an etcd restore only that question reveals that the state went back.
 //!
+//! A re-list the engine asks of a running watcher (periodic) is made while the watch goes on
+//! ([`in_place`]), so changes are not held back until the list ends.
+//!
 //! One explicit state machine ([`State`]) stepped by [`step`], with a jittered backoff
 //! ([`Backoff`]) after each failure.
+
+mod in_place;
 
 use super::backoff::Backoff;
 use super::live_object::LiveObject;
@@ -20,6 +25,7 @@ use super::outbox::Outbox;
 use super::{WatchError, WatchEvent};
 use futures::stream::BoxStream;
 use futures::StreamExt;
+use in_place::InPlace;
 use kube::api::{ApiResource, ListParams, WatchEvent as ApiEvent, WatchParams};
 use kube::{Api, Resource};
 use std::time::Duration;
@@ -42,10 +48,19 @@ pub enum State {
     /// Next: a fresh list.
     Empty,
     /// Listed up to `rv`; next: a watch from it. `ask` first asks the server's current
-    /// resourceVersion (every resume but the one right after a list).
-    Listed { rv: String, ask: bool },
-    /// Streaming from `rv` (the last event's or bookmark's).
-    Watching { rv: String, events: Events },
+    /// resourceVersion (every resume but the one right after a list). A re-list in place
+    /// under way goes on once the watch is open again.
+    Listed {
+        rv: String,
+        ask: bool,
+        relist: Option<Box<InPlace>>,
+    },
+    /// Streaming from `rv` (the last event's or bookmark's), and re-listing in place if asked.
+    Watching {
+        rv: String,
+        events: Events,
+        relist: Option<Box<InPlace>>,
+    },
 }
 
 /// Which objects of the resource one list+watch follows: kube-apiserver's field and label
@@ -125,6 +140,8 @@ pub async fn step(
     }
     match state {
         State::Empty => {
+            // A fresh list is whatever re-list was asked.
+            outbox.relist.take();
             let mut continue_token: Option<String> = None;
             let mut first = true;
             loop {
@@ -163,10 +180,15 @@ pub async fn step(
                 };
                 send!(WatchEvent::InitDone);
                 send!(WatchEvent::Position(rv.clone()));
-                return (State::Listed { rv, ask: false }, Outcome::Answered);
+                let listed = State::Listed {
+                    rv,
+                    ask: false,
+                    relist: None,
+                };
+                return (listed, Outcome::Answered);
             }
         }
-        State::Listed { rv, ask } => {
+        State::Listed { rv, ask, relist } => {
             if ask {
                 let params = ListParams {
                     limit: Some(1),
@@ -180,7 +202,7 @@ pub async fn step(
                     }
                     Err(err) => {
                         send!(WatchEvent::Error(WatchError::List(err)));
-                        return (State::Listed { rv, ask }, Outcome::Failed);
+                        return (State::Listed { rv, ask, relist }, Outcome::Failed);
                     }
                 }
             }
@@ -196,62 +218,125 @@ pub async fn step(
                 Ok(events) => {
                     send!(WatchEvent::Opened);
                     let events = events.boxed();
-                    (State::Watching { rv, events }, Outcome::Answered)
+                    (State::Watching { rv, events, relist }, Outcome::Answered)
                 }
                 Err(err) => {
                     let gone = matches!(&err, kube::Error::Api(s) if s.code == 410);
                     send!(WatchEvent::Error(WatchError::Watch(err)));
                     let next = match gone {
                         true => State::Empty,
-                        false => State::Listed { rv, ask: true },
+                        false => State::Listed {
+                            rv,
+                            ask: true,
+                            relist,
+                        },
                     };
                     (next, Outcome::Failed)
                 }
             }
         }
-        State::Watching { rv, mut events } => {
-            let item = match tokio::time::timeout(IDLE, events.next()).await {
-                Ok(item) => item,
-                Err(_) => {
+        State::Watching {
+            rv,
+            mut events,
+            relist: None,
+        } => {
+            if outbox.relist.take() {
+                // From here on every change counts as seen by the re-list.
+                send!(WatchEvent::Init);
+                let relist = Some(Box::new(InPlace::new(&rv)));
+                return (State::Watching { rv, events, relist }, Outcome::Sent);
+            }
+            let item = tokio::select! {
+                item = tokio::time::timeout(IDLE, events.next()) => item.unwrap_or_else(|_| {
                     tracing::debug!(kind = %outbox.key, "watch silent too long; resuming it");
                     None
+                }),
+                _ = outbox.relist.asked() => {
+                    return (State::Watching { rv, events, relist: None }, Outcome::Sent);
                 }
             };
-            match item {
-                Some(Ok(ApiEvent::Added(o) | ApiEvent::Modified(o))) => {
-                    let rv = o.meta().resource_version.clone().unwrap_or(rv);
-                    send!(outbox.applied(o.into_json(resource)));
-                    (State::Watching { rv, events }, Outcome::Sent)
-                }
-                Some(Ok(ApiEvent::Deleted(o))) => {
-                    let rv = o.meta().resource_version.clone().unwrap_or(rv);
-                    send!(WatchEvent::Delete(o.into_json(resource)));
-                    (State::Watching { rv, events }, Outcome::Sent)
-                }
-                Some(Ok(ApiEvent::Bookmark(bookmark))) => {
-                    let rv = bookmark.metadata.resource_version;
-                    send!(WatchEvent::Bookmark(rv.clone()));
-                    (State::Watching { rv, events }, Outcome::Sent)
-                }
-                Some(Ok(ApiEvent::Error(status))) => {
-                    // 410: the position was compacted away. 504 "Too large resource
-                    // version": the server is behind the position (client-go's reflector
-                    // lists afresh on both). Anything else: resume after a pause.
-                    let relist = status.code == 410 || too_large(&status);
-                    send!(WatchEvent::Error(WatchError::Status(status)));
-                    let next = match relist {
-                        true => State::Empty,
-                        false => State::Listed { rv, ask: true },
-                    };
-                    (next, Outcome::Failed)
-                }
-                Some(Err(err)) => {
-                    send!(WatchEvent::Error(WatchError::Watch(err)));
-                    (State::Listed { rv, ask: true }, Outcome::Failed)
-                }
-                // The server ended the stream (its timeout, or a restart): resume.
-                None => (State::Listed { rv, ask: true }, Outcome::Sent),
+            watched(item, rv, events, None, resource, outbox).await
+        }
+        State::Watching {
+            rv,
+            events,
+            relist: Some(relist),
+        } => in_place::step(rv, events, relist, api, resource, selectors, outbox).await,
+    }
+}
+
+/// The state after the watch of `rv` gave `item` (`None`: it ended), with the re-list in
+/// place `relist` under way.
+async fn watched(
+    item: Option<kube::Result<ApiEvent<LiveObject>>>,
+    rv: String,
+    events: Events,
+    mut relist: Option<Box<InPlace>>,
+    resource: &ApiResource,
+    outbox: &Outbox,
+) -> (State, Outcome) {
+    macro_rules! send {
+        ($event:expr) => {
+            if !outbox.send($event).await {
+                return (State::Empty, Outcome::End(End::EngineGone));
             }
+        };
+    }
+    match item {
+        Some(Ok(ApiEvent::Added(o) | ApiEvent::Modified(o))) => {
+            let rv = o.meta().resource_version.clone().unwrap_or(rv);
+            if let Some(relist) = &mut relist {
+                relist.changed(&o);
+            }
+            send!(outbox.applied(o.into_json(resource)));
+            (State::Watching { rv, events, relist }, Outcome::Sent)
+        }
+        Some(Ok(ApiEvent::Deleted(o))) => {
+            let rv = o.meta().resource_version.clone().unwrap_or(rv);
+            if let Some(relist) = &mut relist {
+                relist.changed(&o);
+            }
+            send!(WatchEvent::Delete(o.into_json(resource)));
+            (State::Watching { rv, events, relist }, Outcome::Sent)
+        }
+        Some(Ok(ApiEvent::Bookmark(bookmark))) => {
+            let rv = bookmark.metadata.resource_version;
+            send!(WatchEvent::Bookmark(rv.clone()));
+            (State::Watching { rv, events, relist }, Outcome::Sent)
+        }
+        Some(Ok(ApiEvent::Error(status))) => {
+            // 410: the position was compacted away. 504 "Too large resource
+            // version": the server is behind the position (client-go's reflector
+            // lists afresh on both). Anything else: resume after a pause.
+            let fresh = status.code == 410 || too_large(&status);
+            send!(WatchEvent::Error(WatchError::Status(status)));
+            let next = match fresh {
+                true => State::Empty,
+                false => State::Listed {
+                    rv,
+                    ask: true,
+                    relist,
+                },
+            };
+            (next, Outcome::Failed)
+        }
+        Some(Err(err)) => {
+            send!(WatchEvent::Error(WatchError::Watch(err)));
+            let next = State::Listed {
+                rv,
+                ask: true,
+                relist,
+            };
+            (next, Outcome::Failed)
+        }
+        // The server ended the stream (its timeout, or a restart): resume.
+        None => {
+            let next = State::Listed {
+                rv,
+                ask: true,
+                relist,
+            };
+            (next, Outcome::Sent)
         }
     }
 }

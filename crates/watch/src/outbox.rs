@@ -7,7 +7,7 @@ use driftd_k8s::TypeKey;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, Notify, Semaphore};
 
 /// Where one watcher run sends its messages, tagged with its kind and id.
 pub(super) struct Outbox {
@@ -19,6 +19,34 @@ pub(super) struct Outbox {
     pub(super) pack: Arc<AtomicBool>,
     /// What copies are packed with: the engine unpacks them with the same.
     pub(super) packing: Packing,
+    /// A re-list the engine asked of this run ([`crate::WatchControl::relist`]).
+    pub(super) relist: Arc<RelistRequest>,
+}
+
+/// A re-list asked of a running watcher: a flag, so a request made while the watcher is
+/// busy is not lost, and a wake-up for a watcher waiting on a quiet watch.
+#[derive(Debug, Default)]
+pub(super) struct RelistRequest {
+    asked: AtomicBool,
+    wake: Notify,
+}
+
+impl RelistRequest {
+    pub(super) fn ask(&self) {
+        self.asked.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+    }
+
+    /// Whether a re-list was asked since the last call.
+    pub(super) fn take(&self) -> bool {
+        self.asked.swap(false, Ordering::SeqCst)
+    }
+
+    /// Completes once a re-list may have been asked (a wake-up can be stale: [`Self::take`]
+    /// says).
+    pub(super) async fn asked(&self) {
+        self.wake.notified().await
+    }
 }
 
 impl Outbox {

@@ -73,6 +73,8 @@ pub async fn follow(
             // packing that is never used.
             pack: Arc::new(AtomicBool::new(false)),
             packing: Packing::new(),
+            // Never asked: these lists are not re-listed periodically.
+            relist: Arc::default(),
         };
         let selectors = Selectors {
             fields: None,

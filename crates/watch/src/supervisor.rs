@@ -14,7 +14,7 @@
 
 use super::listwatch::{self, is_not_found, End, Selectors};
 use super::live_object::LiveObject;
-use super::outbox::Outbox;
+use super::outbox::{Outbox, RelistRequest};
 use super::packed::Packing;
 use super::{pod_type, WatchControl, WatchError, WatchEvent, WatchMessage, WatcherId};
 use driftd_k8s::TypeKey;
@@ -55,7 +55,7 @@ enum WatcherState {
 pub struct Supervisor {
     client: Client,
     sender: mpsc::Sender<WatchMessage>,
-    tasks: BTreeMap<TypeKey, JoinHandle<()>>,
+    tasks: BTreeMap<TypeKey, KindTask>,
     /// Holder pod watchers, by pod name.
     pod_tasks: BTreeMap<String, JoinHandle<()>>,
     last_id: u64,
@@ -68,6 +68,13 @@ pub struct Supervisor {
     /// The runtime watchers run on: the one that made the supervisor, not the engine's own
     /// thread, which is busy comparing.
     runtime: tokio::runtime::Handle,
+}
+
+/// The task watching one kind, and how to ask it to list again in place.
+struct KindTask {
+    handle: JoinHandle<()>,
+    id: WatcherId,
+    relist: Arc<RelistRequest>,
 }
 
 impl Supervisor {
@@ -93,12 +100,13 @@ impl WatchControl for Supervisor {
     fn start(&mut self, kind: &TypeKey) -> WatcherId {
         if let Some(task) = self.tasks.remove(kind) {
             tracing::info!(kind = %kind, "restarting watcher so that it lists again");
-            task.abort();
+            task.handle.abort();
         } else {
             tracing::info!(kind = %kind, "starting watcher");
         }
         self.last_id += 1;
         let id = WatcherId(self.last_id);
+        let relist = Arc::new(RelistRequest::default());
         let outbox = Outbox {
             key: kind.clone(),
             id,
@@ -106,16 +114,29 @@ impl WatchControl for Supervisor {
             list_pages: self.list_pages.clone(),
             pack: self.copies.flag(kind),
             packing: self.packing.clone(),
+            relist: relist.clone(),
         };
-        let task = self.runtime.spawn(run_watcher(self.client.clone(), outbox));
-        self.tasks.insert(kind.clone(), task);
+        let handle = self.runtime.spawn(run_watcher(self.client.clone(), outbox));
+        self.tasks
+            .insert(kind.clone(), KindTask { handle, id, relist });
         id
+    }
+
+    fn relist(&mut self, kind: &TypeKey) -> WatcherId {
+        match self.tasks.get(kind) {
+            Some(task) if !task.handle.is_finished() => {
+                tracing::info!(kind = %kind, "listing again while the watch goes on");
+                task.relist.ask();
+                task.id
+            }
+            _ => self.start(kind),
+        }
     }
 
     fn stop(&mut self, kind: &TypeKey) {
         if let Some(task) = self.tasks.remove(kind) {
             tracing::info!(kind = %kind, "kind no longer wanted: stopping its watcher");
-            task.abort();
+            task.handle.abort();
         }
     }
 
@@ -134,6 +155,8 @@ impl WatchControl for Supervisor {
             // Holder pods are read for their liveness, never kept.
             pack: Arc::new(AtomicBool::new(false)),
             packing: self.packing.clone(),
+            // Never asked: holder pods are not re-listed periodically.
+            relist: Arc::default(),
         };
         let task = self.runtime.spawn(run_pod_watcher(
             self.client.clone(),
@@ -184,7 +207,10 @@ impl CopyFlags {
 
 impl Drop for Supervisor {
     fn drop(&mut self) {
-        for task in self.tasks.values().chain(self.pod_tasks.values()) {
+        for task in self.tasks.values() {
+            task.handle.abort();
+        }
+        for task in self.pod_tasks.values() {
             task.abort();
         }
     }
@@ -296,6 +322,7 @@ mod tests {
             list_pages: Arc::new(Semaphore::new(1)),
             pack: copies.flag(&kind("ConfigMap")),
             packing: Packing::new(),
+            relist: Arc::default(),
         };
         let object = json!({"kind": "ConfigMap", "data": {"k": "v"}, "status": {}});
         let kept = |event: WatchEvent| match event {
