@@ -477,9 +477,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     }
 
     fn step_list(&mut self, kind: &TypeKey, event: ListEvent) {
-        // A first list judged what it listed as it came (`Lists::judges`).
-        let judged_as_listed = !self.watching.lists.listed_once(kind);
+        // A list judged what it listed as it came (`Lists::judges`), except, on a re-list,
+        // the objects it waited for.
+        let first = !self.watching.lists.listed_once(kind);
+        let waiting = self.watching.lists.waiting(kind);
         if let Some(listed) = self.watching.lists.step(kind, event) {
+            let judged_as_listed = |key: &ObjectKey| first || !waiting.contains(key);
             self.list_done(kind, &listed, judged_as_listed);
         }
     }
@@ -535,13 +538,19 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
     }
 
     /// A list of `kind` ended with `listed` existing: every other object of the kind is gone.
-    /// The listed ones are judged again unless they were `judged_as_listed`.
-    fn list_done(&mut self, kind: &TypeKey, listed: &HashSet<ObjectKey>, judged_as_listed: bool) {
+    /// The listed ones are judged again unless they were `judged_as_listed` (at a million
+    /// objects, judging a re-listed kind again held `/drift` back for tens of seconds).
+    fn list_done(
+        &mut self,
+        kind: &TypeKey,
+        listed: &HashSet<ObjectKey>,
+        judged_as_listed: impl Fn(&ObjectKey) -> bool,
+    ) {
         let keys = self.wanted.tracked.keys_of(|t| t == kind);
         for key in &keys {
             if !listed.contains(&**key) {
                 self.set_live_copy(key, None);
-            } else if judged_as_listed {
+            } else if judged_as_listed(key) {
                 continue;
             }
             self.evaluate(key);

@@ -366,6 +366,17 @@ impl Lists {
             .is_some_and(|w| !matches!(w.state, ListState::Resolving | ListState::NotServed))
     }
 
+    /// The objects of `kind` a re-list under way does not judge as they come (desired since
+    /// the last list): the only listed ones to judge when it ends.
+    pub fn waiting(&self, kind: &TypeKey) -> BTreeSet<ObjectKey> {
+        match self.kinds.get(kind).map(|w| &w.state) {
+            Some(ListState::Restarting { waiting } | ListState::Relisting { waiting, .. }) => {
+                waiting.clone()
+            }
+            _ => BTreeSet::new(),
+        }
+    }
+
     /// Whether `kind` is watched and was listed at least once.
     pub fn listed_once(&self, kind: &TypeKey) -> bool {
         self.kinds.get(kind).is_some_and(|w| w.state.listed_once())
@@ -553,6 +564,14 @@ mod tests {
         assert!(lists.all_listed(), "a re-list is not an outage");
         assert!(!lists.judges(&cm, &key("new")) && lists.judges(&cm, &key("old")));
         assert!(!lists.judges(&svc, &key("old")), "not watched");
+        assert_eq!(
+            lists.waiting(&cm),
+            [key("new")].into(),
+            "only what the re-list waits for is judged when it ends"
+        );
+        lists.step(&cm, ListEvent::Init);
+        lists.step(&cm, ListEvent::Done);
+        assert!(lists.waiting(&cm).is_empty(), "listed: nothing waits");
     }
 
     #[test]
