@@ -27,6 +27,8 @@ pub struct IgnoredCount {
 
 mod details;
 pub use details::{Changes, DriftPatch};
+mod who;
+pub use who::{Matched, Who};
 
 /// What kind of drift an object is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -155,6 +157,11 @@ pub struct DriftEntry {
     /// stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<ScopeNote>,
+    /// Who made the changes, per managedFields entry they cite (or who deleted a missing
+    /// object), from the API server's audit events; absent without a matching event, when
+    /// the changes' `manager` is all that is known. Boxed: few entries have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub who: Option<Box<Vec<Who>>>,
 }
 
 /// What is known of a custom kind's scope (see [`DriftEntry::scope`]).
@@ -279,6 +286,7 @@ impl DriftEntry {
             stale_config: None,
             stale: false,
             scope: None,
+            who: None,
         }
     }
 
