@@ -80,10 +80,7 @@ impl AuditConfig {
     /// Why the section is invalid: (key, reason).
     pub(super) fn check(&self) -> Result<(), (&'static str, &'static str)> {
         if !(1024..=(256 << 20)).contains(&self.max_body_bytes) {
-            return Err((
-                "audit.max_body_bytes",
-                "must be between 1024 and 268435456",
-            ));
+            return Err(("audit.max_body_bytes", "must be between 1024 and 268435456"));
         }
         if !(self.max_requests_per_second > 0.0 && self.max_requests_per_second <= 100_000.0) {
             return Err((

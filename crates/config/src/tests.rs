@@ -353,7 +353,10 @@ fn audit_is_off_by_default_and_its_limits_are_checked() {
     assert_eq!(c.audit.max_events, 10);
     for (text, key) in [
         ("max_body_bytes = 10", "audit.max_body_bytes"),
-        ("max_requests_per_second = 0.0", "audit.max_requests_per_second"),
+        (
+            "max_requests_per_second = 0.0",
+            "audit.max_requests_per_second",
+        ),
         ("burst = 0", "audit.burst"),
         ("retention_seconds = 0.0", "audit.retention_seconds"),
         ("max_events = 0", "audit.max_events"),
@@ -373,7 +376,10 @@ fn the_webhook_token_is_read_from_its_file_and_an_empty_one_is_refused() {
     ));
     let c = Config::load_with_env(Some(f.path()), |_| None).unwrap();
     assert!(c.audit.webhook());
-    assert_eq!(c.audit.webhook_token().unwrap().as_deref(), Some("s3cret-token"));
+    assert_eq!(
+        c.audit.webhook_token().unwrap().as_deref(),
+        Some("s3cret-token")
+    );
     let empty = file("\n");
     let c = AuditConfig {
         webhook_token_file: Some(empty.path().to_path_buf()),

@@ -21,7 +21,7 @@ const FIELD_MANAGER_MAX_LENGTH: usize = 128;
 
 /// A user as an audit event names it (`authentication.k8s.io/v1` `UserInfo`, less `uid`
 /// and `extra`, which can carry credentials' details and are not shown).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct AuditUser {
     pub username: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -34,8 +34,10 @@ fn event(level: &str, verb: &str, code: u16) -> serde_json::Value {
 }
 
 fn list(items: Vec<serde_json::Value>) -> Vec<u8> {
-    serde_json::to_vec(&json!({"kind": "EventList", "apiVersion": "audit.k8s.io/v1",
-                               "metadata": {}, "items": items}))
+    serde_json::to_vec(
+        &json!({"kind": "EventList", "apiVersion": "audit.k8s.io/v1",
+                               "metadata": {}, "items": items}),
+    )
     .unwrap()
 }
 
@@ -134,9 +136,12 @@ fn an_audit_log_line_is_one_event() {
 fn bad_input_is_refused_without_quoting_it() {
     let err = parse_event_list(br#"{"kind": "EventList", "items": [{"verb": "s3cr3t"#).unwrap_err();
     assert!(!err.to_string().contains("s3cr3t"), "{err}");
-    assert!(err.to_string().contains("not an audit.k8s.io/v1 EventList"), "{err}");
-    let err = parse_event_list(br#"{"kind": "PodList", "apiVersion": "v1", "items": []}"#)
-        .unwrap_err();
+    assert!(
+        err.to_string().contains("not an audit.k8s.io/v1 EventList"),
+        "{err}"
+    );
+    let err =
+        parse_event_list(br#"{"kind": "PodList", "apiVersion": "v1", "items": []}"#).unwrap_err();
     assert!(err.to_string().contains("PodList"), "{err}");
     let err = parse_event_line(br#"{"verb": 12}"#).unwrap_err();
     assert!(err.to_string().contains("wrong type"), "{err}");

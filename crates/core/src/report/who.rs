@@ -39,11 +39,19 @@ pub struct Who {
     pub changed_at: Option<String>,
     pub user: AuditUser,
     /// The user the request acted as, when it impersonated one.
-    #[serde(default, rename = "impersonatedUser", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "impersonatedUser",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub impersonated_user: Option<AuditUser>,
     #[serde(default, rename = "sourceIPs", skip_serializing_if = "Vec::is_empty")]
     pub source_ips: Vec<String>,
-    #[serde(default, rename = "userAgent", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        rename = "userAgent",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub user_agent: String,
     /// The write's verb (`update`, `patch`, ...).
     pub verb: String,
