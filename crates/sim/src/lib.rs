@@ -52,6 +52,7 @@
 //!   ([`driftd_k8s::admission`]): ServiceAccount (token volume and mounts),
 //!   DefaultTolerationSeconds, Priority, DefaultStorageClass, DefaultIngressClass.
 //!
+//! - audit events of writes ([`audit`]), the user taken from the request's bearer token;
 //! - the review APIs of delegated authentication ([`auth`]): TokenReview of the tokens it
 //!   issued (`kubectl create token`: the `serviceaccounts/token` subresource) and of its
 //!   kubeconfig user's token (a `system:masters` administrator), SubjectAccessReview decided
@@ -83,6 +84,12 @@
 //!   watch history empty and every watch stream closed. The in-process controllers are not
 //!   rewound.
 //! - `POST /_sim/history-limit` `{"limit": N}`: how many past changes watches can resume from.
+//! - `POST /_sim/audit` `{"webhookConfigFile"?, "logPath"?, "level"?, "secretsLevel"?}`: audit
+//!   events of every write from now on ([`audit`]), to a webhook named by a kubeconfig file
+//!   and/or appended to a JSON-lines log; levels default to `RequestResponse`, Secrets
+//!   `Metadata`. `driftd sim --audit-webhook-config-file/--audit-log-path` do the same.
+//! - `POST /_sim/users` `{"username", "groups"?}`: a bearer token for a new user (answered as
+//!   `{"token"}`), so a kubeconfig can carry several people; their writes are audited as them.
 //! - `GET /_sim/stats`: `{"resourceVersion", "openWatches", "objects", "storedBytes",
 //!   "historyLength", "controllers", "watchEvents", "watchBytes", "tokenReviews",
 //!   "subjectAccessReviews"}` and, after a bulk edit,
@@ -103,6 +110,7 @@
 //!
 //! [`SimOptions::controllers`] `false` runs no controller at all, for pure-load benchmarks.
 
+pub mod audit;
 pub mod auth;
 mod controller;
 mod discovery;
@@ -195,6 +203,7 @@ impl Simulator {
             snapshot: Mutex::new(None),
             kubelet: Default::default(),
             auth: auth::Auth::default(),
+            audit: audit::Auditor::default(),
         });
         // The controllers' queue starts here, so nothing the server accepts escapes them.
         let controller_feed = opts.controllers.then(|| {
@@ -211,7 +220,9 @@ impl Simulator {
             let shutdown = async move {
                 let _ = stopped.changed().await;
             };
-            if let Err(e) = axum::serve(listener, router)
+            // The peer address is each audit event's `sourceIPs`.
+            let service = router.into_make_service_with_connect_info::<SocketAddr>();
+            if let Err(e) = axum::serve(listener, service)
                 .with_graceful_shutdown(shutdown)
                 .await
             {
@@ -347,6 +358,17 @@ preferences: {{}}
     /// `POST /_sim/bulk-edit`.
     pub fn bulk_edit(&self, spec: &BulkEdit) -> Result<BulkEditOutcome, status::ApiError> {
         http::admin::bulk_edit(&self.app, spec)
+    }
+
+    /// Sends audit events of writes as `options` say (same as `POST /_sim/audit`). Errors
+    /// name the webhook config file.
+    pub fn set_audit(&self, options: &audit::AuditOptions) -> Result<(), String> {
+        self.app.audit.configure(options)
+    }
+
+    /// A bearer token for a new user `username` in `groups` (same as `POST /_sim/users`).
+    pub fn add_user(&self, username: &str, groups: Vec<String>) -> String {
+        self.app.auth.tokens.add_user(username, groups)
     }
 
     /// What `GET /_sim/stats` answers.
