@@ -20,6 +20,10 @@ pub struct Args {
     /// Seconds between BOOKMARK events on watches that allow them.
     #[arg(long, default_value_t = 5)]
     pub bookmark_interval_secs: u64,
+    /// Serve HTTPS with a self-signed certificate the written kubeconfig trusts: kubectl
+    /// sends its users' bearer tokens only to https servers.
+    #[arg(long)]
+    pub tls: bool,
     /// Send audit events of every write to the webhook this kubeconfig names, as
     /// kube-apiserver's `--audit-webhook-config-file` (also `POST /_sim/audit`).
     #[arg(long)]
@@ -44,6 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             history_limit: args.history_limit,
             bookmark_interval: Duration::from_secs(args.bookmark_interval_secs.max(1)),
             controllers: true,
+            tls: args.tls,
         };
         let sim = Simulator::start_with(args.listen, opts)
             .await

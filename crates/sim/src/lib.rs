@@ -127,11 +127,13 @@ pub mod status;
 pub mod store;
 mod table;
 pub mod testing;
+mod tls;
 
 pub use http::admin::{BulkEditOutcome, DeliveryStats};
 pub use http::Fault;
 pub use store::bulk::{BulkEdit, BulkEditReport, BulkLoadReport};
 
+use base64::Engine as _;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -149,6 +151,9 @@ pub struct SimOptions {
     /// binding); off for pure-load benchmarks, where the store then does only what requests
     /// ask.
     pub controllers: bool,
+    /// Serve HTTPS with a self-signed certificate (the kubeconfig trusts it), so kubectl
+    /// sends its users' bearer tokens, which it does not over plain HTTP.
+    pub tls: bool,
 }
 
 impl Default for SimOptions {
@@ -157,6 +162,7 @@ impl Default for SimOptions {
             history_limit: 10_000,
             bookmark_interval: Duration::from_secs(5),
             controllers: true,
+            tls: false,
         }
     }
 }
@@ -167,6 +173,8 @@ pub struct Simulator {
     app: Arc<http::App>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     stop: tokio::sync::watch::Sender<bool>,
+    /// The certificate served, with `SimOptions::tls`.
+    cert_pem: Option<String>,
 }
 
 impl Drop for Simulator {
@@ -216,7 +224,15 @@ impl Simulator {
             .layer(axum::extract::DefaultBodyLimit::disable())
             .with_state(app.clone());
         let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        let tls = match opts.tls {
+            true => Some(tls::Tls::new()?),
+            false => None,
+        };
+        let cert_pem = tls.as_ref().map(|t| t.cert_pem.clone());
         tokio::spawn(async move {
+            if let Some(tls) = tls {
+                return tls::serve(listener, router, &tls, stopped).await;
+            }
             let shutdown = async move {
                 let _ = stopped.changed().await;
             };
@@ -243,6 +259,7 @@ impl Simulator {
             app,
             tasks,
             stop,
+            cert_pem,
         })
     }
 
@@ -250,9 +267,14 @@ impl Simulator {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT` (`https` with `SimOptions::tls`).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.cert_pem.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// A kubeconfig (YAML) whose current context points at this simulator.
@@ -263,7 +285,7 @@ kind: Config
 clusters:
 - name: driftd-sim
   cluster:
-    server: {url}
+    server: {url}{ca}
 contexts:
 - name: driftd-sim
   context:
@@ -278,6 +300,13 @@ users:
 preferences: {{}}
 ",
             url = self.url(),
+            ca = match &self.cert_pem {
+                Some(pem) => format!(
+                    "\n    certificate-authority-data: {}",
+                    base64::engine::general_purpose::STANDARD.encode(pem)
+                ),
+                None => String::new(),
+            },
             token = self.app.auth.tokens.admin_token(),
         )
     }
