@@ -298,7 +298,7 @@ pub fn render_table(body: &DriftResponse) -> String {
             row.push(c.field.clone());
             row.push(short(c.desired.as_ref()));
             row.push(short(c.live.as_ref()));
-            row.push(by(o, &c));
+            row.push(by(o, c));
             rows.push(row);
         }
     }

@@ -106,6 +106,13 @@ pub async fn run(
         .audit
         .webhook_token()
         .map_err(ServeError::AuditToken)?;
+    if config.audit.webhook_client_certificates && web.tls.is_none() {
+        return Err(ServeError::HttpAuth(
+            "audit.webhook_client_certificates needs TLS: set tls_server_config with \
+             client_ca_file and client_auth_type in the web config (http.web_config_file)"
+                .into(),
+        ));
+    }
     let (max_connections, note) =
         server::fd_budget(config.http.max_connections).map_err(ServeError::Limits)?;
     if let Some(note) = note {
