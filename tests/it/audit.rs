@@ -253,3 +253,19 @@ fn two_peoples_edits_are_named_through_an_audit_log_file() {
     let body = daemon.get("/drift").1;
     assert!(!body.contains("bob-was-here-s3cret"), "{body}");
 }
+
+#[test]
+fn an_unreadable_webhook_token_file_stops_serve_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path());
+    let missing = dir.path().join("no-such-token");
+    let config = write_config(
+        dir.path(),
+        &format!("[audit]\nwebhook_token_file = \"{}\"\n", missing.display()),
+    );
+    let out = Daemon::command(&config, &sim.kubeconfig).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("audit.webhook_token_file"), "{stderr}");
+    assert!(stderr.contains("no-such-token"), "{stderr}");
+}
