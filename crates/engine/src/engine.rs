@@ -3,7 +3,8 @@
 //! intents come in; index updates, episodes, intent releases and [`Outputs`] go out.
 //!
 //! The engine is a coordinator over parts, each owning its state (`wanted`, `comparing`,
-//! `watching`, `unmanaged`, `publication`, `stale` locks, dry runs, `stale_config_feed`).
+//! `watching`, `unmanaged`, `publication`, `stale` locks, dry runs, `stale_config_feed`,
+//! `audit`).
 //! Five things happen to it, and its methods route each to the parts it concerns: a watch
 //! event, a list done, tracking changed (a commit or an intent), a tick (`Tick`) and an
 //! answer of a task it asked (`Answer`).
