@@ -170,6 +170,7 @@ async fn run(n: usize) -> Row {
         "127.0.0.1:0".parse().unwrap(),
         SimOptions {
             controllers: false,
+            tls: false,
             ..SimOptions::default()
         },
     )

@@ -157,6 +157,7 @@ async fn bench(args: &Args, workdir: &Path) -> anyhow::Result<(Figures, Notes)> 
         "127.0.0.1:0".parse()?,
         SimOptions {
             controllers: false,
+            tls: false,
             // The modifications reach driftd faster than it takes them in: a history that
             // holds them all keeps a lagging watch resuming instead of re-listing (410), so
             // the figure is event processing, not re-lists (the events floor makes M more).

@@ -282,7 +282,15 @@ pub fn render_table(body: &DriftResponse) -> String {
         ];
         if o.changes.is_empty() {
             let mut row = base.clone();
-            row.extend(["".into(), "".into(), "".into(), "".into()]);
+            // Who deleted a missing object, when audit events said.
+            let deleted_by = o
+                .who
+                .iter()
+                .flat_map(|w| w.iter())
+                .find(|w| w.manager.is_empty())
+                .map(|w| format!("{} ({})", w.person(), w.verb))
+                .unwrap_or_default();
+            row.extend(["".into(), "".into(), "".into(), deleted_by]);
             rows.push(row);
         }
         for c in &o.changes.to_vec() {
@@ -290,7 +298,7 @@ pub fn render_table(body: &DriftResponse) -> String {
             row.push(c.field.clone());
             row.push(short(c.desired.as_ref()));
             row.push(short(c.live.as_ref()));
-            row.push(c.manager.clone().unwrap_or_default());
+            row.push(by(o, c));
             rows.push(row);
         }
     }
@@ -344,6 +352,20 @@ pub fn render_table(body: &DriftResponse) -> String {
         }
     }
     out
+}
+
+/// Who wrote change `c` last: the person audit events named with their tool
+/// (`alice (kubectl-patch)`), else the field manager alone.
+fn by(o: &DriftEntry, c: &driftd_core::diff::Change) -> String {
+    let manager = c.manager.clone().unwrap_or_default();
+    let person = o.who.iter().flat_map(|w| w.iter()).find(|w| {
+        Some(w.manager.as_str()) == c.manager.as_deref()
+            && w.changed_at.as_deref() == c.changed_at.as_deref()
+    });
+    match person {
+        Some(w) => format!("{} ({manager})", w.person()),
+        None => manager,
+    }
 }
 
 /// For workloads with pods on stale config: per config, when it changed and which pods read
@@ -605,6 +627,36 @@ mod tests {
         assert_eq!(names(&body), ["a", "b", "c"]);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("current state"));
+    }
+
+    #[test]
+    fn the_by_column_names_the_person_audit_events_named_else_the_manager() {
+        let body: DriftResponse = serde_json::from_value(serde_json::json!({
+            "ready": true,
+            "objects": [{
+                "source": "shop", "revision": 1, "apiVersion": "v1", "kind": "ConfigMap",
+                "namespace": "shop", "name": "web-config", "class": "modified",
+                "since": "2026-01-01T10:00:00Z",
+                "changes": [
+                    {"path": "/data/A", "op": "replace", "desired": "1", "live": "2",
+                     "field": "data.A", "manager": "kubectl-patch",
+                     "changed_at": "2026-01-01T09:59:58Z"},
+                    {"path": "/data/B", "op": "replace", "desired": "1", "live": "2",
+                     "field": "data.B", "manager": "kubectl-edit",
+                     "changed_at": "2026-01-01T09:59:59Z"}
+                ],
+                "who": [{"manager": "kubectl-patch", "changed_at": "2026-01-01T09:59:58Z",
+                         "user": {"username": "alice"}, "verb": "patch", "auditID": "a1",
+                         "matched": "metadata"}]
+            }]
+        }))
+        .unwrap();
+        let table = render_table(&body);
+        let a = table.lines().find(|l| l.contains("data.A")).unwrap();
+        assert!(a.trim_end().ends_with("alice (kubectl-patch)"), "{table}");
+        let b = table.lines().find(|l| l.contains("data.B")).unwrap();
+        assert!(b.trim_end().ends_with("kubectl-edit"), "{table}");
+        assert!(!b.contains("alice"), "{table}");
     }
 
     #[test]

@@ -20,6 +20,24 @@ pub struct Args {
     /// Seconds between BOOKMARK events on watches that allow them.
     #[arg(long, default_value_t = 5)]
     pub bookmark_interval_secs: u64,
+    /// Serve HTTPS with a self-signed certificate the written kubeconfig trusts: kubectl
+    /// sends its users' bearer tokens only to https servers.
+    #[arg(long)]
+    pub tls: bool,
+    /// Send audit events of every write to the webhook this kubeconfig names, as
+    /// kube-apiserver's `--audit-webhook-config-file` (also `POST /_sim/audit`).
+    #[arg(long)]
+    pub audit_webhook_config_file: Option<PathBuf>,
+    /// Append audit events of every write to this file, one JSON Event a line, as
+    /// kube-apiserver's `--audit-log-path` with `--audit-log-format=json`.
+    #[arg(long)]
+    pub audit_log_path: Option<PathBuf>,
+    /// Audit level of writes but Secrets': None, Metadata, Request or RequestResponse.
+    #[arg(long, default_value = "RequestResponse", value_parser = driftd_sim::audit::Level::parse)]
+    pub audit_level: driftd_sim::audit::Level,
+    /// Audit level of writes of Secrets.
+    #[arg(long, default_value = "Metadata", value_parser = driftd_sim::audit::Level::parse)]
+    pub audit_secrets_level: driftd_sim::audit::Level,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -30,10 +48,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             history_limit: args.history_limit,
             bookmark_interval: Duration::from_secs(args.bookmark_interval_secs.max(1)),
             controllers: true,
+            tls: args.tls,
         };
         let sim = Simulator::start_with(args.listen, opts)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+        if args.audit_webhook_config_file.is_some() || args.audit_log_path.is_some() {
+            sim.set_audit(&driftd_sim::audit::AuditOptions {
+                webhook_config_file: args.audit_webhook_config_file.clone(),
+                log_path: args.audit_log_path.clone(),
+                level: args.audit_level,
+                secrets_level: Some(args.audit_secrets_level),
+            })
+            .map_err(|e| anyhow::anyhow!("--audit-webhook-config-file: {e}"))?;
+        }
         println!("url: {}", sim.url());
         if let Some(path) = &args.kubeconfig_out {
             sim.write_kubeconfig(path)

@@ -5,6 +5,7 @@
 
 mod scaffold;
 
+mod audit;
 mod bench;
 mod browser;
 mod check_cli;

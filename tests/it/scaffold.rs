@@ -130,13 +130,19 @@ pub struct Sim {
 
 impl Sim {
     pub fn start(dir: &Path) -> Sim {
+        Sim::start_with(dir, &[])
+    }
+
+    /// [`Sim::start`] with more `driftd sim` flags (`--tls`, `--audit-...`).
+    pub fn start_with(dir: &Path, flags: &[&str]) -> Sim {
         let kubeconfig = dir.join("kubeconfig");
         let mut cmd = Command::new(DRIFTD);
         cmd.args(["sim", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
-            .arg(&kubeconfig);
+            .arg(&kubeconfig)
+            .args(flags);
         let mut proc = Proc::spawn("driftd sim", cmd);
-        let line = proc.wait_line("http://", Duration::from_secs(30));
-        let url = line[line.find("http://").unwrap()..]
+        let line = proc.wait_line("url: http", Duration::from_secs(30));
+        let url = line[line.find("http").unwrap()..]
             .split_whitespace()
             .next()
             .unwrap()

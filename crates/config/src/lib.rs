@@ -18,6 +18,8 @@ mod shard;
 pub use shard::ShardConfig;
 mod secrets;
 pub use secrets::SecretsConfig;
+mod audit;
+pub use audit::AuditConfig;
 mod http;
 pub use http::{HttpAuth, HttpConfig, MIN_CONNECTIONS};
 use std::net::SocketAddr;
@@ -77,6 +79,8 @@ pub struct Config {
     pub stale_config: StaleConfigConfig,
     /// `[shard]`: which sources this instance owns when several share them.
     pub shard: ShardConfig,
+    /// `[audit]`: the API server's audit events, to say who made each change.
+    pub audit: AuditConfig,
 }
 
 /// `[unmanaged]`: opt-in coverage. Live objects of these kinds in these namespaces that no
@@ -376,6 +380,7 @@ impl Default for Config {
             remediation: RemediationConfig::default(),
             stale_config: StaleConfigConfig::default(),
             shard: ShardConfig::default(),
+            audit: AuditConfig::default(),
         }
     }
 }
@@ -457,6 +462,14 @@ const ENV_KEYS: &[&str] = &[
     "stale_config.kubelet_sync_seconds",
     "shard.name",
     "shard.sources",
+    "audit.webhook_token_file",
+    "audit.webhook_client_certificates",
+    "audit.log_path",
+    "audit.max_body_bytes",
+    "audit.max_requests_per_second",
+    "audit.burst",
+    "audit.retention_seconds",
+    "audit.max_events",
 ];
 
 /// Environment variable that sets `key`. `database` is `DRIFTD_DB`, the name `driftd commit`,
@@ -600,6 +613,9 @@ impl Config {
             return Err(bad(&key, &reason));
         }
         if let Err((key, reason)) = self.stale_config.check() {
+            return Err(bad(key, reason));
+        }
+        if let Err((key, reason)) = self.audit.check() {
             return Err(bad(key, reason));
         }
         if !(self.pulumi.scan_seconds >= 1.0 && self.pulumi.scan_seconds <= 3600.0) {

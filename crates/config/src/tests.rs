@@ -341,3 +341,50 @@ fn pulumi_state_dirs_are_read_and_their_locks_checked() {
         "none by default"
     );
 }
+
+#[test]
+fn audit_is_off_by_default_and_its_limits_are_checked() {
+    let c = Config::default();
+    assert!(!c.audit.enabled());
+    let f = file("[audit]\nlog_path = \"/var/log/audit.log\"\nmax_events = 10\n");
+    let c = Config::load_with_env(Some(f.path()), |_| None).unwrap();
+    assert!(c.audit.enabled());
+    assert!(!c.audit.webhook());
+    assert_eq!(c.audit.max_events, 10);
+    for (text, key) in [
+        ("max_body_bytes = 10", "audit.max_body_bytes"),
+        (
+            "max_requests_per_second = 0.0",
+            "audit.max_requests_per_second",
+        ),
+        ("burst = 0", "audit.burst"),
+        ("retention_seconds = 0.0", "audit.retention_seconds"),
+        ("max_events = 0", "audit.max_events"),
+    ] {
+        let f = file(&format!("[audit]\n{text}\n"));
+        let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+        assert_eq!(err.key, key, "{text}");
+    }
+}
+
+#[test]
+fn the_webhook_token_is_read_from_its_file_and_an_empty_one_is_refused() {
+    let token = file("  s3cret-token\n");
+    let f = file(&format!(
+        "[audit]\nwebhook_token_file = \"{}\"\n",
+        token.path().display()
+    ));
+    let c = Config::load_with_env(Some(f.path()), |_| None).unwrap();
+    assert!(c.audit.webhook());
+    assert_eq!(
+        c.audit.webhook_token().unwrap().as_deref(),
+        Some("s3cret-token")
+    );
+    let empty = file("\n");
+    let c = AuditConfig {
+        webhook_token_file: Some(empty.path().to_path_buf()),
+        ..AuditConfig::default()
+    };
+    let err = c.webhook_token().unwrap_err();
+    assert!(err.contains("holds no token"), "{err}");
+}

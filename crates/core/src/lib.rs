@@ -9,6 +9,7 @@
 //! an HTTP stack (its `Cargo.toml` is the proof), so it can be unit-tested, fuzzed and
 //! benchmarked alone.
 
+pub mod audit;
 pub mod diff;
 pub mod helm;
 pub mod manifest;

@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 mod details;
 pub use details::{Changes, DriftPatch};
+mod who;
+pub use who::{Matched, Who};
 
 pub use crate::verdict::{DriftClass, IgnoredCount, SchemaUse, UnknownClass};
 
@@ -71,6 +73,11 @@ pub struct DriftEntry {
     /// stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<ScopeNote>,
+    /// Who made the changes, per managedFields entry they cite (or who deleted a missing
+    /// object), from the API server's audit events; absent without a matching event, when
+    /// the changes' `manager` is all that is known. Boxed: few entries have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub who: Option<Box<Vec<Who>>>,
 }
 
 /// What is known of a custom kind's scope (see [`DriftEntry::scope`]).
@@ -195,6 +202,7 @@ impl DriftEntry {
             stale_config: None,
             stale: false,
             scope: None,
+            who: None,
         }
     }
 

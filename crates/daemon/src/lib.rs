@@ -6,8 +6,10 @@
 //! reconcile, remediate, dry runs, the cluster log, Helm), with `driftd-config` read by
 //! all. What stays here: `serve` (wiring), `leader` (the Lease election, which drives the
 //! engine's leadership handle) and `hash_key` (the hash key kept in a Kubernetes Secret,
-//! read, and at the first start created, before anything else starts).
+//! read, and at the first start created, before anything else starts) and `audit_log` (the
+//! audit log file `serve` follows).
 
+pub mod audit_log;
 pub mod hash_key;
 pub mod leader;
 pub mod serve;

@@ -27,6 +27,11 @@ use std::time::Duration;
 /// a backlog costs: 256 is about 3 MB, and still far more than one batch of the engine.
 const INBOX: usize = 256;
 
+/// Capacity of the audit intake's queue to the engine, in batches (a webhook batch holds
+/// up to kube-apiserver's `--audit-webhook-batch-max-size`, 400 by default). A full queue
+/// answers the webhook 503, which it retries.
+const AUDIT_INBOX: usize = 64;
+
 /// How long shutdown waits for queued Events before giving up on them.
 const EVENT_DRAIN: Duration = Duration::from_secs(5);
 
@@ -58,6 +63,9 @@ pub enum ServeError {
     /// The hash key's Secret could not be read or made, or the database not moved to it.
     #[error(transparent)]
     HashKey(#[from] crate::hash_key::HashKeyError),
+    /// `[audit] webhook_token_file` cannot be read.
+    #[error("config: key `audit.webhook_token_file`: {0}")]
+    AuditToken(String),
 }
 
 /// Where the HTTP server listens, once it does.
@@ -94,6 +102,17 @@ pub async fn run(
         None => WebConfig::default(),
     };
     http::check_auth(&config.http, &web).map_err(ServeError::HttpAuth)?;
+    let audit_token = config
+        .audit
+        .webhook_token()
+        .map_err(ServeError::AuditToken)?;
+    if config.audit.webhook_client_certificates && web.tls.is_none() {
+        return Err(ServeError::HttpAuth(
+            "audit.webhook_client_certificates needs TLS: set tls_server_config with \
+             client_ca_file and client_auth_type in the web config (http.web_config_file)"
+                .into(),
+        ));
+    }
     let (max_connections, note) =
         server::fd_budget(config.http.max_connections).map_err(ServeError::Limits)?;
     if let Some(note) = note {
@@ -190,6 +209,7 @@ pub async fn run(
         basic_auth = !web.users.is_empty(),
         auth = ?config.http.auth,
         max_connections,
+        audit_webhook = config.audit.webhook(),
         "HTTP server listening: /drift /locks /metrics /healthz /readyz"
     );
     // Poll `shutdown` once before telling anyone we listen: the signal handlers it installs
@@ -268,7 +288,7 @@ pub async fn run(
     )?
     .with_leadership(leadership.clone(), &identity);
     // The leader releases the cluster log's stale intents there, not in its database alone.
-    let engine = match config.locks.auto_release_after {
+    let mut engine = match config.locks.auto_release_after {
         Some(_) => {
             let (requests, asked) = tokio::sync::mpsc::unbounded_channel();
             let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
@@ -278,6 +298,32 @@ pub async fn run(
             engine.with_cluster_releases(requests, answered)
         }
         None => engine,
+    };
+    // Audit events from the webhook and the log file, joined by the engine to changes.
+    let (audit_intake, audit_log) = match config.audit.enabled() {
+        true => {
+            let (records, batches) = tokio::sync::mpsc::channel(AUDIT_INBOX);
+            engine = engine.with_audit(batches);
+            let intake = config.audit.webhook().then(|| {
+                Arc::new(http::audit::AuditIntake::new(
+                    &config.audit,
+                    audit_token,
+                    records.clone(),
+                ))
+            });
+            let log = config.audit.log_path.clone().map(|path| {
+                tracing::info!(path = %path.display(), "following the audit log");
+                tokio::spawn(crate::audit_log::follow(
+                    path,
+                    config.audit.max_body_bytes,
+                    crate::audit_log::POLL,
+                    records,
+                    stop_rx.clone(),
+                ))
+            });
+            (intake, log)
+        }
+        false => (None, None),
     };
     let engine = if config.dry_run_sources().is_empty() {
         engine
@@ -303,6 +349,7 @@ pub async fn run(
         &config.http,
         &web,
         client.clone(),
+        audit_intake,
     );
     let limits = server::Limits {
         header_read_timeout: config.http.header_read_timeout(),
@@ -368,6 +415,9 @@ pub async fn run(
     };
     let remediation = async move {
         if let Some(task) = remediation {
+            let _ = task.await;
+        }
+        if let Some(task) = audit_log {
             let _ = task.await;
         }
     };

@@ -3,7 +3,8 @@
 //! intents come in; index updates, episodes, intent releases and [`Outputs`] go out.
 //!
 //! The engine is a coordinator over parts, each owning its state (`wanted`, `comparing`,
-//! `watching`, `unmanaged`, `publication`, `stale` locks, dry runs, `stale_config_feed`).
+//! `watching`, `unmanaged`, `publication`, `stale` locks, dry runs, `stale_config_feed`,
+//! `audit`).
 //! Five things happen to it, and its methods route each to the parts it concerns: a watch
 //! event, a list done, tracking changed (a commit or an intent), a tick (`Tick`) and an
 //! answer of a task it asked (`Answer`).
@@ -54,6 +55,7 @@ const MAX_BATCH: usize = 4096;
 /// (`settle_some`).
 const SETTLE_BATCH: usize = 1024;
 
+mod audit;
 mod comparing;
 mod custom_kinds;
 mod dry_run_judging;
@@ -71,6 +73,8 @@ mod unmanaged;
 mod wanted;
 mod watching;
 
+use audit::Audit;
+pub use audit::AuditBatches;
 use comparing::Comparing;
 use driftd_watch::kept::{as_compared, kept_copy};
 use live::Live;
@@ -113,6 +117,8 @@ pub struct Engine<W, O> {
     dry_runs: DryRuns,
     /// Pods running on stale config (`stale_config`).
     stale_config: StaleConfigFeed,
+    /// Recent writes from audit events: who made the changes.
+    audit: Audit,
 }
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
@@ -139,6 +145,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             unmanaged: Unmanaged::new(config)?,
             locks: LockState::new(config),
             dry_runs: DryRuns::new(config.dry_run_sources(), config.dry_run.refresh()),
+            audit: Audit::new(&config.audit),
             store,
             clock,
             outputs,
@@ -165,6 +172,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         let mut answers = Answers {
             dry_runs: self.dry_runs.take_answers(),
             releases: self.locks.take_release_answers(),
+            audit: self.audit.take_batches(),
         };
         let mut timers = Timers::start(Periods {
             poll: self.wanted.poll,
@@ -195,6 +203,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 answer = answers.next() => match answer {
                     Answer::DryRun(answer) => self.dry_run_answered(answer),
                     Answer::Released(answer) => self.cluster_released(answer),
+                    Answer::Audit(records) => self.audit_received(records),
                 },
             }
         }
@@ -227,6 +236,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             Tick::Settle => self.publication.backlog = self.settle_some(),
             Tick::RulesExpiry => self.report_expired_rules(),
             Tick::LastSeen => {
+                self.audit.trail.expire(self.clock.wall());
                 self.start_touching();
                 release_free_memory();
             }

@@ -20,8 +20,10 @@
 //! - `expired_rules`: expired ignore rules, each logged once;
 //! - `memory`: freed heap pages given back after bursts;
 //! - `leadership`: whether this replica acts as leader (the daemon's elector drives it);
+//! - `audit_trail`: recent writes from audit events, joined to changes to say who made them;
 //! - `index`: the published state; `outputs`: counters and Events; `clock`: time.
 
+mod audit_trail;
 mod clock;
 mod coverage;
 mod crds;
@@ -47,7 +49,7 @@ mod tracked;
 pub use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
 pub use dry_run_answers::{DryRunAnswer, DryRunOutcome, DryRunRequest};
-pub use engine::{Engine, EngineError};
+pub use engine::{AuditBatches, Engine, EngineError};
 pub use holders::Holders;
 pub use index::{
     DriftIndex, Page, PageError, SharedIndex, WatchHealth, DEFAULT_PAGE_SIZE,

@@ -106,6 +106,7 @@ impl EventRequest {
             Some(note) => format!("; also {}", stale_pods(note)),
             None => String::new(),
         };
+        let who = who_note(entry);
         let undo = match entry.undo_command() {
             Some(command) => format!(". Undo it: `{command}`"),
             None => String::new(),
@@ -115,7 +116,7 @@ impl EventRequest {
             type_: EventType::Warning,
             reason: "DriftDetected",
             note: truncate(format!(
-                "{what}; desired by revision {} of source {}{stale}{undo}",
+                "{what}{who}; desired by revision {} of source {}{stale}{undo}",
                 entry.revision, entry.source
             )),
         }
@@ -208,6 +209,22 @@ fn upper_first(text: &str) -> String {
         Some(c) => c.to_uppercase().chain(chars).collect(),
         None => String::new(),
     }
+}
+
+/// `; changed by alice via kubectl-patch (patch, metadata match)` when the API server's
+/// audit events named the people behind the changes (`; deleted by ...` for a missing
+/// object); empty otherwise.
+fn who_note(entry: &DriftEntry) -> String {
+    let Some(who) = entry.who.as_deref().filter(|w| !w.is_empty()) else {
+        return String::new();
+    };
+    let mut people: Vec<String> = who.iter().map(|w| w.summary()).collect();
+    people.dedup();
+    let verb = match entry.class {
+        DriftClass::Missing => "deleted",
+        _ => "changed",
+    };
+    format!("; {verb} by {}", people.join(", "))
 }
 
 /// The changed fields with who last wrote them (never values: Secrets stay secret).
@@ -610,6 +627,55 @@ mod tests {
              object, then `driftd intent release 7`"
         );
         assert!(!request.note.contains("hmac:"));
+    }
+
+    #[test]
+    fn drift_detected_names_the_people_the_audit_events_named() {
+        let key = driftd_engine::test_support::configmap("shop", "web");
+        let mut entry = driftd_engine::test_support::entry(
+            "shop",
+            &key,
+            DriftClass::Modified,
+            "2026-01-01T10:00:00Z".parse().unwrap(),
+        );
+        entry.changes = vec![Change {
+            path: "/data/LOG_LEVEL".into(),
+            op: ChangeOp::Replace,
+            desired: Some(serde_json::Value::from("info")),
+            live: Some(serde_json::Value::from("debug")),
+            field: "data.LOG_LEVEL".into(),
+            manager: Some("kubectl-patch".into()),
+            changed_at: Some("2026-01-01T09:59:58Z".into()),
+        }]
+        .into();
+        entry.who = Some(Box::new(vec![driftd_core::report::Who {
+            manager: "kubectl-patch".into(),
+            changed_at: Some("2026-01-01T09:59:58Z".into()),
+            user: driftd_core::audit::AuditUser {
+                username: "alice".into(),
+                groups: vec!["dev".into()],
+            },
+            impersonated_user: Some(driftd_core::audit::AuditUser {
+                username: "deployer".into(),
+                groups: vec![],
+            }),
+            source_ips: vec!["10.0.0.7".into()],
+            user_agent: "kubectl/v1.32.0".into(),
+            verb: "patch".into(),
+            audit_id: "a1".into(),
+            matched: driftd_core::report::Matched::Metadata,
+        }]));
+        let request = EventRequest::detected(&entry, None);
+        assert_eq!(request.reason, "DriftDetected");
+        assert!(
+            request.note.starts_with(
+                "1 field(s) differ: data.LOG_LEVEL (by kubectl-patch); changed by alice (as \
+                 deployer) via kubectl-patch (patch, metadata match); desired by revision 1"
+            ),
+            "{}",
+            request.note
+        );
+        assert!(!request.note.contains("debug"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! `app` puts limits and authentication in front of them, `server` drives the connections.
 
 mod app;
+pub mod audit;
 mod auth;
 mod delegated;
 mod list;
@@ -47,7 +48,16 @@ pub fn router(handles: Handles) -> Router {
 /// The routes behind `[http]`'s request limits and authentication (the web config's, or
 /// the API server's with `auth = "kubernetes"`, asked through `client`), and the web
 /// config's headers.
-pub fn app(handles: Handles, config: &HttpConfig, web: &WebConfig, client: kube::Client) -> App {
+///
+/// With `audit`, `POST /audit` takes audit events, behind its own authentication
+/// ([`audit`]).
+pub fn app(
+    handles: Handles,
+    config: &HttpConfig,
+    web: &WebConfig,
+    client: kube::Client,
+    audit: Option<Arc<audit::AuditIntake>>,
+) -> App {
     let guard = match config.auth {
         HttpAuth::Kubernetes => Some(app::Guard::Kubernetes(delegated::KubernetesAuth::new(
             std::sync::Arc::new(delegated::KubeReviewer::new(client)),
@@ -55,8 +65,12 @@ pub fn app(handles: Handles, config: &HttpConfig, web: &WebConfig, client: kube:
         ))),
         HttpAuth::None => auth::BasicAuth::new(web.users.clone()).map(app::Guard::Basic),
     };
+    let routes = match audit {
+        Some(intake) => router(handles).merge(audit::router(intake)),
+        None => router(handles),
+    };
     App::new(
-        router(handles),
+        routes,
         app::AppSettings {
             max_in_flight_requests: config.max_in_flight_requests,
             request_timeout: config.request_timeout(),

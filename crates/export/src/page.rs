@@ -549,6 +549,9 @@ fn object(out: &mut String, o: &DriftEntry, now: Timestamp) {
         }
         out.push_str("</table>\n");
     }
+    for w in o.who.iter().flat_map(|w| w.iter()) {
+        who(out, w);
+    }
     if let Some(intent) = &o.intent {
         let _ = writeln!(
             out,
@@ -639,6 +642,30 @@ fn change(out: &mut String, c: &Change) {
         value(&c.live),
         escape_html(c.manager.as_deref().unwrap_or("")),
         escape_html(c.changed_at.as_deref().unwrap_or("")),
+    );
+}
+
+/// The person the API server's audit events named for a change (or a deletion).
+fn who(out: &mut String, w: &driftd_core::report::Who) {
+    let tool = match (w.manager.as_str(), &w.changed_at) {
+        ("", _) => String::new(),
+        (m, Some(at)) => format!(" through {} at {}", escape_html(m), escape_html(at)),
+        (m, None) => format!(" through {}", escape_html(m)),
+    };
+    let _ = writeln!(
+        out,
+        "<p class=\"who\">{} by <b>{}</b>{tool}: {} from {} ({}); groups {}; matched by {}</p>",
+        if w.manager.is_empty() {
+            "Deleted"
+        } else {
+            "Changed"
+        },
+        escape_html(&w.person()),
+        escape_html(&w.verb),
+        escape_html(&w.source_ips.join(", ")),
+        escape_html(&w.user_agent),
+        escape_html(&w.user.groups.join(", ")),
+        w.matched.as_str(),
     );
 }
 

@@ -221,6 +221,7 @@ async fn main() {
     let opts = SimOptions {
         history_limit: a.history,
         controllers: a.controllers,
+        tls: false,
         ..SimOptions::default()
     };
     let (namespaces, objects) = mix(a.objects);
@@ -395,6 +396,7 @@ async fn serve(a: &Args) {
     let opts = SimOptions {
         history_limit: a.history,
         controllers: a.controllers,
+        tls: false,
         ..SimOptions::default()
     };
     let sim = Simulator::start_with("127.0.0.1:0".parse().unwrap(), opts)

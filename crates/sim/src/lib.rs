@@ -52,6 +52,7 @@
 //!   ([`driftd_k8s::admission`]): ServiceAccount (token volume and mounts),
 //!   DefaultTolerationSeconds, Priority, DefaultStorageClass, DefaultIngressClass.
 //!
+//! - audit events of writes ([`audit`]), the user taken from the request's bearer token;
 //! - the review APIs of delegated authentication ([`auth`]): TokenReview of the tokens it
 //!   issued (`kubectl create token`: the `serviceaccounts/token` subresource) and of its
 //!   kubeconfig user's token (a `system:masters` administrator), SubjectAccessReview decided
@@ -83,6 +84,12 @@
 //!   watch history empty and every watch stream closed. The in-process controllers are not
 //!   rewound.
 //! - `POST /_sim/history-limit` `{"limit": N}`: how many past changes watches can resume from.
+//! - `POST /_sim/audit` `{"webhookConfigFile"?, "logPath"?, "level"?, "secretsLevel"?}`: audit
+//!   events of every write from now on ([`audit`]), to a webhook named by a kubeconfig file
+//!   and/or appended to a JSON-lines log; levels default to `RequestResponse`, Secrets
+//!   `Metadata`. `driftd sim --audit-webhook-config-file/--audit-log-path` do the same.
+//! - `POST /_sim/users` `{"username", "groups"?}`: a bearer token for a new user (answered as
+//!   `{"token"}`), so a kubeconfig can carry several people; their writes are audited as them.
 //! - `GET /_sim/stats`: `{"resourceVersion", "openWatches", "objects", "storedBytes",
 //!   "historyLength", "controllers", "watchEvents", "watchBytes", "tokenReviews",
 //!   "subjectAccessReviews"}` and, after a bulk edit,
@@ -103,6 +110,7 @@
 //!
 //! [`SimOptions::controllers`] `false` runs no controller at all, for pure-load benchmarks.
 
+pub mod audit;
 pub mod auth;
 mod controller;
 mod discovery;
@@ -119,11 +127,13 @@ pub mod status;
 pub mod store;
 mod table;
 pub mod testing;
+mod tls;
 
 pub use http::admin::{BulkEditOutcome, DeliveryStats};
 pub use http::Fault;
 pub use store::bulk::{BulkEdit, BulkEditReport, BulkLoadReport};
 
+use base64::Engine as _;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -141,6 +151,9 @@ pub struct SimOptions {
     /// binding); off for pure-load benchmarks, where the store then does only what requests
     /// ask.
     pub controllers: bool,
+    /// Serve HTTPS with a self-signed certificate (the kubeconfig trusts it), so kubectl
+    /// sends its users' bearer tokens, which it does not over plain HTTP.
+    pub tls: bool,
 }
 
 impl Default for SimOptions {
@@ -149,6 +162,7 @@ impl Default for SimOptions {
             history_limit: 10_000,
             bookmark_interval: Duration::from_secs(5),
             controllers: true,
+            tls: false,
         }
     }
 }
@@ -159,6 +173,8 @@ pub struct Simulator {
     app: Arc<http::App>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     stop: tokio::sync::watch::Sender<bool>,
+    /// The certificate served, with `SimOptions::tls`.
+    cert_pem: Option<String>,
 }
 
 impl Drop for Simulator {
@@ -195,6 +211,7 @@ impl Simulator {
             snapshot: Mutex::new(None),
             kubelet: Default::default(),
             auth: auth::Auth::default(),
+            audit: audit::Auditor::default(),
         });
         // The controllers' queue starts here, so nothing the server accepts escapes them.
         let controller_feed = opts.controllers.then(|| {
@@ -207,11 +224,21 @@ impl Simulator {
             .layer(axum::extract::DefaultBodyLimit::disable())
             .with_state(app.clone());
         let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        let tls = match opts.tls {
+            true => Some(tls::Tls::new()?),
+            false => None,
+        };
+        let cert_pem = tls.as_ref().map(|t| t.cert_pem.clone());
         tokio::spawn(async move {
+            if let Some(tls) = tls {
+                return tls::serve(listener, router, &tls, stopped).await;
+            }
             let shutdown = async move {
                 let _ = stopped.changed().await;
             };
-            if let Err(e) = axum::serve(listener, router)
+            // The peer address is each audit event's `sourceIPs`.
+            let service = router.into_make_service_with_connect_info::<SocketAddr>();
+            if let Err(e) = axum::serve(listener, service)
                 .with_graceful_shutdown(shutdown)
                 .await
             {
@@ -232,6 +259,7 @@ impl Simulator {
             app,
             tasks,
             stop,
+            cert_pem,
         })
     }
 
@@ -239,9 +267,14 @@ impl Simulator {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT` (`https` with `SimOptions::tls`).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.cert_pem.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// A kubeconfig (YAML) whose current context points at this simulator.
@@ -252,7 +285,7 @@ kind: Config
 clusters:
 - name: driftd-sim
   cluster:
-    server: {url}
+    server: {url}{ca}
 contexts:
 - name: driftd-sim
   context:
@@ -267,6 +300,13 @@ users:
 preferences: {{}}
 ",
             url = self.url(),
+            ca = match &self.cert_pem {
+                Some(pem) => format!(
+                    "\n    certificate-authority-data: {}",
+                    base64::engine::general_purpose::STANDARD.encode(pem)
+                ),
+                None => String::new(),
+            },
             token = self.app.auth.tokens.admin_token(),
         )
     }
@@ -347,6 +387,17 @@ preferences: {{}}
     /// `POST /_sim/bulk-edit`.
     pub fn bulk_edit(&self, spec: &BulkEdit) -> Result<BulkEditOutcome, status::ApiError> {
         http::admin::bulk_edit(&self.app, spec)
+    }
+
+    /// Sends audit events of writes as `options` say (same as `POST /_sim/audit`). Errors
+    /// name the webhook config file.
+    pub fn set_audit(&self, options: &audit::AuditOptions) -> Result<(), String> {
+        self.app.audit.configure(options)
+    }
+
+    /// A bearer token for a new user `username` in `groups` (same as `POST /_sim/users`).
+    pub fn add_user(&self, username: &str, groups: Vec<String>) -> String {
+        self.app.auth.tokens.add_user(username, groups)
     }
 
     /// What `GET /_sim/stats` answers.

@@ -19,6 +19,7 @@ fn entry(source: &str, class: DriftClass, drifting_for: i64) -> DriftEntry {
         stale: false,
         scope: None,
         stale_config: None,
+        who: None,
     }
 }
 

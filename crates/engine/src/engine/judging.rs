@@ -12,6 +12,7 @@ use super::entry_of;
 use super::live::Live;
 use super::uncommitted;
 use super::Engine;
+use crate::audit_trail::AuditTrail;
 use crate::desired::Desired;
 use crate::intents::IntentSet;
 use crate::outputs::Outputs;
@@ -43,6 +44,7 @@ struct Judging<'a> {
     facts: &'a ClusterFacts,
     intents: &'a IntentSet,
     packing: &'a Packing,
+    audit: &'a AuditTrail,
 }
 
 impl Judging<'_> {
@@ -79,7 +81,9 @@ impl Judging<'_> {
             Some(_) => DriftClass::Uncommitted,
             None => comparison.class,
         };
+        let who = self.audit.who(key, class, live, &comparison.changes);
         let entry = DriftEntry {
+            who: (!who.is_empty()).then(|| Box::new(who)),
             changes: Changes::new(&comparison.changes),
             patch: DriftPatch::new(&comparison.patch),
             ignored: comparison.ignored,
@@ -160,6 +164,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             facts: &self.comparing.facts,
             intents: &self.wanted.intents,
             packing: self.wanted.desired.packing(),
+            audit: &self.audit.trail,
         };
         let desired = &self.wanted.desired;
         let (tracked, stale_configs) = (&self.wanted.tracked, &self.stale_config.judgement);
@@ -201,6 +206,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             facts: &self.comparing.facts,
             intents: &self.wanted.intents,
             packing: self.wanted.desired.packing(),
+            audit: &self.audit.trail,
         };
         let (entry, took) = judging.entry(key, desired, live);
         self.outputs.compared(took);

@@ -927,6 +927,7 @@ fn a_kind_still_listing_is_not_relisted_periodically() {
     );
 }
 
+mod audit;
 mod crds;
 mod dry_run_sources;
 mod health;

@@ -118,12 +118,15 @@ async fn tick_if_on(interval: &mut Option<Interval>) {
 pub(super) enum Answer {
     DryRun(DryRunAnswer),
     Released(ClusterReleased),
+    /// A batch of audit records from the intake.
+    Audit(Vec<driftd_core::audit::AuditRecord>),
 }
 
 /// Where answers come: the dry-run task and the cluster log's writer, each if connected.
 pub(super) struct Answers {
     pub(super) dry_runs: Option<mpsc::UnboundedReceiver<DryRunAnswer>>,
     pub(super) releases: Option<mpsc::UnboundedReceiver<ClusterReleased>>,
+    pub(super) audit: Option<super::AuditBatches>,
 }
 
 impl Answers {
@@ -139,12 +142,24 @@ impl Answers {
                     Some(answer) => return Answer::Released(answer),
                     None => self.releases = None,
                 },
+                records = recv_bounded_if_connected(&mut self.audit) => match records {
+                    Some(records) => return Answer::Audit(records),
+                    None => self.audit = None,
+                },
             }
         }
     }
 }
 
 async fn recv_if_connected<T>(receiver: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {
+    match receiver {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// [`recv_if_connected`] of a bounded channel.
+async fn recv_bounded_if_connected<T>(receiver: &mut Option<mpsc::Receiver<T>>) -> Option<T> {
     match receiver {
         Some(receiver) => receiver.recv().await,
         None => std::future::pending().await,
@@ -215,6 +230,7 @@ mod tests {
         let mut answers = Answers {
             dry_runs: Some(dry_rx),
             releases: Some(rel_rx),
+            audit: None,
         };
         drop(dry_tx);
         rel_tx
@@ -226,6 +242,7 @@ mod tests {
         match answers.next().await {
             Answer::Released(r) => assert_eq!(r.id, 7),
             Answer::DryRun(_) => panic!("no dry-run answer was sent"),
+            Answer::Audit(_) => panic!("no audit record was sent"),
         }
         // Nothing more is sent: the next answer never comes.
         let waited = tokio::time::timeout(Duration::from_secs(3600), answers.next()).await;

@@ -9,6 +9,7 @@
 //!   answer is cached is never shed behind others' reviews, and counts against `max_in_flight_requests` (tower's `ConcurrencyLimit`, with `LoadShed`
 //!   answering 503 at once rather than queueing) and `request_timeout_seconds`
 //!   (tower-http's `Timeout`, 503);
+//! - `/audit` is guarded by its own credentials (`super::audit`), not these;
 //! - every answer, 401 and 503 included, carries the web config's `headers`.
 
 use super::auth::BasicAuth;
@@ -105,10 +106,12 @@ impl App {
     pub async fn handle(&self, request: Request<Body>) -> Response<Body> {
         let inner = &self.inner;
         let health = HEALTH_PATHS.contains(&request.uri().path());
+        // `/audit` authenticates its callers itself (the API server's webhook credentials).
+        let own_auth = request.uri().path() == super::audit::AUDIT_PATH;
         let guarded = inner
             .auth
             .as_ref()
-            .filter(|_| !health || inner.health_requires_auth);
+            .filter(|_| !own_auth && (!health || inner.health_requires_auth));
         let refused = match guarded {
             Some(guard) => guard
                 .check(request.method(), request.uri().path(), request.headers())

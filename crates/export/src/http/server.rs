@@ -268,7 +268,7 @@ impl Shared {
     ) {
         let Some(acceptor) = &self.tls else {
             return self
-                .drive(TokioIo::new(stream), false, activity, stop)
+                .drive(TokioIo::new(stream), false, false, activity, stop)
                 .await;
         };
         let handshake =
@@ -285,7 +285,15 @@ impl Shared {
             () = activity.close.notified() => return,
         };
         let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
-        self.drive(TokioIo::new(stream), h2, activity, stop).await
+        // The web config's verifier checked any certificate presented against its client
+        // CA (policies that take unverified certificates are refused at start).
+        let cert = stream
+            .get_ref()
+            .1
+            .peer_certificates()
+            .is_some_and(|c| !c.is_empty());
+        self.drive(TokioIo::new(stream), h2, cert, activity, stop)
+            .await
     }
 
     /// Serves HTTP on `io` until the client leaves, a limit closes it, or shutdown.
@@ -293,6 +301,7 @@ impl Shared {
         &self,
         io: I,
         h2: bool,
+        cert: bool,
         activity: &Arc<Activity>,
         mut stop: watch::Receiver<bool>,
     ) where
@@ -301,8 +310,13 @@ impl Shared {
         let app = self.app.clone();
         let epoch = self.epoch;
         let tracker = activity.clone();
-        let service =
-            hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+        let service = hyper::service::service_fn(
+            move |mut request: hyper::Request<hyper::body::Incoming>| {
+                if cert {
+                    request
+                        .extensions_mut()
+                        .insert(super::audit::VerifiedClientCert);
+                }
                 let app = app.clone();
                 let guard = tracker.begin(epoch.elapsed().as_millis() as u64, epoch);
                 async move {
@@ -315,7 +329,8 @@ impl Shared {
                         }))
                     }))
                 }
-            });
+            },
+        );
         let builder = if h2 { &self.h2 } else { &self.h1 };
         let connection = builder.serve_connection(io, service);
         tokio::pin!(connection);

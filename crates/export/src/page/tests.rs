@@ -465,3 +465,27 @@ fn a_bad_request_page_escapes_its_message() {
     let html = render_bad_request("limit must be a count, not `<b>`");
     assert!(html.contains("not `&lt;b&gt;`"), "{html}");
 }
+
+#[test]
+fn names_the_person_audit_events_named_escaped() {
+    let mut entry = web();
+    entry.who = Some(Box::new(vec![driftd_core::report::Who {
+        manager: "kubectl-scale".into(),
+        changed_at: Some("2026-11-30T11:56:39Z".into()),
+        user: driftd_core::audit::AuditUser {
+            username: "<b>alice</b>".into(),
+            groups: vec!["dev".into()],
+        },
+        impersonated_user: None,
+        source_ips: vec!["10.0.0.7".into()],
+        user_agent: "kubectl/v1.32.0".into(),
+        verb: "patch".into(),
+        audit_id: "a1".into(),
+        matched: driftd_core::report::Matched::Metadata,
+    }]));
+    let html = render_with(true, &DriftFilter::default(), &[entry]);
+    let expected = "<p class=\"who\">Changed by <b>&lt;b&gt;alice&lt;/b&gt;</b> through \
+                    kubectl-scale at 2026-11-30T11:56:39Z: patch from 10.0.0.7 (kubectl/v1.32.0); \
+                    groups dev; matched by metadata</p>";
+    assert!(html.contains(expected), "missing {expected:?} in\n{html}");
+}

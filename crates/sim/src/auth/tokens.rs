@@ -106,6 +106,32 @@ impl Tokens {
         tokens
     }
 
+    /// A new static token for `username` in `groups` (and `system:authenticated`), as a
+    /// line of kube-apiserver's `--token-auth-file` makes one: a second person to act as.
+    pub fn add_user(&self, username: &str, mut groups: Vec<String>) -> String {
+        let token = random_token();
+        if !groups.iter().any(|g| g == AUTHENTICATED) {
+            groups.push(AUTHENTICATED.into());
+        }
+        self.add(
+            &token,
+            UserInfo {
+                username: username.into(),
+                groups,
+                ..UserInfo::default()
+            },
+        );
+        token
+    }
+
+    /// The user a request's bearer `token` authenticates as (for the API server's own
+    /// audience), if any.
+    pub fn user_of(&self, store: &Store, token: &str) -> Option<UserInfo> {
+        self.authenticate(store, token, &[API_AUDIENCE.to_string()])
+            .ok()
+            .map(|(user, _)| user)
+    }
+
     /// The kubeconfig user's token.
     pub fn admin_token(&self) -> &str {
         &self.admin

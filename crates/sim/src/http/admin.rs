@@ -240,6 +240,33 @@ fn simple(app: &App, method: &Method, path: &str, body: &Bytes) -> Result<Value,
             app.faults.lock().unwrap_or_else(|e| e.into_inner()).clear();
             Ok(json!({"ok": true}))
         }
+        ("POST", "audit") => {
+            let options: crate::audit::AuditOptions = serde_json::from_value(body_json()?)
+                .map_err(|e| ApiError::bad_request(format!("audit: {e}")))?;
+            app.audit
+                .configure(&options)
+                .map_err(|e| ApiError::bad_request(format!("audit: {e}")))?;
+            Ok(json!({"ok": true}))
+        }
+        ("POST", "users") => {
+            let body = body_json()?;
+            let username = body
+                .get("username")
+                .and_then(Value::as_str)
+                .filter(|u| !u.is_empty())
+                .ok_or_else(|| {
+                    ApiError::bad_request("users: {\"username\", \"groups\"?} expected")
+                })?;
+            let groups: Vec<String> = body
+                .get("groups")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|g| g.as_str().map(str::to_string))
+                .collect();
+            let token = app.auth.tokens.add_user(username, groups);
+            Ok(json!({"username": username, "token": token}))
+        }
         ("POST", "latency") => {
             let ms = body_json()?
                 .get("millis")

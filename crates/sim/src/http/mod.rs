@@ -14,7 +14,7 @@ use super::openapi;
 use super::status::ApiError;
 use super::store::{ListParams, Store};
 use axum::body::{Body, Bytes};
-use axum::extract::{Query, State};
+use axum::extract::{ConnectInfo, Query, State};
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use driftd_k8s::kinds::ResourceType;
@@ -57,6 +57,8 @@ pub struct App {
     pub kubelet: Arc<crate::controller::Kubelet>,
     /// Tokens, and the review APIs' counters.
     pub auth: crate::auth::Auth,
+    /// Audit events of writes, once `/_sim/audit` (or `driftd sim`'s flags) set backends.
+    pub audit: crate::audit::Auditor,
 }
 
 fn json_response(code: u16, v: &Value) -> Response {
@@ -136,6 +138,7 @@ fn truthy(q: &HashMap<String, String>, k: &str) -> bool {
 /// shaped by discovery data (and CRDs change it at runtime).
 pub async fn handle(
     State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -152,7 +155,15 @@ pub async fn handle(
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
-    let resp = route(&app, &method, &path, &q, &headers, body).await;
+    let request = Request {
+        method: &method,
+        path: &path,
+        uri: &uri,
+        q: &q,
+        headers: &headers,
+        peer,
+    };
+    let resp = route(&app, &request, body).await;
     let resp = match resp {
         Ok(r) => r,
         Err(e) => error_response(&e),
@@ -161,14 +172,24 @@ pub async fn handle(
     resp
 }
 
-async fn route(
-    app: &Arc<App>,
-    method: &Method,
-    path: &str,
-    q: &HashMap<String, String>,
-    headers: &HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
+/// What routing and auditing read of a request besides its body.
+struct Request<'a> {
+    method: &'a Method,
+    path: &'a str,
+    uri: &'a Uri,
+    q: &'a HashMap<String, String>,
+    headers: &'a HeaderMap,
+    peer: std::net::SocketAddr,
+}
+
+async fn route(app: &Arc<App>, request: &Request<'_>, body: Bytes) -> Result<Response, ApiError> {
+    let Request {
+        method,
+        path,
+        q,
+        headers,
+        ..
+    } = *request;
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let accept = headers
         .get(header::ACCEPT)
@@ -278,7 +299,70 @@ async fn route(
     if verb == "watch" {
         return watch::start(app, &target, q, headers);
     }
-    verbs::serve(app, verb, &target, q, headers, body)
+    if !app.audit.on() || !crate::audit::WRITE_VERBS.contains(&verb) {
+        return verbs::serve(app, verb, &target, q, headers, body);
+    }
+    let received = jiff::Timestamp::now();
+    let answer = verbs::serve(app, verb, &target, q, headers, body.clone());
+    Ok(audited(app, request, &target, verb, received, &body, answer).await)
+}
+
+/// Records the audit event of a write answered `answer`, and answers it.
+async fn audited(
+    app: &App,
+    request: &Request<'_>,
+    target: &Target,
+    verb: &str,
+    received: jiff::Timestamp,
+    body: &Bytes,
+    answer: Result<Response, ApiError>,
+) -> Response {
+    let response = answer.unwrap_or_else(|e| error_response(&e));
+    let (parts, answer_body) = response.into_parts();
+    let bytes = axum::body::to_bytes(answer_body, usize::MAX)
+        .await
+        .unwrap_or_default();
+    let status = parts.status;
+    let token = request
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    let user = app
+        .auth
+        .tokens
+        .user_of(&app.store, token)
+        .map(|u| serde_json::to_value(u).unwrap_or_default())
+        .unwrap_or_else(
+            || json!({"username": "system:anonymous", "groups": ["system:unauthenticated"]}),
+        );
+    let request_uri = match request.uri.query() {
+        Some(query) => format!("{}?{query}", request.uri.path()),
+        None => request.uri.path().to_string(),
+    };
+    app.audit.record(crate::audit::AuditedWrite {
+        verb,
+        group: &target.info.group,
+        version: &target.info.version,
+        resource: &target.info.plural,
+        namespace: target.namespace.as_deref(),
+        name: target.name.as_deref(),
+        subresource: target.subresource.as_deref(),
+        request_uri: &request_uri,
+        user,
+        source_ip: request.peer.ip().to_string(),
+        user_agent: request
+            .headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or(""),
+        received,
+        code: status.as_u16(),
+        request: (!body.is_empty()).then_some(&body[..]),
+        response: status.is_success().then_some(&bytes[..]),
+    });
+    Response::from_parts(parts, Body::from(bytes))
 }
 
 fn parse_body(body: &Bytes) -> Result<Value, ApiError> {
