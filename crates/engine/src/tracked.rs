@@ -117,6 +117,21 @@ impl TrackedSet {
         Some(self.packing.unpack_as::<Identified>(live).metadata)
     }
 
+    /// The field manager that wrote the live copy of `key` last (the newest `managedFields`
+    /// time, `status` writes left out: controllers write status all the time), read without
+    /// unpacking the copy into a tree. Who reverted a drift, as far as the object tells.
+    pub fn last_writer(&self, key: &ObjectKey) -> Option<String> {
+        let live = self.objects.get(key)?.live.as_ref()?;
+        let written = self.packing.unpack_as::<crate::outputs::Written>(live);
+        written
+            .metadata
+            .managed_fields
+            .into_iter()
+            .filter(|e| e.subresource != "status" && !e.manager.is_empty())
+            .max_by(|a, b| a.time.cmp(&b.time))
+            .map(|e| e.manager)
+    }
+
     /// Bytes of the live copies held (what the packing dictionary saves on).
     pub fn packed_bytes(&self) -> usize {
         self.objects

@@ -10,7 +10,7 @@ use crate::stale_config::StaleConfigs;
 use crate::tracked::TrackedSet;
 use driftd_core::report::{DriftClass, DriftEntry};
 use driftd_k8s::ObjectKey;
-use driftd_store::{Store, StoreError};
+use driftd_store::{EpisodeEnd, Store, StoreError};
 use jiff::Timestamp;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -30,6 +30,11 @@ pub(super) struct Publication {
     pub(super) backlog: bool,
     /// The minute's `last_seen` update of open episodes.
     pub(super) last_seen: LastSeen,
+    /// How the drift of objects now in sync ended, decided by the comparison that found
+    /// them in sync and taken when that state settles (`settle_some`): `committed` if that
+    /// comparison was against a newer revision than the last drifting one, else `reverted`
+    /// (the live object changed). Dropped as soon as the object drifts again.
+    pub(super) endings: HashMap<ObjectKey, EpisodeEnd>,
 }
 
 impl Publication {
@@ -55,6 +60,7 @@ impl Publication {
             clock,
             backlog: false,
             last_seen: LastSeen::default(),
+            endings: HashMap::new(),
         })
     }
 
@@ -88,6 +94,19 @@ impl Publication {
                 })
                 .or_else(|| Some(self.clock.wall())),
         };
+        match index.get(key) {
+            Some(was) if entry.class == DriftClass::InSync && was.class != DriftClass::InSync => {
+                let how = match entry.revision != was.revision {
+                    true => EpisodeEnd::Committed,
+                    false => EpisodeEnd::Reverted,
+                };
+                self.endings.insert(key.clone(), how);
+            }
+            _ if entry.class != DriftClass::InSync => {
+                self.endings.remove(key);
+            }
+            _ => {}
+        }
         let observed =
             (entry.class != DriftClass::InSync).then(|| Drift::new(entry.class, &entry.paths()));
         let shared = tracked
