@@ -20,6 +20,8 @@ mod secrets;
 pub use secrets::SecretsConfig;
 mod http;
 pub use http::{HttpAuth, HttpConfig, MIN_CONNECTIONS};
+mod history;
+pub use history::HistoryConfig;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -77,6 +79,8 @@ pub struct Config {
     pub stale_config: StaleConfigConfig,
     /// `[shard]`: which sources this instance owns when several share them.
     pub shard: ShardConfig,
+    /// `[history]`: how long closed drift episodes are kept.
+    pub history: HistoryConfig,
 }
 
 /// `[unmanaged]`: opt-in coverage. Live objects of these kinds in these namespaces that no
@@ -376,6 +380,7 @@ impl Default for Config {
             remediation: RemediationConfig::default(),
             stale_config: StaleConfigConfig::default(),
             shard: ShardConfig::default(),
+            history: HistoryConfig::default(),
         }
     }
 }
@@ -457,6 +462,7 @@ const ENV_KEYS: &[&str] = &[
     "stale_config.kubelet_sync_seconds",
     "shard.name",
     "shard.sources",
+    "history.retention_days",
 ];
 
 /// Environment variable that sets `key`. `database` is `DRIFTD_DB`, the name `driftd commit`,
@@ -601,6 +607,9 @@ impl Config {
         }
         if let Err((key, reason)) = self.stale_config.check() {
             return Err(bad(key, reason));
+        }
+        if let Err((key, reason)) = self.history.check() {
+            return Err(bad(key, &reason));
         }
         if !(self.pulumi.scan_seconds >= 1.0 && self.pulumi.scan_seconds <= 3600.0) {
             return Err(bad("pulumi.scan_seconds", "must be between 1 and 3600"));
