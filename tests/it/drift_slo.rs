@@ -221,7 +221,6 @@ fn a_drift_is_counted_timed_and_told_with_who_and_how_it_ended() {
 fn an_episode_open_across_a_restart_is_timed_from_when_it_began() {
     let dir = tempfile::tempdir().unwrap();
     let (sim, mut daemon) = serve_examples(dir.path(), "");
-    let before = unix_now();
     sim.kubectl(&[
         "-n",
         "shop",
@@ -233,20 +232,25 @@ fn an_episode_open_across_a_restart_is_timed_from_when_it_began() {
     wait_for("the episode opened", Duration::from_secs(30), || {
         (daemon.sample(OPENED) == Some(1.0)).then_some(())
     });
-    let oldest = daemon.sample(OLDEST).unwrap();
+    // When the drift began, as the first process says; stopped once it is 3 s old, so that
+    // counting from the restart would come out seconds short.
+    let began = daemon.sample(OLDEST).unwrap();
+    wait_for("the drift 3 s old", Duration::from_secs(10), || {
+        (unix_now() - began >= 3.0).then_some(())
+    });
     daemon.proc.terminate();
-    let stopped = unix_now();
 
-    // A new process: its counters start again, its oldest drift is the same.
+    // A new process: its counters start again, the drift keeps its start.
     let config = dir.path().join("driftd.toml");
     let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
     daemon.wait_ready();
     assert_eq!(
         daemon.sample(OLDEST),
-        Some(oldest),
+        Some(began),
         "the drift keeps its start"
     );
     assert_eq!(daemon.sample(OPENED), Some(0.0), "not opened again");
+    let reverted = unix_now();
     revert_web(&sim);
     let seconds = wait_for("the episode closed", Duration::from_secs(30), || {
         daemon
@@ -254,11 +258,12 @@ fn an_episode_open_across_a_restart_is_timed_from_when_it_began() {
             .filter(|n| *n == 1.0)
             .and_then(|_| daemon.sample(RESOLVED_SUM))
     });
+    let closed = unix_now();
+    // Millisecond slack: the gauge is in milliseconds.
     assert!(
-        seconds >= stopped - before.ceil() && seconds <= unix_now() - before.floor(),
-        "observed whole: {seconds}s, from before the first process stopped \
-         ({}s after the edit)",
-        stopped - before
+        seconds >= reverted - began - 0.001 && seconds <= closed - began + 0.001,
+        "observed whole: {seconds}s, from the drift's start {began} to between the revert \
+         {reverted} and {closed}"
     );
     assert_eq!(daemon.sample(CLOSED), Some(1.0));
 }

@@ -36,6 +36,9 @@ pub(super) struct ManagedEntry {
     #[serde(default)]
     pub subresource: String,
     pub time: Option<String>,
+    /// The fields it owns (a tree, or its JSON text as the watchers keep it).
+    #[serde(default, rename = "fieldsV1")]
+    pub fields_v1: serde_json::Value,
 }
 
 /// A live object read for its `managedFields` writers only.

@@ -80,21 +80,21 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             })
             .collect();
         let pending_endings = &mut self.publication.endings;
-        let endings: Vec<Option<EpisodeEnd>> = settled
+        let endings: Vec<Option<(EpisodeEnd, Vec<String>)>> = settled
             .iter()
             .map(|(report, _, _)| {
                 let ending = pending_endings.remove(&report.key);
                 report
                     .drift
                     .is_none()
-                    .then(|| ending.unwrap_or(EpisodeEnd::Reverted))
+                    .then(|| ending.unwrap_or((EpisodeEnd::Reverted, Vec::new())))
             })
             .collect();
         let tracked = &self.wanted.tracked;
         let enders = par::map_ordered(
             &settled.iter().zip(&endings).collect::<Vec<_>>(),
             |((report, _, _), ending)| match ending {
-                Some(EpisodeEnd::Reverted) => tracked.last_writer(&report.key),
+                Some((EpisodeEnd::Reverted, fields)) => tracked.last_writer(&report.key, fields),
                 _ => None,
             },
         );
@@ -119,7 +119,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                     None => EpisodeWrite::Resolved {
                         key,
                         at: now,
-                        ending: ending_of(ending.unwrap_or(EpisodeEnd::Reverted), by.as_deref()),
+                        ending: ending_of(
+                            ending
+                                .as_ref()
+                                .map_or(EpisodeEnd::Reverted, |(how, _)| *how),
+                            by.as_deref(),
+                        ),
                     },
                 },
             )

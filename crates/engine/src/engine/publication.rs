@@ -33,8 +33,25 @@ pub(super) struct Publication {
     /// How the drift of objects now in sync ended, decided by the comparison that found
     /// them in sync and taken when that state settles (`settle_some`): `committed` if that
     /// comparison was against a newer revision than the last drifting one, else `reverted`
-    /// (the live object changed). Dropped as soon as the object drifts again.
-    pub(super) endings: HashMap<ObjectKey, EpisodeEnd>,
+    /// (the live object changed), with the top-level fields the drift was at (who wrote
+    /// them last reverted it). Dropped as soon as the object drifts again.
+    pub(super) endings: HashMap<ObjectKey, (EpisodeEnd, Vec<String>)>,
+}
+
+/// The top-level fields of RFC 6901 `paths` (`/spec/replicas` -> `spec`), each once.
+fn top_level_fields(paths: &[String]) -> Vec<String> {
+    let mut fields: Vec<String> = Vec::new();
+    for path in paths {
+        let Some(first) = path.strip_prefix('/').and_then(|p| p.split('/').next()) else {
+            continue;
+        };
+        // RFC 6901 escapes: `~1` is `/`, `~0` is `~`.
+        let field = first.replace("~1", "/").replace("~0", "~");
+        if !fields.contains(&field) {
+            fields.push(field);
+        }
+    }
+    fields
 }
 
 impl Publication {
@@ -100,7 +117,8 @@ impl Publication {
                     true => EpisodeEnd::Committed,
                     false => EpisodeEnd::Reverted,
                 };
-                self.endings.insert(key.clone(), how);
+                self.endings
+                    .insert(key.clone(), (how, top_level_fields(&was.paths())));
             }
             _ if entry.class != DriftClass::InSync => {
                 self.endings.remove(key);

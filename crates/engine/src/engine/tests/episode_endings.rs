@@ -8,17 +8,25 @@ use driftd_store::{EpisodeEnd, EpisodeRecord, HistoryQuery};
 /// each owning `data.k` (kube-apiserver moves a field to the manager that wrote it last;
 /// the entries here keep their times so the newest is known).
 fn written(name: &str, value: &str, writes: &[(&str, &str)]) -> Value {
+    let data = json!({"f:data": {"f:k": {}}});
+    let writes: Vec<(&str, &str, Value)> =
+        writes.iter().map(|(m, t)| (*m, *t, data.clone())).collect();
+    written_fields(name, value, &writes)
+}
+
+/// As [`written`], each write owning the fields it gives (FieldsV1).
+fn written_fields(name: &str, value: &str, writes: &[(&str, &str, Value)]) -> Value {
     let mut object = one(&cm(name, value));
     object["metadata"]["managedFields"] = writes
         .iter()
-        .map(|(manager, time)| {
+        .map(|(manager, time, fields)| {
             json!({
                 "manager": manager,
                 "operation": "Update",
                 "apiVersion": "v1",
                 "time": time,
                 "fieldsType": "FieldsV1",
-                "fieldsV1": {"f:data": {"f:k": {}}},
+                "fieldsV1": fields,
             })
         })
         .collect();
@@ -74,6 +82,41 @@ fn a_revert_by_hand_ends_as_reverted_by_its_field_manager_with_who_changed_it() 
         record.who[0].changed_at.as_deref(),
         Some("2026-11-30T10:00:00Z")
     );
+    assert_eq!(record.ended, Some(EpisodeEnd::Reverted));
+    assert_eq!(
+        record.ended_by.as_deref(),
+        Some("kubectl-client-side-apply")
+    );
+}
+
+#[test]
+fn a_controller_writing_elsewhere_after_the_revert_is_not_taken_for_the_reverter() {
+    let mut h = Harness::start_with(&config(), &cm("a", "1"));
+    h.list(&configmaps(), live(&cm("a", "1")));
+    h.apply(written(
+        "a",
+        "2",
+        &[("kubectl-edit", "2026-11-30T10:00:00Z")],
+    ));
+    h.advance(SETTLE);
+    let data = json!({"f:data": {"f:k": {}}});
+    // As the deployment controller annotates a Deployment it rolled out.
+    let annotation = json!({"f:metadata": {"f:annotations": {"f:revision": {}}}});
+    h.apply(written_fields(
+        "a",
+        "1",
+        &[
+            ("kubectl-edit", "2026-11-30T10:00:00Z", data.clone()),
+            ("kubectl-client-side-apply", "2026-11-30T10:00:06Z", data),
+            (
+                "kube-controller-manager",
+                "2026-11-30T10:00:07Z",
+                annotation,
+            ),
+        ],
+    ));
+    h.advance(SETTLE);
+    let record = &h.history()[0];
     assert_eq!(record.ended, Some(EpisodeEnd::Reverted));
     assert_eq!(
         record.ended_by.as_deref(),
