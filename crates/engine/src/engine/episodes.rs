@@ -91,13 +91,23 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             })
             .collect();
         let tracked = &self.wanted.tracked;
-        let enders = par::map_ordered(
+        let mut enders = par::map_ordered(
             &settled.iter().zip(&endings).collect::<Vec<_>>(),
             |((report, _, _), ending)| match ending {
                 Some((EpisodeEnd::Reverted, fields)) => tracked.last_writer(&report.key, fields),
                 _ => None,
             },
         );
+        // A commit ended it: by the revision's author.
+        for (((_, entry, _), ending), ender) in settled.iter().zip(&endings).zip(&mut enders) {
+            if let Some((EpisodeEnd::Committed, _)) = ending {
+                *ender = index
+                    .revisions()
+                    .iter()
+                    .find(|r| r.id == entry.revision && r.source == entry.source)
+                    .map(|r| r.author.clone());
+            }
+        }
         let writes: Vec<EpisodeWrite> = settled
             .iter()
             .zip(&who)

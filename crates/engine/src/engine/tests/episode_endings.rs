@@ -161,7 +161,14 @@ fn a_commit_of_what_is_live_ends_the_drift_as_committed() {
         h.episodes_told(),
         ["opened shop/modified", "closed shop/modified 10s committed"]
     );
-    assert_eq!(h.history()[0].ended, Some(EpisodeEnd::Committed));
+    let record = &h.history()[0];
+    assert_eq!(record.ended, Some(EpisodeEnd::Committed));
+    // test_support::commit commits as author "test".
+    assert_eq!(
+        record.ended_by.as_deref(),
+        Some("test"),
+        "the revision's author"
+    );
 }
 
 #[test]
