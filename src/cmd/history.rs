@@ -38,7 +38,7 @@ pub struct Args {
     /// With `--drift`: episodes opened at or before this RFC 3339 time.
     #[arg(long, requires = "drift")]
     pub until: Option<String>,
-    /// With `--drift`: at most this many episodes, newest first.
+    /// With `--drift`: at most this many episodes, newest first (0: all).
     #[arg(long, default_value_t = 500, requires = "drift")]
     pub limit: usize,
     #[arg(long, value_enum, default_value_t = Format::Table)]

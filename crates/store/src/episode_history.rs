@@ -45,7 +45,7 @@ pub struct HistoryQuery {
     pub since: Option<Timestamp>,
     /// Episodes opened at or before this instant.
     pub until: Option<Timestamp>,
-    /// At most this many, newest first.
+    /// At most this many, newest first (0: all).
     pub limit: usize,
 }
 
