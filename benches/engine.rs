@@ -105,6 +105,7 @@ impl Outputs for Nowhere {
     ) {
     }
     fn store_error(&mut self, _what: &str, _error: &driftd_store::StoreError) {}
+    fn episodes(&mut self, _changes: &driftd_store::EpisodeChanges) {}
     fn announce_lock(
         &mut self,
         _what: LockAnnouncement,

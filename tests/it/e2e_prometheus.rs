@@ -21,13 +21,13 @@ fn free_port() -> u16 {
 
 /// A real Prometheus scraping one driftd every second as job "driftd" (the job convention of
 /// the rules), evaluating `rules` every second when given.
-struct Prometheus {
+pub(crate) struct Prometheus {
     url: String,
     _proc: Proc,
 }
 
 impl Prometheus {
-    fn start(dir: &Path, daemon: &Daemon, rules: Option<&Path>) -> Prometheus {
+    pub(crate) fn start(dir: &Path, daemon: &Daemon, rules: Option<&Path>) -> Prometheus {
         let target = daemon.url.trim_start_matches("http://");
         let port = free_port();
         let config = dir.join("prometheus.yml");
@@ -66,7 +66,7 @@ impl Prometheus {
 
     /// Evaluates `expr` as Grafana would for an instant or a range panel; Err with
     /// Prometheus's error, else the result list.
-    fn evaluate(&self, expr: &str, instant: bool) -> Result<Vec<Value>, String> {
+    pub(crate) fn evaluate(&self, expr: &str, instant: bool) -> Result<Vec<Value>, String> {
         let now = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap()
@@ -102,9 +102,10 @@ impl Prometheus {
 }
 
 /// Panels that must show data while an object drifts.
-const CORE_PANELS: [&str; 4] = [
+const CORE_PANELS: [&str; 5] = [
     "Drifting objects",
     "Oldest drift",
+    "Oldest open drift by source",
     "Drifting objects by source and class",
     "Drifting now",
 ];

@@ -16,6 +16,7 @@ mod corpus;
 mod corpus_sim;
 mod dashboards;
 mod docs;
+mod drift_slo;
 mod e2e_custom;
 mod e2e_demo;
 mod e2e_deploy;

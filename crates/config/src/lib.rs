@@ -22,6 +22,8 @@ mod audit;
 pub use audit::AuditConfig;
 mod http;
 pub use http::{HttpAuth, HttpConfig, MIN_CONNECTIONS};
+mod history;
+pub use history::HistoryConfig;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -81,6 +83,8 @@ pub struct Config {
     pub shard: ShardConfig,
     /// `[audit]`: the API server's audit events, to say who made each change.
     pub audit: AuditConfig,
+    /// `[history]`: how long closed drift episodes are kept.
+    pub history: HistoryConfig,
 }
 
 /// `[unmanaged]`: opt-in coverage. Live objects of these kinds in these namespaces that no
@@ -381,6 +385,7 @@ impl Default for Config {
             stale_config: StaleConfigConfig::default(),
             shard: ShardConfig::default(),
             audit: AuditConfig::default(),
+            history: HistoryConfig::default(),
         }
     }
 }
@@ -470,6 +475,7 @@ const ENV_KEYS: &[&str] = &[
     "audit.burst",
     "audit.retention_seconds",
     "audit.max_events",
+    "history.retention_days",
 ];
 
 /// Environment variable that sets `key`. `database` is `DRIFTD_DB`, the name `driftd commit`,
@@ -617,6 +623,9 @@ impl Config {
         }
         if let Err((key, reason)) = self.audit.check() {
             return Err(bad(key, reason));
+        }
+        if let Err((key, reason)) = self.history.check() {
+            return Err(bad(key, &reason));
         }
         if !(self.pulumi.scan_seconds >= 1.0 && self.pulumi.scan_seconds <= 3600.0) {
             return Err(bad("pulumi.scan_seconds", "must be between 1 and 3600"));

@@ -388,3 +388,30 @@ fn the_webhook_token_is_read_from_its_file_and_an_empty_one_is_refused() {
     let err = c.webhook_token().unwrap_err();
     assert!(err.contains("holds no token"), "{err}");
 }
+
+#[test]
+fn history_retention_defaults_to_90_days_and_0_keeps_forever() {
+    let c = Config::default();
+    assert_eq!(
+        c.history.retention(),
+        Some(Duration::from_secs(90 * 86_400))
+    );
+    let f = file("[history]\nretention_days = 0\n");
+    let c = Config::load_with_env(Some(f.path()), |_| None).unwrap();
+    assert_eq!(c.history.retention(), None);
+    let c = Config::load_with_env(None, |k| {
+        (k == "DRIFTD_HISTORY_RETENTION_DAYS").then(|| "7".to_string())
+    })
+    .unwrap();
+    assert_eq!(c.history.retention_days, 7);
+    let f = file("[history]\nretention_days = 40000\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("key `history.retention_days`: must be at most 36500"),
+        "{err}"
+    );
+    let f = file("[history]\nretention = 7\n");
+    let err = Config::load_with_env(Some(f.path()), |_| None).unwrap_err();
+    assert!(err.to_string().contains("retention"), "{err}");
+}

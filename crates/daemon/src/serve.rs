@@ -192,6 +192,10 @@ pub async fn run(
         ),
         true => None,
     };
+    // `/history` reads the drift episodes through a connection of its own.
+    let history = http::HistoryReader::new(
+        Store::open_with_keys(&config.database, keys.clone()).map_err(ServeError::Database)?,
+    );
     let metrics = Arc::new(Metrics::new(index.clone(), leadership.clone()));
     metrics.register_shard(&config.shard.name);
     report_insecure_database(&store, &metrics);
@@ -210,7 +214,7 @@ pub async fn run(
         auth = ?config.http.auth,
         max_connections,
         audit_webhook = config.audit.webhook(),
-        "HTTP server listening: /drift /locks /metrics /healthz /readyz"
+        "HTTP server listening: /drift /history /locks /metrics /healthz /readyz"
     );
     // Poll `shutdown` once before telling anyone we listen: the signal handlers it installs
     // on first poll are then in place, so a SIGTERM right after is a clean shutdown.
@@ -262,6 +266,15 @@ pub async fn run(
             &config,
             stop_rx.clone(),
         )),
+    };
+    // Closed drift episodes past the retention go, through a connection of their own.
+    let retention = match config.history.retention() {
+        Some(keep) => Some(crate::retention::spawn(
+            Store::open_with_keys(&config.database, keys.clone()).map_err(ServeError::Database)?,
+            keep,
+            stop_rx.clone(),
+        )),
+        None => None,
     };
     let importer = driftd_cluster::cluster_log::spawn_importer(
         client.clone(),
@@ -345,6 +358,7 @@ pub async fn run(
             index,
             metrics,
             leadership: leadership.clone(),
+            history: Some(history),
         },
         &config.http,
         &web,
@@ -418,6 +432,9 @@ pub async fn run(
             let _ = task.await;
         }
         if let Some(task) = audit_log {
+            let _ = task.await;
+        }
+        if let Some(task) = retention {
             let _ = task.await;
         }
     };

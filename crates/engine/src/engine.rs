@@ -36,7 +36,7 @@ use crate::Leadership;
 use driftd_config::{Config, ConfigError};
 use driftd_core::report::{DriftClass, DriftEntry};
 use driftd_k8s::{ObjectKey, TypeKey};
-use driftd_store::{Store, StoreError};
+use driftd_store::{Ending, EpisodeEnd, EpisodeWrite, Store, StoreError};
 use driftd_watch::packed::{Packed, Packing};
 use driftd_watch::{Applied, WatchControl, WatchEvent, WatchMessage};
 use jiff::Timestamp;
@@ -385,15 +385,17 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         self.compact_memory();
     }
 
-    /// Drops everything known about `key` and closes its episode.
+    /// Drops everything known about `key` and closes its episode: no longer desired.
     fn forget(&mut self, key: &ObjectKey, now: Timestamp) {
         self.set_live_copy(key, None);
-        self.drop_entry(key, now);
+        self.drop_entry(key, now, EpisodeEnd::NoLongerDesired);
     }
 
-    /// Withdraws the drift entry of `key` (not an `unmanaged` one) and closes its episode.
-    fn drop_entry(&mut self, key: &ObjectKey, now: Timestamp) {
+    /// Withdraws the drift entry of `key` (not an `unmanaged` one) and closes its episode,
+    /// ended `how`.
+    fn drop_entry(&mut self, key: &ObjectKey, now: Timestamp, how: EpisodeEnd) {
         self.publication.open_since.remove(key);
+        self.publication.endings.remove(key);
         {
             let mut index = self.publication.index.write().unwrap();
             if index
@@ -404,9 +406,17 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             }
         }
         if self.publication.settling.forget(key).is_some() {
-            if let Err(err) = self.store.resolve_drift(key, now) {
-                tracing::error!(object = %key, error = %err, "cannot close drift episode");
-                self.outputs.store_error("cannot close drift episode", &err);
+            let ending = [EpisodeWrite::Resolved {
+                key,
+                at: now,
+                ending: Ending::new(how),
+            }];
+            match self.store.write_episodes(&ending) {
+                Ok(changes) => self.outputs.episodes(&changes),
+                Err(err) => {
+                    tracing::error!(object = %key, error = %err, "cannot close drift episode");
+                    self.outputs.store_error("cannot close drift episode", &err);
+                }
             }
         }
     }

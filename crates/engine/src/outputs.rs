@@ -5,7 +5,7 @@
 use super::locks::PodRef;
 use driftd_core::report::{DriftEntry, StaleLock};
 use driftd_k8s::TypeKey;
-use driftd_store::StoreError;
+use driftd_store::{EpisodeChanges, StoreError};
 use driftd_watch::WatchError;
 use serde::Deserialize;
 use std::time::Duration;
@@ -26,6 +26,32 @@ pub struct LiveIdentity {
     pub uid: Option<String>,
     #[serde(rename = "resourceVersion")]
     pub resource_version: Option<String>,
+}
+
+/// One `managedFields` entry, for who wrote the live object last.
+#[derive(Deserialize)]
+pub(super) struct ManagedEntry {
+    #[serde(default)]
+    pub manager: String,
+    #[serde(default)]
+    pub subresource: String,
+    pub time: Option<String>,
+    /// The fields it owns (a tree, or its JSON text as the watchers keep it).
+    #[serde(default, rename = "fieldsV1")]
+    pub fields_v1: serde_json::Value,
+}
+
+/// A live object read for its `managedFields` writers only.
+#[derive(Deserialize)]
+pub(super) struct Written {
+    #[serde(default)]
+    pub metadata: WrittenMetadata,
+}
+
+#[derive(Default, Deserialize)]
+pub(super) struct WrittenMetadata {
+    #[serde(default, rename = "managedFields")]
+    pub managed_fields: Vec<ManagedEntry>,
 }
 
 /// A live object read for its [`LiveIdentity`] only: serde skips every other field.
@@ -60,6 +86,9 @@ pub trait Outputs {
         entry: &DriftEntry,
         live: Option<&LiveIdentity>,
     );
+    /// Drift episodes were opened or closed (recorded in the store): what the drift service
+    /// level counts (episodes opened and closed, time to resolution).
+    fn episodes(&mut self, changes: &EpisodeChanges);
     /// A database read or write failed while doing `what`; the engine goes on without it.
     fn store_error(&mut self, what: &str, error: &StoreError);
     /// Announces a lock transition; `pod` is its holder pod, when it is one.

@@ -117,6 +117,29 @@ impl TrackedSet {
         Some(self.packing.unpack_as::<Identified>(live).metadata)
     }
 
+    /// The field manager that wrote the live copy of `key` last among those owning one of
+    /// the top-level `fields` (all, if none is given): the newest `managedFields` time,
+    /// `status` writes left out. Who reverted a drift at those fields, as far as the object
+    /// tells: a controller that wrote elsewhere since (an annotation, say) is not taken for
+    /// it. Read without unpacking the copy into a tree.
+    pub fn last_writer(&self, key: &ObjectKey, fields: &[String]) -> Option<String> {
+        let live = self.objects.get(key)?.live.as_ref()?;
+        let written = self.packing.unpack_as::<crate::outputs::Written>(live);
+        written
+            .metadata
+            .managed_fields
+            .into_iter()
+            .filter(|e| e.subresource != "status" && !e.manager.is_empty())
+            .filter(|e| {
+                fields.is_empty()
+                    || fields
+                        .iter()
+                        .any(|f| driftd_core::diff::managed::sets_top_level(&e.fields_v1, f))
+            })
+            .max_by(|a, b| a.time.cmp(&b.time))
+            .map(|e| e.manager)
+    }
+
     /// Bytes of the live copies held (what the packing dictionary saves on).
     pub fn packed_bytes(&self) -> usize {
         self.objects

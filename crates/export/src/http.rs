@@ -1,15 +1,17 @@
-//! The HTTP API for on-call engineers and Prometheus: `GET /drift`, `/locks`, `/metrics`,
-//! `/healthz`, `/readyz`, and the drift page at `/` ([`super::page`]). The routes are here;
+//! The HTTP API for on-call engineers and Prometheus: `GET /drift`, `/history`, `/locks`,
+//! `/metrics`, `/healthz`, `/readyz`, and the drift page at `/` ([`super::page`]). The routes are here;
 //! `app` puts limits and authentication in front of them, `server` drives the connections.
 
 mod app;
 pub mod audit;
 mod auth;
 mod delegated;
+mod history;
 mod list;
 pub mod server;
 
 pub use app::{App, HEALTH_PATHS};
+pub use history::{HistoryReader, HistoryResponse, DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT};
 
 use super::metrics::Metrics;
 use super::web_config::WebConfig;
@@ -32,12 +34,15 @@ pub struct Handles {
     pub metrics: Arc<Metrics>,
     /// Whether this replica leads, and why not (`/readyz`, `/drift` and the page say so).
     pub leadership: Leadership,
+    /// The database `/history` reads the drift episodes from (`None`: answered 404).
+    pub history: Option<HistoryReader>,
 }
 
 pub fn router(handles: Handles) -> Router {
     Router::new()
         .route("/", get(list::drift_page))
         .route("/drift", get(list::drift))
+        .route("/history", get(history::history))
         .route("/locks", get(locks))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))

@@ -24,6 +24,10 @@ use prometheus::{
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
+mod drift_slo;
+use drift_slo::OldestOpen;
+pub use drift_slo::{DriftEpisodes, RESOLUTION_BUCKETS};
+
 /// Classes a desired object can be in (`unmanaged` objects belong to no source).
 const SOURCE_CLASSES: [DriftClass; 5] = [
     DriftClass::InSync,
@@ -58,6 +62,8 @@ pub struct Metrics {
     pub events_queued: IntGauge,
     /// `driftd_store_errors_total` and the last failure, which `/readyz` says.
     pub store_errors: super::store_errors::StoreErrors,
+    /// Drift episodes opened and closed, and their time to resolution.
+    pub episodes: DriftEpisodes,
 }
 
 impl Metrics {
@@ -102,6 +108,7 @@ impl Metrics {
         )
         .unwrap();
         let store_errors = super::store_errors::StoreErrors::default();
+        let episodes = DriftEpisodes::new();
         let build_info = Gauge::with_opts(
             Opts::new("driftd_build_info", "Build metadata; always 1.")
                 .const_label("version", env!("CARGO_PKG_VERSION")),
@@ -136,6 +143,11 @@ impl Metrics {
                 .register(collector)
                 .expect("metric names are unique");
         }
+        for collector in episodes.collectors() {
+            registry
+                .register(collector)
+                .expect("metric names are unique");
+        }
         Metrics {
             registry,
             index,
@@ -145,6 +157,7 @@ impl Metrics {
             events_dropped,
             events_queued,
             store_errors,
+            episodes,
         }
     }
 
@@ -176,11 +189,15 @@ impl Metrics {
     pub fn render(&self) -> String {
         // Every watched kind's counters exist from the start, at 0: `rate()` and `absent()`
         // need a series before the first event or error.
-        for health in self.index.read().unwrap().watch_health() {
+        // So do every known source's episode counters.
+        let index = self.index.read().unwrap();
+        for health in index.watch_health() {
             let kind = [health.kind.kind.as_str()];
             self.watch_events.with_label_values(&kind);
             self.watch_errors.with_label_values(&kind);
         }
+        self.episodes.know_sources(index.sources().keys());
+        drop(index);
         let mut buf = Vec::new();
         TextEncoder::new()
             .encode(&self.registry.gather(), &mut buf)
@@ -359,7 +376,9 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
     // Counted here and set once per series: a labelled lookup per entry was most of a
     // render at 100,000 objects.
     let mut by_class: HashMap<(&str, DriftClass), i64> = HashMap::new();
+    let mut oldest = OldestOpen::default();
     for entry in index.entries() {
+        oldest.see(entry);
         for used in entry.stale_config.iter().flat_map(|n| &n.configs) {
             stale_config_pods
                 .with_label_values(&[
@@ -445,6 +464,7 @@ fn render_index(index: &DriftIndex) -> Vec<Box<dyn Collector>> {
         Box::new(stale_config_pods),
         Box::new(watch_healthy),
         Box::new(watch_last_event),
+        Box::new(oldest.gauge()),
     ]
 }
 

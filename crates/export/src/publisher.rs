@@ -8,7 +8,7 @@ use driftd_core::report::{DriftEntry, StaleLock};
 use driftd_engine::Leadership;
 use driftd_engine::{Announcement, LiveIdentity, LockAnnouncement, Outputs, PodRef};
 use driftd_k8s::TypeKey;
-use driftd_store::StoreError;
+use driftd_store::{EpisodeChanges, StoreError};
 use driftd_watch::WatchError;
 use k8s_openapi::api::core::v1::ObjectReference;
 use std::sync::Arc;
@@ -86,6 +86,10 @@ impl Outputs for Publisher {
 
     fn store_error(&mut self, what: &str, error: &StoreError) {
         self.metrics.store_errors.record(what, error);
+    }
+
+    fn episodes(&mut self, changes: &EpisodeChanges) {
+        self.metrics.episodes.record(changes);
     }
 
     fn announce_lock(&mut self, what: LockAnnouncement, lock: &StaleLock, pod: Option<&PodRef>) {

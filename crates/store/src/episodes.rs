@@ -5,6 +5,7 @@ use super::{key_from_db, ns_to_db, ts_from_db, ts_to_db, Episode, Store, StoreEr
 use driftd_k8s::ObjectKey;
 use jiff::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use serde::{Deserialize, Serialize};
 
 const COLUMNS: &str =
     "grp, kind, namespace, name, source, class, first_seen, last_seen, resolved_at, paths";
@@ -41,49 +42,245 @@ fn open_episode(conn: &Connection, key: &ObjectKey) -> rusqlite::Result<Option<E
     .optional()
 }
 
+/// How a drift episode ended, derived by the engine from what it knows as the episode
+/// closes (docs/history.md lists the rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EpisodeEnd {
+    /// The live object went back to its desired state, by someone other than driftd.
+    Reverted,
+    /// The live object went back to its desired state through driftd's own field manager
+    /// (`driftd reconcile` or `driftd apply`), with no remediation recorded.
+    Reconciled,
+    /// driftd's automatic remediation (`remediation = "auto"`) re-applied the object.
+    Remediated,
+    /// A new revision made the desired state equal the live object.
+    Committed,
+    /// A new revision written by `driftd adopt` made the desired state equal the live object
+    /// (a commit that adopt marked as its own; plain commits are `committed`).
+    Adopted,
+    /// The live object was deleted (its drift became `missing`, or an object only an intent
+    /// wanted is gone).
+    Deleted,
+    /// The object left the desired state (removed from its source, or its source deleted).
+    NoLongerDesired,
+    /// The object kept drifting, in another class: a new episode began.
+    ClassChanged,
+}
+
+impl EpisodeEnd {
+    pub const ALL: [EpisodeEnd; 8] = [
+        EpisodeEnd::Reverted,
+        EpisodeEnd::Reconciled,
+        EpisodeEnd::Remediated,
+        EpisodeEnd::Committed,
+        EpisodeEnd::Adopted,
+        EpisodeEnd::Deleted,
+        EpisodeEnd::NoLongerDesired,
+        EpisodeEnd::ClassChanged,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EpisodeEnd::Reverted => "reverted",
+            EpisodeEnd::Reconciled => "reconciled",
+            EpisodeEnd::Remediated => "remediated",
+            EpisodeEnd::Committed => "committed",
+            EpisodeEnd::Adopted => "adopted",
+            EpisodeEnd::Deleted => "deleted",
+            EpisodeEnd::NoLongerDesired => "no_longer_desired",
+            EpisodeEnd::ClassChanged => "class_changed",
+        }
+    }
+
+    pub(crate) fn from_db(text: &str) -> Option<EpisodeEnd> {
+        EpisodeEnd::ALL.into_iter().find(|e| e.as_str() == text)
+    }
+}
+
+/// One writer of a drifting field: its field manager and when it wrote, as the live
+/// object's `managedFields` say. A JSON object in the `who` column, so that what else is
+/// learnt about the person (an audit event's user) can be added beside it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Changer {
+    pub manager: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_at: Option<String>,
+}
+
+/// How an episode ends and who ended it, when known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ending<'a> {
+    pub how: EpisodeEnd,
+    pub by: Option<&'a str>,
+}
+
+impl Ending<'_> {
+    pub fn new(how: EpisodeEnd) -> Ending<'static> {
+        Ending { how, by: None }
+    }
+}
+
 /// One change to an object's drift episode. A settle step writes all of its changes in one
 /// transaction: at 100,000 objects a transaction per episode was most of the engine's time
 /// per watch event.
 #[derive(Debug, Clone, Copy)]
 pub enum EpisodeWrite<'a> {
-    /// `key` drifts (`class`, at `paths`) as of `at`: opens its episode, or updates the open
-    /// one of the same class (its `first_seen` stays; `last_seen` only moves forward, should
-    /// two watchers report out of order); an open one of another class ends at `at`.
+    /// `key` drifts (`class`, at `paths`, changed by `who`) as of `at`: opens its episode, or
+    /// updates the open one of the same class (its `first_seen` stays; `last_seen` only
+    /// moves forward, should two watchers report out of order; `who` gains new managers); an
+    /// open one of another class ends at `at` as `replaced` says (`deleted` for a drift that
+    /// became `missing`, else `class_changed`).
     Drifting {
         key: &'a ObjectKey,
         source: &'a str,
         class: &'a str,
         at: Timestamp,
         paths: &'a [String],
+        who: &'a [Changer],
+        replaced: EpisodeEnd,
     },
-    /// `key` stopped drifting at `at`: closes its open episode, if any.
-    Resolved { key: &'a ObjectKey, at: Timestamp },
+    /// `key` stopped drifting at `at`: closes its open episode, if any, as `ending` says. A
+    /// `reverted` or `reconciled` ending becomes `remediated` (by the remediation's actor)
+    /// when driftd's remediation applied the object since the episode began.
+    Resolved {
+        key: &'a ObjectKey,
+        at: Timestamp,
+        ending: Ending<'a>,
+    },
 }
 
-fn write_episodes(conn: &Connection, writes: &[EpisodeWrite]) -> Result<(), StoreError> {
+/// An episode a write opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenedEpisode {
+    pub source: String,
+    pub class: String,
+}
+
+/// An episode a write closed, with its whole duration: `first_seen` is as stored, so an
+/// episode an earlier run opened counts from when that run first saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClosedEpisode {
+    pub source: String,
+    pub class: String,
+    pub first_seen: Timestamp,
+    pub resolved_at: Timestamp,
+    pub ended: EpisodeEnd,
+}
+
+impl ClosedEpisode {
+    /// How long the episode lasted, in seconds (0 if the clock went back).
+    pub fn seconds(&self) -> f64 {
+        let d = self.resolved_at.duration_since(self.first_seen);
+        d.as_secs_f64().max(0.0)
+    }
+}
+
+/// What a batch of writes opened and closed (the counters and histogram of drift as a
+/// service level count these).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EpisodeChanges {
+    pub opened: Vec<OpenedEpisode>,
+    pub closed: Vec<ClosedEpisode>,
+}
+
+/// Adds the managers of `new` that `old` (JSON text) does not have, newest time kept.
+fn merge_who(old: Option<&str>, new: &[Changer]) -> Option<String> {
+    let mut who: Vec<Changer> = old
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_default();
+    for changer in new {
+        match who.iter_mut().find(|c| c.manager == changer.manager) {
+            Some(known) => {
+                if changer.changed_at > known.changed_at {
+                    known.changed_at = changer.changed_at.clone();
+                }
+            }
+            None => who.push(changer.clone()),
+        }
+    }
+    (!who.is_empty()).then(|| serde_json::to_string(&who).expect("changers serialize"))
+}
+
+fn write_episodes(
+    conn: &Connection,
+    writes: &[EpisodeWrite],
+) -> Result<EpisodeChanges, StoreError> {
+    let mut changes = EpisodeChanges::default();
     if writes.is_empty() {
-        return Ok(());
+        return Ok(changes);
     }
     // IMMEDIATE: a read-then-write transaction must hold the write lock from the start, or
     // a concurrent writer makes its upgrade fail with SQLITE_BUSY without waiting.
     let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
     {
-        let mut last_seen = tx.prepare_cached(
-            "SELECT last_seen, class FROM episodes WHERE resolved_at IS NULL
+        let mut open = tx.prepare_cached(
+            "SELECT last_seen, class, who FROM episodes WHERE resolved_at IS NULL
              AND grp = ?1 AND kind = ?2 AND namespace = ?3 AND name = ?4",
         )?;
         let mut update = tx.prepare_cached(
-            "UPDATE episodes SET source = ?5, class = ?6, paths = ?7, last_seen = ?8
+            "UPDATE episodes SET source = ?5, class = ?6, paths = ?7, last_seen = ?8, who = ?9
              WHERE resolved_at IS NULL AND grp = ?1 AND kind = ?2 AND namespace = ?3 AND name = ?4",
         )?;
         let mut insert = tx.prepare_cached(
-            "INSERT INTO episodes (grp, kind, namespace, name, source, class, first_seen, last_seen, resolved_at, paths)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?8, NULL, ?7)",
+            "INSERT INTO episodes (grp, kind, namespace, name, source, class, first_seen, last_seen, resolved_at, paths, who)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?8, NULL, ?7, ?9)",
         )?;
         let mut resolve = tx.prepare_cached(
-            "UPDATE episodes SET resolved_at = ?5
-             WHERE resolved_at IS NULL AND grp = ?1 AND kind = ?2 AND namespace = ?3 AND name = ?4",
+            "UPDATE episodes SET resolved_at = ?5, ended = ?6, ended_by = ?7
+             WHERE resolved_at IS NULL AND grp = ?1 AND kind = ?2 AND namespace = ?3 AND name = ?4
+             RETURNING source, class, first_seen",
         )?;
+        let mut remediated = tx.prepare_cached(
+            "SELECT r.actor FROM remediations r JOIN episodes e
+               ON e.grp = r.grp AND e.kind = r.kind AND e.namespace = r.namespace
+              AND e.name = r.name
+             WHERE e.resolved_at IS NULL AND r.outcome = 'applied' AND r.at >= e.first_seen
+               AND r.grp = ?1 AND r.kind = ?2 AND r.namespace = ?3 AND r.name = ?4
+             ORDER BY r.id DESC LIMIT 1",
+        )?;
+        let mut close = |key: &ObjectKey,
+                         at: Timestamp,
+                         ending: Ending|
+         -> Result<Option<ClosedEpisode>, StoreError> {
+            let namespace = ns_to_db(&key.namespace);
+            let by_driftd = matches!(ending.how, EpisodeEnd::Reverted | EpisodeEnd::Reconciled);
+            let remediation: Option<String> = match by_driftd {
+                true => remediated
+                    .query_row(params![key.group, key.kind, namespace, key.name], |r| {
+                        r.get(0)
+                    })
+                    .optional()?,
+                false => None,
+            };
+            let (how, by) = match &remediation {
+                Some(actor) => (EpisodeEnd::Remediated, Some(actor.as_str())),
+                None => (ending.how, ending.by),
+            };
+            let closed = resolve
+                .query_row(
+                    params![
+                        key.group,
+                        key.kind,
+                        namespace,
+                        key.name,
+                        ts_to_db(at),
+                        how.as_str(),
+                        by
+                    ],
+                    |row| {
+                        Ok(ClosedEpisode {
+                            source: row.get(0)?,
+                            class: row.get(1)?,
+                            first_seen: ts_from_db(row, 2)?,
+                            resolved_at: at,
+                            ended: how,
+                        })
+                    },
+                )
+                .optional()?;
+            Ok(closed)
+        };
         for write in writes {
             match *write {
                 EpisodeWrite::Drifting {
@@ -92,33 +289,45 @@ fn write_episodes(conn: &Connection, writes: &[EpisodeWrite]) -> Result<(), Stor
                     class,
                     at,
                     paths,
+                    who,
+                    replaced,
                 } => {
                     let paths = serde_json::to_string(paths).expect("a list of strings serializes");
                     let namespace = ns_to_db(&key.namespace);
-                    let open = last_seen
+                    let found = open
                         .query_row(params![key.group, key.kind, namespace, key.name], |row| {
-                            Ok((ts_from_db(row, 0)?, row.get::<_, String>(1)?))
+                            Ok((
+                                ts_from_db(row, 0)?,
+                                row.get::<_, String>(1)?,
+                                row.get::<_, Option<String>>(2)?,
+                            ))
                         })
                         .optional()?;
                     // Another class is another episode: the open one ends as this begins.
-                    let open = match open {
-                        Some((_, open_class)) if open_class != class => {
-                            resolve.execute(params![
-                                key.group,
-                                key.kind,
-                                namespace,
-                                key.name,
-                                ts_to_db(at)
-                            ])?;
+                    let found = match found {
+                        Some((_, open_class, _)) if open_class != class => {
+                            changes
+                                .closed
+                                .extend(close(key, at, Ending::new(replaced))?);
                             None
                         }
-                        other => other.map(|(seen, _)| seen),
+                        other => other,
                     };
-                    // Both take the key, source, class, paths and a time (`last_seen`, and
-                    // `first_seen` too for a new episode).
-                    let (write, time) = match open {
-                        Some(open) => (&mut update, open.max(at)),
-                        None => (&mut insert, at),
+                    // Both take the key, source, class, paths, a time (`last_seen`, and
+                    // `first_seen` too for a new episode) and who.
+                    let (write, time, who) = match found {
+                        Some((seen, _, old_who)) => (
+                            &mut update,
+                            seen.max(at),
+                            merge_who(old_who.as_deref(), who),
+                        ),
+                        None => {
+                            changes.opened.push(OpenedEpisode {
+                                source: source.to_string(),
+                                class: class.to_string(),
+                            });
+                            (&mut insert, at, merge_who(None, who))
+                        }
                     };
                     write.execute(params![
                         key.group,
@@ -128,23 +337,18 @@ fn write_episodes(conn: &Connection, writes: &[EpisodeWrite]) -> Result<(), Stor
                         source,
                         class,
                         paths,
-                        ts_to_db(time)
+                        ts_to_db(time),
+                        who
                     ])?;
                 }
-                EpisodeWrite::Resolved { key, at } => {
-                    resolve.execute(params![
-                        key.group,
-                        key.kind,
-                        ns_to_db(&key.namespace),
-                        key.name,
-                        ts_to_db(at)
-                    ])?;
+                EpisodeWrite::Resolved { key, at, ending } => {
+                    changes.closed.extend(close(key, at, ending)?);
                 }
             }
         }
     }
     tx.commit()?;
-    Ok(())
+    Ok(changes)
 }
 
 impl Store {
@@ -175,13 +379,20 @@ impl Store {
             class,
             at,
             paths,
+            who: &[],
+            replaced: EpisodeEnd::ClassChanged,
         }])?;
         Ok(open_episode(&self.conn, key)?.expect("the open episode was just written"))
     }
 
-    /// Closes the open episode of `key`, if any.
+    /// Closes the open episode of `key`, if any, as `reverted` by someone unknown.
     pub fn resolve_drift(&self, key: &ObjectKey, at: Timestamp) -> Result<(), StoreError> {
-        self.write_episodes(&[EpisodeWrite::Resolved { key, at }])
+        self.write_episodes(&[EpisodeWrite::Resolved {
+            key,
+            at,
+            ending: Ending::new(EpisodeEnd::Reverted),
+        }])
+        .map(drop)
     }
 
     /// Moves `last_seen` to `at` for at most `limit` open episodes, those with an id above
@@ -210,8 +421,9 @@ impl Store {
         Ok(last)
     }
 
-    /// Writes several episode changes in one transaction: all or none.
-    pub fn write_episodes(&self, writes: &[EpisodeWrite]) -> Result<(), StoreError> {
+    /// Writes several episode changes in one transaction: all or none. Returns the
+    /// episodes it opened and closed.
+    pub fn write_episodes(&self, writes: &[EpisodeWrite]) -> Result<EpisodeChanges, StoreError> {
         write_episodes(&self.conn, writes)
     }
 }

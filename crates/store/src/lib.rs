@@ -15,6 +15,7 @@
 
 mod commit;
 mod config_content;
+mod episode_history;
 mod episodes;
 mod error;
 mod files;
@@ -43,7 +44,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use config_content::{ConfigContent, ContentChange, ContentWriter};
-pub use episodes::EpisodeWrite;
+pub use episode_history::{EpisodeRecord, HistoryQuery};
+pub use episodes::{
+    Changer, ClosedEpisode, Ending, EpisodeChanges, EpisodeEnd, EpisodeWrite, OpenedEpisode,
+};
 use error::open_error;
 pub use error::StoreError;
 pub use files::{insecure_files, insecure_warning, InsecureFile};
@@ -712,6 +716,8 @@ fn ts_from_db(row: &rusqlite::Row, idx: usize) -> rusqlite::Result<Timestamp> {
 
 #[cfg(test)]
 mod compact_tests;
+#[cfg(test)]
+mod episode_tests;
 #[cfg(test)]
 mod import_tests;
 #[cfg(test)]

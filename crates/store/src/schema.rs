@@ -177,6 +177,18 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX remediations_by_source ON remediations(source, id);
     "#,
+    // 8: how drift episodes ended, for the drift history: `who` changed the drifting fields
+    // (JSON: [{"manager", "changed_at"}], a shape that may carry more about the person),
+    // `ended` how the episode ended and `ended_by` who ended it, when known. NULL for
+    // episodes written before this step. Closed episodes are deleted past the retention
+    // (`history.retention_days`), oldest first, through `episodes_closed`.
+    r#"
+    ALTER TABLE episodes ADD COLUMN who TEXT;
+    ALTER TABLE episodes ADD COLUMN ended TEXT;
+    ALTER TABLE episodes ADD COLUMN ended_by TEXT;
+    CREATE INDEX episodes_closed ON episodes(resolved_at) WHERE resolved_at IS NOT NULL;
+    CREATE INDEX episodes_by_first_seen ON episodes(first_seen);
+    "#,
 ];
 
 /// Steps that rewrite data with Rust code, run right after the SQL step of the same number,

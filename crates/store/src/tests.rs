@@ -196,6 +196,8 @@ fn one_batch_of_episode_writes_opens_updates_and_closes_as_single_writes_do() {
                 class: "modified",
                 at: t(10),
                 paths: &paths,
+                who: &[],
+                replaced: EpisodeEnd::ClassChanged,
             },
             // Another class: a new episode from now, as `record_drift` does.
             EpisodeWrite::Drifting {
@@ -204,6 +206,8 @@ fn one_batch_of_episode_writes_opens_updates_and_closes_as_single_writes_do() {
                 class: "deleted",
                 at: t(10),
                 paths: &paths,
+                who: &[],
+                replaced: EpisodeEnd::ClassChanged,
             },
             EpisodeWrite::Drifting {
                 key: &b,
@@ -211,8 +215,14 @@ fn one_batch_of_episode_writes_opens_updates_and_closes_as_single_writes_do() {
                 class: "modified",
                 at: t(10),
                 paths: &paths,
+                who: &[],
+                replaced: EpisodeEnd::ClassChanged,
             },
-            EpisodeWrite::Resolved { key: &c, at: t(10) },
+            EpisodeWrite::Resolved {
+                key: &c,
+                at: t(10),
+                ending: Ending::new(EpisodeEnd::Reverted),
+            },
         ])
         .unwrap();
     let open: Vec<(String, String, Timestamp, Timestamp, Vec<String>)> = store

@@ -62,6 +62,31 @@ impl Changes {
     }
 }
 
+impl Changes {
+    /// The field managers that wrote the changed fields and when (newest time per manager),
+    /// in the order of their first change; the rest of the text is skipped, not built.
+    pub fn writers(&self) -> Vec<(String, Option<String>)> {
+        #[derive(Deserialize)]
+        struct Writer {
+            manager: Option<String>,
+            changed_at: Option<String>,
+        }
+        let Some(text) = &self.text else {
+            return Vec::new();
+        };
+        let mut writers: Vec<(String, Option<String>)> = Vec::new();
+        for w in serde_json::from_str::<Vec<Writer>>(text.get()).expect("changes serialized by new")
+        {
+            let Some(manager) = w.manager else { continue };
+            match writers.iter_mut().find(|(m, _)| *m == manager) {
+                Some((_, at)) => *at = (*at).clone().max(w.changed_at),
+                None => writers.push((manager, w.changed_at)),
+            }
+        }
+        writers
+    }
+}
+
 impl From<Vec<Change>> for Changes {
     fn from(changes: Vec<Change>) -> Changes {
         Changes::new(&changes)
@@ -207,6 +232,40 @@ mod tests {
         let back: Changes = serde_json::from_value(serde_json::to_value(&list).unwrap()).unwrap();
         assert_eq!(back, changes);
         assert_ne!(Changes::new(&list[..1]), changes);
+    }
+
+    #[test]
+    fn writers_are_each_manager_once_with_its_newest_time() {
+        let at = |manager: Option<&str>, when: Option<&str>, path: &str| Change {
+            manager: manager.map(str::to_string),
+            changed_at: when.map(str::to_string),
+            ..change(path, "x")
+        };
+        let changes = Changes::new(&[
+            at(
+                Some("kubectl-edit"),
+                Some("2026-12-01T10:00:00Z"),
+                "/data/a",
+            ),
+            at(Some("helm"), None, "/data/b"),
+            at(None, None, "/data/c"),
+            at(
+                Some("kubectl-edit"),
+                Some("2026-12-01T11:00:00Z"),
+                "/data/d",
+            ),
+        ]);
+        assert_eq!(
+            changes.writers(),
+            [
+                (
+                    "kubectl-edit".to_string(),
+                    Some("2026-12-01T11:00:00Z".to_string())
+                ),
+                ("helm".to_string(), None),
+            ]
+        );
+        assert!(Changes::default().writers().is_empty());
     }
 
     #[test]

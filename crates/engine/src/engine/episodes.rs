@@ -7,8 +7,26 @@ use crate::outputs::Announcement;
 use crate::outputs::Outputs;
 use crate::settle::Report;
 use driftd_core::par;
+use driftd_core::report::DriftClass;
 use driftd_core::report::DriftEntry;
-use driftd_store::EpisodeWrite;
+use driftd_store::{Changer, Ending, EpisodeEnd, EpisodeWrite};
+
+/// The field manager driftd applies with (`driftd reconcile`, `driftd apply`, remediation):
+/// a revert it wrote last is driftd's.
+const DRIFTD_MANAGER: &str = "driftd";
+
+/// How a drift that ended `how` is recorded, `by` the live object's last writer: a revert
+/// driftd's field manager wrote is `reconciled` (the store makes it `remediated` when its
+/// remediation applied the object).
+fn ending_of(how: EpisodeEnd, by: Option<&str>) -> Ending<'_> {
+    match (how, by) {
+        (EpisodeEnd::Reverted, Some(DRIFTD_MANAGER)) => Ending {
+            how: EpisodeEnd::Reconciled,
+            by,
+        },
+        (how, by) => Ending { how, by },
+    }
+}
 use driftd_watch::WatchControl;
 
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
@@ -44,35 +62,100 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
                 Some((report, entry, paths))
             })
             .collect();
-        let writes: Vec<EpisodeWrite> = settled
+        // Who changed the drifting fields, from the entries' changes; who ended a drift, from
+        // the live copy (one unpack per resolved state). Both on every core: a wave of drift
+        // settles a thousand at a time.
+        let who: Vec<Vec<Changer>> =
+            par::map_ordered(&settled, |(report, entry, _)| match report.drift {
+                Some(_) => entry
+                    .changes
+                    .writers()
+                    .into_iter()
+                    .map(|(manager, changed_at)| Changer {
+                        manager,
+                        changed_at,
+                    })
+                    .collect(),
+                None => Vec::new(),
+            });
+        let pending_endings = &mut self.publication.endings;
+        let endings: Vec<Option<(EpisodeEnd, Vec<String>)>> = settled
             .iter()
-            .map(|(Report { key, drift }, entry, paths)| match drift {
-                Some(drift) => EpisodeWrite::Drifting {
-                    key,
-                    source: &entry.source,
-                    class: drift.class.as_str(),
-                    at: entry.since.unwrap_or(now),
-                    paths,
-                },
-                None => EpisodeWrite::Resolved { key, at: now },
+            .map(|(report, _, _)| {
+                let ending = pending_endings.remove(&report.key);
+                report
+                    .drift
+                    .is_none()
+                    .then(|| ending.unwrap_or((EpisodeEnd::Reverted, Vec::new())))
             })
             .collect();
-        if let Err(err) = self.store.write_episodes(&writes) {
-            let what = if writes
-                .iter()
-                .any(|w| matches!(w, EpisodeWrite::Drifting { .. }))
-            {
-                "cannot record drift episode"
-            } else {
-                "cannot close drift episode"
-            };
-            tracing::error!(episodes = writes.len(), error = %err, "{what}");
-            self.outputs.store_error(what, &err);
+        let tracked = &self.wanted.tracked;
+        let mut enders = par::map_ordered(
+            &settled.iter().zip(&endings).collect::<Vec<_>>(),
+            |((report, _, _), ending)| match ending {
+                Some((EpisodeEnd::Reverted, fields)) => tracked.last_writer(&report.key, fields),
+                _ => None,
+            },
+        );
+        // A commit ended it: by the revision's author.
+        for (((_, entry, _), ending), ender) in settled.iter().zip(&endings).zip(&mut enders) {
+            if let Some((EpisodeEnd::Committed, _)) = ending {
+                *ender = index
+                    .revisions()
+                    .iter()
+                    .find(|r| r.id == entry.revision && r.source == entry.source)
+                    .map(|r| r.author.clone());
+            }
+        }
+        let writes: Vec<EpisodeWrite> = settled
+            .iter()
+            .zip(&who)
+            .zip(endings.iter().zip(&enders))
+            .map(
+                |(((Report { key, drift }, entry, paths), who), (ending, by))| match drift {
+                    Some(drift) => EpisodeWrite::Drifting {
+                        key,
+                        source: &entry.source,
+                        class: drift.class.as_str(),
+                        at: entry.since.unwrap_or(now),
+                        paths,
+                        who,
+                        replaced: match drift.class {
+                            DriftClass::Missing => EpisodeEnd::Deleted,
+                            _ => EpisodeEnd::ClassChanged,
+                        },
+                    },
+                    None => EpisodeWrite::Resolved {
+                        key,
+                        at: now,
+                        ending: ending_of(
+                            ending
+                                .as_ref()
+                                .map_or(EpisodeEnd::Reverted, |(how, _)| *how),
+                            by.as_deref(),
+                        ),
+                    },
+                },
+            )
+            .collect();
+        match self.store.write_episodes(&writes) {
+            Ok(changes) => self.outputs.episodes(&changes),
+            Err(err) => {
+                let what = if writes
+                    .iter()
+                    .any(|w| matches!(w, EpisodeWrite::Drifting { .. }))
+                {
+                    "cannot record drift episode"
+                } else {
+                    "cannot close drift episode"
+                };
+                tracing::error!(episodes = writes.len(), error = %err, "{what}");
+                self.outputs.store_error(what, &err);
+            }
         }
         drop(writes);
         // Each identity unpacks a live copy: on every core, off this thread's serial path (a
         // wave of drift settles a thousand at a time).
-        let tracked = &self.wanted.tracked;
         let identities = par::map_ordered(&settled, |(report, _, _)| {
             tracked.live_identity(&report.key)
         });

@@ -10,7 +10,7 @@ use crate::stale_config::StaleConfigs;
 use crate::tracked::TrackedSet;
 use driftd_core::report::{DriftClass, DriftEntry};
 use driftd_k8s::ObjectKey;
-use driftd_store::{Store, StoreError};
+use driftd_store::{EpisodeEnd, Store, StoreError};
 use jiff::Timestamp;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -30,6 +30,28 @@ pub(super) struct Publication {
     pub(super) backlog: bool,
     /// The minute's `last_seen` update of open episodes.
     pub(super) last_seen: LastSeen,
+    /// How the drift of objects now in sync ended, decided by the comparison that found
+    /// them in sync and taken when that state settles (`settle_some`): `committed` if that
+    /// comparison was against a newer revision than the last drifting one, else `reverted`
+    /// (the live object changed), with the top-level fields the drift was at (who wrote
+    /// them last reverted it). Dropped as soon as the object drifts again.
+    pub(super) endings: HashMap<ObjectKey, (EpisodeEnd, Vec<String>)>,
+}
+
+/// The top-level fields of RFC 6901 `paths` (`/spec/replicas` -> `spec`), each once.
+fn top_level_fields(paths: &[String]) -> Vec<String> {
+    let mut fields: Vec<String> = Vec::new();
+    for path in paths {
+        let Some(first) = path.strip_prefix('/').and_then(|p| p.split('/').next()) else {
+            continue;
+        };
+        // RFC 6901 escapes: `~1` is `/`, `~0` is `~`.
+        let field = first.replace("~1", "/").replace("~0", "~");
+        if !fields.contains(&field) {
+            fields.push(field);
+        }
+    }
+    fields
 }
 
 impl Publication {
@@ -55,6 +77,7 @@ impl Publication {
             clock,
             backlog: false,
             last_seen: LastSeen::default(),
+            endings: HashMap::new(),
         })
     }
 
@@ -88,6 +111,20 @@ impl Publication {
                 })
                 .or_else(|| Some(self.clock.wall())),
         };
+        match index.get(key) {
+            Some(was) if entry.class == DriftClass::InSync && was.class != DriftClass::InSync => {
+                let how = match entry.revision != was.revision {
+                    true => EpisodeEnd::Committed,
+                    false => EpisodeEnd::Reverted,
+                };
+                self.endings
+                    .insert(key.clone(), (how, top_level_fields(&was.paths())));
+            }
+            _ if entry.class != DriftClass::InSync => {
+                self.endings.remove(key);
+            }
+            _ => {}
+        }
         let observed =
             (entry.class != DriftClass::InSync).then(|| Drift::new(entry.class, &entry.paths()));
         let shared = tracked

@@ -74,6 +74,8 @@ struct Recorded {
     comparisons: usize,
     /// `what: error` of failed store operations.
     store_errors: Vec<String>,
+    /// `opened web/modified`, `closed web/modified 30s reverted`, in order.
+    episodes: Vec<String>,
 }
 
 impl Outputs for Recorded {
@@ -116,6 +118,22 @@ impl Outputs for Recorded {
 
     fn store_error(&mut self, what: &str, error: &StoreError) {
         self.store_errors.push(format!("{what}: {error}"));
+    }
+
+    fn episodes(&mut self, changes: &driftd_store::EpisodeChanges) {
+        for closed in &changes.closed {
+            self.episodes.push(format!(
+                "closed {}/{} {}s {}",
+                closed.source,
+                closed.class,
+                closed.seconds(),
+                closed.ended.as_str()
+            ));
+        }
+        for opened in &changes.opened {
+            self.episodes
+                .push(format!("opened {}/{}", opened.source, opened.class));
+        }
     }
 }
 
@@ -930,6 +948,7 @@ fn a_kind_still_listing_is_not_relisted_periodically() {
 mod audit;
 mod crds;
 mod dry_run_sources;
+mod episode_endings;
 mod health;
 mod intents;
 mod locks;

@@ -10,7 +10,7 @@ use driftd_core::report::DriftClass;
 use driftd_core::report::DriftEntry;
 use driftd_core::report::IntentRef;
 use driftd_k8s::ObjectKey;
-use driftd_store::{IntentInfo, IntentState};
+use driftd_store::{EpisodeEnd, IntentInfo, IntentState};
 use driftd_watch::WatchControl;
 
 /// What `/drift` says of the intent `info` that live object `key` equals; `only_intent`:
@@ -69,6 +69,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         }
         let mut kept = None;
         let live = live.resolve(&mut kept, || self.live_copy(key));
+        let exists = live.is_some();
         let matched = live.and_then(|live| {
             self.wanted.intents.matching(
                 None,
@@ -79,7 +80,12 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
             )
         });
         let Some(info) = matched else {
-            return self.drop_entry(key, self.clock.wall());
+            // Nothing commits it: gone live, or no longer as an intent wanted it.
+            let how = match exists {
+                true => EpisodeEnd::NoLongerDesired,
+                false => EpisodeEnd::Deleted,
+            };
+            return self.drop_entry(key, self.clock.wall(), how);
         };
         // No revision desires it.
         let entry = DriftEntry {

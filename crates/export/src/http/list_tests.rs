@@ -17,6 +17,7 @@ fn handles(index: &SharedIndex) -> Handles {
         index: index.clone(),
         metrics: Arc::new(Metrics::new(index.clone(), Leadership::always())),
         leadership: Leadership::always(),
+        history: None,
     }
 }
 

@@ -428,3 +428,126 @@ fn the_metrics_families_follow_the_health() {
         "the last answer, not the failure"
     );
 }
+
+fn closed(source: &str, class: &str, seconds: i64) -> driftd_store::ClosedEpisode {
+    let first_seen: Timestamp = "2026-11-30T10:00:00Z".parse().unwrap();
+    driftd_store::ClosedEpisode {
+        source: source.into(),
+        class: class.into(),
+        first_seen,
+        resolved_at: first_seen + jiff::SignedDuration::from_secs(seconds),
+        ended: driftd_store::EpisodeEnd::Reverted,
+    }
+}
+
+#[test]
+fn episodes_are_counted_per_source_and_class_and_timed_to_resolution() {
+    let (index, m) = setup(10);
+    index
+        .write()
+        .unwrap()
+        .set_sources(sources(&["shop", "idle"]));
+    m.episodes.record(&driftd_store::EpisodeChanges {
+        opened: vec![
+            driftd_store::OpenedEpisode {
+                source: "shop".into(),
+                class: "modified".into(),
+            };
+            2
+        ],
+        // One hour and five seconds, and two minutes.
+        closed: vec![
+            closed("shop", "modified", 3605),
+            closed("shop", "missing", 120),
+        ],
+    });
+    let text = m.render();
+    let series = |s: &str| sample(&text, s);
+    assert_eq!(
+        series(r#"driftd_drift_episodes_opened_total{class="modified",source="shop"}"#),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        series(r#"driftd_drift_episodes_closed_total{class="missing",source="shop"}"#),
+        Some(1.0)
+    );
+    // Prometheus buckets are cumulative: `le` counts observations at or below it.
+    for (le, count) in [
+        ("60", 0.0),
+        ("300", 1.0),
+        ("3600", 1.0),
+        ("7200", 2.0),
+        ("+Inf", 2.0),
+    ] {
+        assert_eq!(
+            series(&format!(
+                r#"driftd_drift_resolution_seconds_bucket{{source="shop",le="{le}"}}"#
+            )),
+            Some(count),
+            "le={le}\n{text}"
+        );
+    }
+    assert_eq!(
+        series(r#"driftd_drift_resolution_seconds_sum{source="shop"}"#),
+        Some(3725.0)
+    );
+    assert_eq!(
+        series(r#"driftd_drift_resolution_seconds_count{source="shop"}"#),
+        Some(2.0)
+    );
+    // A source without episodes has its series at 0 from the start.
+    assert_eq!(
+        series(r#"driftd_drift_episodes_opened_total{class="modified",source="idle"}"#),
+        Some(0.0)
+    );
+    assert_eq!(
+        series(r#"driftd_drift_resolution_seconds_count{source="idle"}"#),
+        Some(0.0)
+    );
+    assert!(
+        !text.contains(r#"driftd_drift_episodes_opened_total{class="in_sync""#),
+        "no episode is in sync"
+    );
+}
+
+#[test]
+fn the_oldest_open_drift_is_the_earliest_since_of_each_source() {
+    let (index, m) = setup(10);
+    index
+        .write()
+        .unwrap()
+        .set_sources(sources(&["shop", "web", "calm"]));
+    let at = |source: &str, name: &str, class: DriftClass, since: &str| {
+        let key = driftd_engine::test_support::configmap("ns", name);
+        let entry = driftd_engine::test_support::entry(source, &key, class, since.parse().unwrap());
+        (key, entry)
+    };
+    upsert(
+        &index,
+        at("shop", "a", DriftClass::Modified, "2026-11-30T10:00:00Z"),
+    );
+    upsert(
+        &index,
+        at("shop", "b", DriftClass::Missing, "2026-11-29T08:00:00Z"),
+    );
+    upsert(
+        &index,
+        at("web", "c", DriftClass::Uncommitted, "2026-11-30T12:00:00Z"),
+    );
+    upsert(
+        &index,
+        at("calm", "d", DriftClass::InSync, "2026-11-01T00:00:00Z"),
+    );
+    let text = m.render();
+    let oldest = |source: &str| {
+        sample(
+            &text,
+            &format!(r#"driftd_drift_oldest_open_timestamp_seconds{{source="{source}"}}"#),
+        )
+    };
+    // `date -u -d 2026-11-29T08:00:00Z +%s` = 1795939200; 2026-11-30T12:00:00Z = 1796040000.
+    assert_eq!(oldest("shop"), Some(1795939200.0), "{text}");
+    assert_eq!(oldest("web"), Some(1796040000.0));
+    assert_eq!(oldest("calm"), None, "nothing drifts: no series");
+}
