@@ -8,6 +8,7 @@
 //! depends on none of tokio, kube, rusqlite or an HTTP stack (its `Cargo.toml` is the
 //! proof), so it can be unit-tested, fuzzed and benchmarked alone.
 
+pub mod adopt;
 pub mod diff;
 pub mod helm;
 pub mod manifest;
