@@ -5,6 +5,7 @@
 
 mod scaffold;
 
+mod adopt;
 mod bench;
 mod browser;
 mod check_cli;

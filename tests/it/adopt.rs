@@ -1,0 +1,324 @@
+//! `driftd adopt` end to end: a commented multi-document manifest committed and applied
+//! with the real kubectl, hand-edited live with kubectl (`set image`, `scale`, `label`), and
+//! adopted back: the diff first with nothing written, then `--write`, after which every
+//! other line of the file is byte for byte the original and `driftd check` of the file
+//! against the live objects finds no drift. A Secret value changed live is refused without
+//! the value being printed, and a refused run writes nothing; an object committed from a
+//! file not given with `-f` is reported.
+
+use crate::plan::{keyed_config, run, text};
+use crate::scaffold::*;
+use std::path::Path;
+
+const APP: &str = "\
+# The shop's storefront. Owned by team shop; see the runbook before scaling.
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web   # the Service selects it by app
+  namespace: shop
+  labels:
+    app: web
+    tier: 'front'
+spec:
+  replicas: 2 # two is enough off-season
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      # the storefront itself
+      - name: web
+        image: \"nginx:1.27\"   # pinned
+        ports:
+          - containerPort: 80
+---
+# Credentials, rotated by the secret manager.
+apiVersion: v1
+kind: Secret
+metadata:
+  name: creds
+  namespace: shop
+  labels:
+    rotation: monthly
+stringData:
+  password: first-secret-value
+";
+
+const EXTRA: &str = "\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: extra
+  namespace: shop
+data:
+  mode: blue
+";
+
+#[test]
+fn adopt_writes_live_values_into_the_manifest_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = keyed_config(dir.path(), "");
+    let sim = Sim::start(dir.path());
+    let manifests = dir.path().join("deploy");
+    std::fs::create_dir(&manifests).unwrap();
+    let app = manifests.join("app.yaml");
+    std::fs::write(&app, APP).unwrap();
+    std::fs::write(manifests.join("extra.yaml"), EXTRA).unwrap();
+    let db = dir.path().join("driftd.db");
+    let db = db.to_str().unwrap();
+    let manifests_arg = manifests.to_str().unwrap();
+    let out = run(
+        &["commit", "--db", db, "--source", "app", "-f", manifests_arg],
+        None,
+        &config,
+    );
+    assert!(out.status.success(), "{:?}", text(&out));
+    sim.kubectl(&["apply", "--server-side", "-f", manifests_arg]);
+
+    let adopt = |extra: &[&str]| {
+        let mut args = vec![
+            "adopt",
+            "--db",
+            db,
+            "--source",
+            "app",
+            "-f",
+            app.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        run(&args, Some(&sim.kubeconfig), &config)
+    };
+    let out = adopt(&[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("nothing to adopt"), "{stdout}");
+
+    // Hand edits, as on-call makes them.
+    sim.kubectl(&[
+        "-n",
+        "shop",
+        "set",
+        "image",
+        "deployment/web",
+        "web=nginx:1.28",
+    ]);
+    sim.kubectl(&["-n", "shop", "scale", "deployment/web", "--replicas=4"]);
+    sim.kubectl(&[
+        "-n",
+        "shop",
+        "label",
+        "deployment/web",
+        "tier=edge",
+        "--overwrite",
+    ]);
+    sim.kubectl(&[
+        "-n",
+        "shop",
+        "label",
+        "secret/creds",
+        "rotation=weekly",
+        "--overwrite",
+    ]);
+    sim.kubectl(&[
+        "-n",
+        "shop",
+        "patch",
+        "configmap/extra",
+        "-p",
+        r#"{"data":{"mode":"green"}}"#,
+    ]);
+
+    // The diff, and nothing written.
+    let out = adopt(&[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        std::fs::read_to_string(&app).unwrap(),
+        APP,
+        "a dry run writes nothing"
+    );
+    let shown = app.display().to_string();
+    let shown = shown.trim_start_matches('/');
+    assert!(
+        stdout.contains(&format!("--- a/{shown}\n+++ b/{shown}\n")),
+        "{stdout}"
+    );
+    for line in [
+        "-    tier: 'front'",
+        "+    tier: 'edge'",
+        "-  replicas: 2 # two is enough off-season",
+        "+  replicas: 4 # two is enough off-season",
+        "-        image: \"nginx:1.27\"   # pinned",
+        "+        image: \"nginx:1.28\"   # pinned",
+        "-    rotation: monthly",
+        "+    rotation: weekly",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l == line),
+            "{line:?} not in:\n{stdout}"
+        );
+    }
+    // The ConfigMap came from a file not given with -f: reported, not skipped silently.
+    let extra = manifests.join("extra.yaml");
+    assert!(
+        stdout.contains(&format!(
+            "not adopted: ConfigMap shop/extra was committed from {}: document 0, which is not among -f",
+            extra.display()
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("dry run: nothing written"), "{stdout}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "something was left: {stdout}{stderr}"
+    );
+
+    let out = adopt(&["--write"]);
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stdout.contains(&format!("wrote {}", app.display())),
+        "{stdout}{stderr}"
+    );
+    assert!(stdout.contains("driftd commit --source app"), "{stdout}");
+    let after = std::fs::read_to_string(&app).unwrap();
+    let before: Vec<&str> = APP.lines().collect();
+    let now: Vec<&str> = after.lines().collect();
+    assert_eq!(before.len(), now.len(), "{after}");
+    let changed: Vec<(usize, &str)> = (0..before.len())
+        .filter(|&i| before[i] != now[i])
+        .map(|i| (i + 1, now[i]))
+        .collect();
+    assert_eq!(
+        changed,
+        vec![
+            (14, "    tier: 'edge'"),
+            (16, "  replicas: 4 # two is enough off-season"),
+            (27, "        image: \"nginx:1.28\"   # pinned"),
+            (38, "    rotation: weekly"),
+        ],
+        "every other line stays byte for byte"
+    );
+
+    // The edited file against the live objects: in sync.
+    let live = dir.path().join("live.json");
+    std::fs::write(
+        &live,
+        sim.kubectl(&[
+            "-n",
+            "shop",
+            "get",
+            "deployment,secret",
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ]),
+    )
+    .unwrap();
+    let ns = dir.path().join("ns.json");
+    std::fs::write(
+        &ns,
+        sim.kubectl(&["get", "namespace", "shop", "-o", "json"]),
+    )
+    .unwrap();
+    let out = driftd(&[
+        "check",
+        "--desired",
+        app.to_str().unwrap(),
+        "--live",
+        live.to_str().unwrap(),
+        ns.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "check finds drift:\n{stdout}{stderr}"
+    );
+    assert!(stdout.contains("no drift"), "{stdout}");
+
+    // Committed, the source has nothing left to adopt in this file.
+    let out = run(
+        &["commit", "--db", db, "--source", "app", "-f", manifests_arg],
+        None,
+        &config,
+    );
+    assert!(out.status.success(), "{:?}", text(&out));
+    let out = adopt(&["--object", "Deployment/shop/web"]);
+    assert!(
+        text(&out).0.contains("nothing to adopt"),
+        "{:?}",
+        text(&out)
+    );
+
+    secret_values_are_refused_unprinted(&sim, &app, &adopt);
+}
+
+fn secret_values_are_refused_unprinted(
+    sim: &Sim,
+    app: &Path,
+    adopt: &dyn Fn(&[&str]) -> std::process::Output,
+) {
+    let committed = std::fs::read_to_string(app).unwrap();
+    sim.kubectl(&[
+        "-n",
+        "shop",
+        "patch",
+        "secret/creds",
+        "-p",
+        r#"{"stringData":{"password":"second-secret-value"}}"#,
+    ]);
+    sim.kubectl(&[
+        "-n",
+        "shop",
+        "label",
+        "secret/creds",
+        "rotation=daily",
+        "--overwrite",
+    ]);
+    let secret_object = ["--object", "Secret/shop/creds"];
+    let out = adopt(&[&secret_object[..], &["--write"]].concat());
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "refused: Secret shop/creds ({}: document 2): field stringData.password: a Secret value",
+            app.display()
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("nothing written"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(app).unwrap(),
+        committed,
+        "a refused run writes nothing"
+    );
+    for value in [
+        "second-secret-value",
+        "c2Vjb25kLXNlY3JldC12YWx1ZQ",
+        "first-secret-value",
+    ] {
+        assert!(
+            !stdout.contains(value) && !stderr.contains(value),
+            "{value} shown:\n{stdout}{stderr}"
+        );
+    }
+    // With --partial the label is adopted and the value stays drift.
+    let out = adopt(&[&secret_object[..], &["--write", "--partial"]].concat());
+    let (stdout, stderr) = text(&out);
+    assert!(stdout.contains("wrote"), "{stdout}{stderr}");
+    let after = std::fs::read_to_string(app).unwrap();
+    assert_eq!(
+        after,
+        committed.replace("rotation: weekly", "rotation: daily")
+    );
+    assert!(!stdout.contains("second-secret-value") && !after.contains("second-secret-value"));
+}
