@@ -217,9 +217,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("wrote {}", path.display());
     }
     if !edited.is_empty() {
+        let files: Vec<String> = args
+            .files
+            .iter()
+            .map(|f| driftd_core::text::shell_quote(&f.display().to_string()))
+            .collect();
         println!(
-            "next: review and commit the files to git, then record them: driftd commit --source {} -f ...",
-            driftd_core::text::shell_quote(&args.source)
+            "next: review and commit the files to git, then record them: driftd commit --source {} -f {}",
+            driftd_core::text::shell_quote(&args.source),
+            files.join(" ")
         );
     }
     Ok(exit(left == 0))
@@ -286,7 +292,10 @@ impl Comparing<'_> {
         let before =
             std::fs::read_to_string(path).with_context(|| format!("cannot read {shown}"))?;
         let mut after = before.clone();
-        let mut has_secret = false;
+        // Any Secret in the file, adopted or not, keeps its lines out of the diff's context
+        // (unreadable as objects: kept out too).
+        let has_secret = manifest::parse_text(&before, &shown, options)
+            .map_or(true, |all| all.iter().any(|o| o.key.kind == "Secret"));
         let mut refused_fields: HashMap<&ObjectKey, Vec<String>> = HashMap::new();
         for d in objects {
             let document = d.origin.1;
@@ -306,7 +315,6 @@ impl Comparing<'_> {
                     self.revision.revision.id, self.source
                 )));
             }
-            has_secret |= d.key.kind == "Secret";
             let prefix = edit::locate(&after, document, &d.key.kind, &d.key.name)
                 .map_err(|e| anyhow::anyhow!(at(&e)))?;
             let (edits, refused) = edit::edits_for(&d.key.kind, &d.changes);

@@ -322,3 +322,55 @@ fn secret_values_are_refused_unprinted(
     );
     assert!(!stdout.contains("second-secret-value") && !after.contains("second-secret-value"));
 }
+
+/// A Helm release has no manifest file to edit: adopt names each drifting field and refuses
+/// with the reason (driftd keeps no values, so the value that renders a field is unknown).
+#[test]
+fn a_helm_release_is_refused_with_the_reason_and_the_field() {
+    use crate::helm::{applied_objects, apply, record, release_secret};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("driftd.db");
+    let sim = Sim::start(dir.path());
+    sim.kubectl(&["create", "namespace", "shop"]);
+    apply(&sim, &applied_objects("nginx:1.16.0"));
+    let deployed = (jiff::Timestamp::now() - jiff::SignedDuration::from_mins(5)).to_string();
+    record(
+        &sim,
+        &release_secret(1, "deployed", &deployed, "nginx:1.16.0"),
+    );
+    let daemon = Daemon::start(&write_config(dir.path(), ""), &sim.kubeconfig, &[]);
+    daemon.wait_ready();
+    web_when(&daemon, "web in sync", |w| w["class"] == "in_sync");
+    sim.kubectl(&[
+        "-n",
+        "shop",
+        "set",
+        "image",
+        "deployment/web",
+        "web=nginx:1.17",
+    ]);
+    web_when(&daemon, "web modified", |w| w["class"] == "modified");
+    let out = std::process::Command::new(DRIFTD)
+        .args([
+            "adopt",
+            "--db",
+            db.to_str().unwrap(),
+            "--source",
+            "helm:shop/web",
+            "--write",
+        ])
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            "refused: Deployment.apps shop/web: field spec.template.spec.containers[name=web].image \
+             (live: \"nginx:1.17\"): source helm:shop/web is a Helm release"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("cannot be derived"), "{stdout}");
+    assert!(stdout.contains("nothing written"), "{stdout}");
+}
