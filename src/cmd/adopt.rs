@@ -429,7 +429,10 @@ fn pulumi_changes(project: &str, stack: &str, drifting: &[Drifting]) {
                 (ChangeOp::Add, false) => format!("remove `{}`", c.field),
                 (_, false) => format!("set `{}` to {}", c.field, shown_value(&d.key.kind, c)),
             };
-            println!("  {} (resource {index} of {file}): {what}", d.key);
+            println!(
+                "  {} (resources[{index}] of the stack state {file}): {what}",
+                d.key
+            );
         }
     }
     println!("nothing written: adopt edits manifest files, and a Pulumi stack has none");

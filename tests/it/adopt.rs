@@ -374,3 +374,59 @@ fn a_helm_release_is_refused_with_the_reason_and_the_field() {
     assert!(stdout.contains("cannot be derived"), "{stdout}");
     assert!(stdout.contains("nothing written"), "{stdout}");
 }
+
+/// A Pulumi stack has no manifest file either: adopt lists the resource arguments to change
+/// in the program, and writes nothing.
+#[test]
+fn a_pulumi_stack_gets_the_program_change_to_make() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("driftd.db");
+    let db = db.to_str().unwrap();
+    let export = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/pulumi/stack-export.json");
+    let out = driftd(&["import", "pulumi", "--db", db, export.to_str().unwrap()]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let sim = Sim::start(dir.path());
+    sim.kubectl(&["create", "namespace", "shop"]);
+    // The stack's ConfigMap, as `pulumi up` created it (its inputs in the fixture).
+    let config_map = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "web-config-6f2a1b0c", "namespace": "shop",
+                     "annotations": {"pulumi.com/autonamed": "true"},
+                     "labels": {"app.kubernetes.io/managed-by": "pulumi"}},
+        "data": {"FEATURE_FLAGS": "checkout-v2,wishlist", "LOG_LEVEL": "info"},
+    });
+    let out = sim.kubectl_output(&["apply", "-f", "-"], Some(&config_map.to_string()));
+    assert!(out.status.success(), "{:?}", text(&out));
+    sim.merge_patch(
+        "shop",
+        &["configmap/web-config-6f2a1b0c"],
+        &serde_json::json!({"data": {"LOG_LEVEL": "debug"}}),
+    );
+    let out = std::process::Command::new(DRIFTD)
+        .args([
+            "adopt",
+            "--db",
+            db,
+            "--source",
+            "pulumi:shop/dev",
+            "--object",
+            "ConfigMap/shop/web-config-6f2a1b0c",
+        ])
+        .env("KUBECONFIG", &sim.kubeconfig)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("is a Pulumi stack: adopt does not edit programs"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "  ConfigMap shop/web-config-6f2a1b0c (resources[3] of the stack state {}): set `data.LOG_LEVEL` to \"debug\"",
+            export.display()
+        )),
+        "{stdout}"
+    );
+}
