@@ -221,7 +221,7 @@ fn plan_one(
                 NodeKind::Seq { .. } if is_add && rest.len() == 1 => append(text, node, value),
                 NodeKind::Map { .. } => {
                     let inner = nest(&rest[1..], value)?;
-                    insert(text, node, place, &rest[0], &inner)
+                    insert(text, node, &rest[0], &inner)
                 }
                 _ if node.is_null() && found.depth() > 0 => {
                     replace(text, node, place, &nest(rest, value)?)
@@ -274,7 +274,9 @@ fn replace(text: &str, node: &Node, place: Place, value: &Value) -> Result<Splic
     if matches!(node.kind, NodeKind::Alias) {
         return Err("the manifest gives it through an alias (`*name`); edit it by hand".into());
     }
-    if in_flow(place) {
+    // Inside a flow collection, or a flow collection itself (`[a, b]` after a key): flow
+    // text in its place, so the rest of the line stays.
+    if in_flow(place) || node.is_flow() {
         return Ok(Splice {
             range: node.range.clone(),
             with: render::flow(value),
@@ -338,23 +340,12 @@ fn replace(text: &str, node: &Node, place: Place, value: &Value) -> Result<Splic
 }
 
 /// A field `key` with `value` added to the mapping `map`.
-fn insert(
-    text: &str,
-    map: &Node,
-    place: Place,
-    key: &str,
-    value: &Value,
-) -> Result<Splice, String> {
+fn insert(text: &str, map: &Node, key: &str, value: &Value) -> Result<Splice, String> {
     let NodeKind::Map { flow, entries } = &map.kind else {
         unreachable!("insert is called on mappings")
     };
     if *flow {
-        if entries.is_empty() && !in_flow(place) && !matches!(place, Place::Root) {
-            // `labels: {}` becomes a block mapping.
-            let mut m = serde_json::Map::new();
-            m.insert(key.to_string(), value.clone());
-            return replace(text, map, place, &Value::Object(m));
-        }
+        // Before the closing brace, in flow (JSON) text: `{}` becomes `{"key": value}`.
         let close = map.range.end - 1;
         let sep = if entries.is_empty() { "" } else { ", " };
         return Ok(Splice {

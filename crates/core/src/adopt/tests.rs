@@ -361,3 +361,29 @@ fn edits_that_cannot_be_made_are_refused_naming_the_field() {
         err.reason
     );
 }
+
+#[test]
+fn a_flow_list_is_replaced_in_flow_style() {
+    let mut live = served(&objects(MANIFEST)[0]);
+    // `args` is an atomic list: one `replace` of the whole list.
+    live["spec"]["template"]["spec"]["containers"][0]["args"] = json!(["--port", "8081"]);
+    let desired = objects(MANIFEST)[0].clone();
+    let mut with_args = desired.clone();
+    with_args["spec"]["template"]["spec"]["containers"][0]["args"] = json!(["--port", "8080"]);
+    let text = MANIFEST.replace(
+        "        ports:\n",
+        "        args: [\"--port\", \"8080\"]  # flow style\n        ports:\n",
+    );
+    assert_eq!(objects(&text)[0], with_args);
+    let (out, _) = adopt(&text, 0, &live);
+    let (removed, added) = changed_lines(&text, &out);
+    assert_eq!(
+        removed,
+        lines(&["        args: [\"--port\", \"8080\"]  # flow style"])
+    );
+    // Only the flow node is replaced, as flow text: the comment after it stays.
+    assert_eq!(
+        added,
+        lines(&["        args: [\"--port\",\"8081\"]  # flow style"])
+    );
+}
