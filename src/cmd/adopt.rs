@@ -143,7 +143,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(exit(not_live.is_empty()));
     }
     if let Some((ns, name)) = driftd_core::helm::parse_source(&args.source) {
-        helm_refusals(ns, name, &drifting);
+        let values = rt.block_on(release_values(ns, name, &drifting));
+        helm_refusals(ns, name, &drifting, values.as_ref());
         return Ok(ExitCode::from(1));
     }
     if let Some((project, stack)) = driftd_core::pulumi::interrupted::parse_source(&args.source) {
@@ -393,15 +394,81 @@ fn shown_value(kind: &str, c: &Change) -> String {
     }
 }
 
-fn helm_refusals(ns: &str, name: &str, drifting: &[Drifting]) {
+/// The values the committed version of release `ns/name` was rendered with, read from its
+/// release Secret (the version is in the objects' origin, `Helm release NS/NAME version N`);
+/// `None`, with a warning, when they cannot be read: the refusals then say so.
+async fn release_values(ns: &str, name: &str, drifting: &[Drifting]) -> Option<Value> {
+    let version = drifting
+        .iter()
+        .find_map(|d| d.origin.0.rsplit_once(" version ")?.1.parse::<i64>().ok())?;
+    let secret = format!("sh.helm.release.v1.{name}.v{version}");
+    let key = ObjectKey {
+        group: String::new(),
+        kind: "Secret".into(),
+        namespace: Some(ns.to_string()),
+        name: secret.clone(),
+    };
+    let read = async {
+        let mut cluster = super::plan::connect().await.map_err(|e| e.to_string())?;
+        let object = cluster
+            .get(&key, Some("v1"))
+            .await?
+            .ok_or_else(|| "not found".to_string())?;
+        driftd_core::helm::values::release_values_in(&format!("{ns}/{secret}"), &object)
+            .map_err(|e| e.to_string())
+    };
+    match read.await {
+        Ok(values) => Some(values),
+        Err(e) => {
+            eprintln!("warning: cannot read the values of release {ns}/{name} from Secret {ns}/{secret}: {e}");
+            None
+        }
+    }
+}
+
+/// For each drifting field of a Helm release: the values key to set when exactly one key
+/// of the release's values holds the committed value (then that key most likely renders the
+/// field), otherwise a refusal saying why nothing can be derived.
+fn helm_refusals(ns: &str, name: &str, drifting: &[Drifting], values: Option<&Value>) {
     for d in drifting {
         for c in &d.changes {
+            let keys = match (values, &c.desired, d.key.kind == "Secret") {
+                (Some(values), Some(desired), false) => {
+                    driftd_core::helm::values::keys_holding(values, desired)
+                }
+                _ => Vec::new(),
+            };
+            let live = c.live.as_ref().filter(|l| !l.is_object() && !l.is_array());
+            if let ([key], Some(live), ChangeOp::Replace) = (keys.as_slice(), live, c.op) {
+                let set = match live {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                println!(
+                    "{}: field {} (live: {}): values key `{key}` of release {ns}/{name} holds the \
+                     committed value, and no other key does: `helm upgrade {name} -n {ns} \
+                     --reuse-values --set {key}={}` should render the live value (check that the \
+                     chart's template uses it there)",
+                    d.key,
+                    c.field,
+                    shown_value(&d.key.kind, c),
+                    driftd_core::text::shell_quote(&set)
+                );
+                continue;
+            }
+            let why = match (values, keys.len()) {
+                (None, _) => "the release's values could not be read".to_string(),
+                (Some(_), 0) => "no key of the release's values holds the committed value".into(),
+                (Some(_), n) => {
+                    format!("{n} keys of the release's values hold the committed value")
+                }
+            };
             println!(
                 "refused: {}: field {} (live: {}): source helm:{ns}/{name} is a Helm release, \
-                 rendered from its chart and values; driftd does not keep the release's values, \
-                 so which value renders this field cannot be derived. Change the values (e.g. \
-                 `helm upgrade {name} -n {ns} --reuse-values --set KEY=VALUE`) or the chart so \
-                 it renders the live value; driftd takes the new release version by itself",
+                 rendered from its chart and values, and {why}, so which value renders this \
+                 field cannot be derived. Change the values (e.g. `helm upgrade {name} -n {ns} \
+                 --reuse-values --set KEY=VALUE`) or the chart so it renders the live value; \
+                 driftd takes the new release version by itself",
                 d.key,
                 c.field,
                 shown_value(&d.key.kind, c)

@@ -323,10 +323,10 @@ fn secret_values_are_refused_unprinted(
     assert!(!stdout.contains("second-secret-value") && !after.contains("second-secret-value"));
 }
 
-/// A Helm release has no manifest file to edit: adopt names each drifting field and refuses
-/// with the reason (driftd keeps no values, so the value that renders a field is unknown).
+/// A Helm release has no manifest file to edit: adopt names the values key to set when exactly
+/// one key of the release's values holds the committed value, and refuses the rest with why.
 #[test]
-fn a_helm_release_is_refused_with_the_reason_and_the_field() {
+fn a_helm_release_gets_the_values_key_or_a_refusal_with_the_reason() {
     use crate::helm::{applied_objects, apply, record, release_secret};
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("driftd.db");
@@ -349,6 +349,7 @@ fn a_helm_release_is_refused_with_the_reason_and_the_field() {
         "deployment/web",
         "web=nginx:1.17",
     ]);
+    sim.kubectl(&["-n", "shop", "scale", "deployment/web", "--replicas=3"]);
     web_when(&daemon, "web modified", |w| w["class"] == "modified");
     let out = std::process::Command::new(DRIFTD)
         .args([
@@ -371,7 +372,21 @@ fn a_helm_release_is_refused_with_the_reason_and_the_field() {
         ),
         "{stdout}"
     );
-    assert!(stdout.contains("cannot be derived"), "{stdout}");
+    assert!(
+        stdout.contains("no key of the release's values holds the committed value"),
+        "{stdout}"
+    );
+    // The chart's values have `replicaCount: 1` (the fixture's release), the only key
+    // holding the manifest's `replicas: 1`; the user's values (a password) are never shown.
+    assert!(
+        stdout.contains(
+            "Deployment.apps shop/web: field spec.replicas (live: 3): values key `replicaCount` \
+             of release shop/web holds the committed value, and no other key does: `helm upgrade \
+             web -n shop --reuse-values --set replicaCount=3`"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("values-are-secret") && !stderr.contains("values-are-secret"));
     assert!(stdout.contains("nothing written"), "{stdout}");
 }
 
