@@ -79,6 +79,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         super::store::load_keys(&config)?,
     )?;
     let revision = reconcile::load(&store, &args.source)?;
+    if let Some(unknown) = args
+        .objects
+        .iter()
+        .find(|o| !revision.objects.iter().any(|s| o.matches(&s.key)))
+    {
+        anyhow::bail!(
+            "revision {} of source {} has no object {unknown}",
+            revision.revision.id,
+            args.source
+        );
+    }
+    let imported = driftd_core::helm::parse_source(&args.source).is_some()
+        || driftd_core::pulumi::interrupted::parse_source(&args.source).is_some();
+    if args.files.is_empty() && !imported {
+        anyhow::bail!(
+            "-f is required: the manifest files (or folders) source {} was committed from",
+            args.source
+        );
+    }
     let origins = store.revision_origins(revision.revision.id)?;
     let hash_key = store.installation_key()?;
     let differ = Differ::new(&hash_key).with_rules(config.rule_set());
@@ -97,17 +116,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         facts: &facts,
         live: &live,
     };
-    if let Some(unknown) = args
-        .objects
-        .iter()
-        .find(|o| !revision.objects.iter().any(|s| o.matches(&s.key)))
-    {
-        anyhow::bail!(
-            "revision {} of source {} has no object {unknown}",
-            revision.revision.id,
-            args.source
-        );
-    }
     let mut drifting = Vec::new();
     let mut not_live = Vec::new();
     for o in revision
@@ -150,12 +158,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some((project, stack)) = driftd_core::pulumi::interrupted::parse_source(&args.source) {
         pulumi_changes(project, stack, &drifting);
         return Ok(ExitCode::from(1));
-    }
-    if args.files.is_empty() {
-        anyhow::bail!(
-            "-f is required: the manifest files (or folders) source {} was committed from",
-            args.source
-        );
     }
     let files = files::manifest_files(&args.files)?;
     let options = load_options(&store)?;

@@ -311,6 +311,31 @@ fn secret_values_are_refused_unprinted(
             "{value} shown:\n{stdout}{stderr}"
         );
     }
+    // A file edited since the commit is not what adopt's paths point into: it stops,
+    // naming the file, the document and the object, and writes nothing.
+    let edited = committed.replace("rotation: weekly", "rotation: hourly");
+    std::fs::write(app, &edited).unwrap();
+    let out = adopt(&[&secret_object[..], &["--write", "--partial"]].concat());
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: document 2: Secret shop/creds: the file differs from revision",
+            app.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(app).unwrap(), edited);
+    std::fs::write(app, &committed).unwrap();
+    // An object the source does not have is an error too.
+    let out = adopt(&["--object", "Deployment/shop/nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).1.contains("has no object Deployment/shop/nope"),
+        "{:?}",
+        text(&out)
+    );
+
     // With --partial the label is adopted and the value stays drift.
     let out = adopt(&[&secret_object[..], &["--write", "--partial"]].concat());
     let (stdout, stderr) = text(&out);
