@@ -163,7 +163,13 @@ pub fn apply(
                 field: edit.field.clone(),
                 reason,
             })?;
-        text.replace_range(splice.range, &splice.with);
+        // New lines end as the file's lines do.
+        let with = if text.contains("\r\n") {
+            splice.with.replace('\n', "\r\n")
+        } else {
+            splice.with
+        };
+        text.replace_range(splice.range, &with);
     }
     Ok(text)
 }

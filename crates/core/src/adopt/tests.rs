@@ -387,3 +387,74 @@ fn a_flow_list_is_replaced_in_flow_style() {
         lines(&["        args: [\"--port\",\"8081\"]  # flow style"])
     );
 }
+
+#[test]
+fn a_field_a_previous_revision_set_and_live_still_has_is_written_back() {
+    // The previous revision set `revisionHistoryLimit`; this one dropped it; live still has
+    // it, so it is drift (`remove`), and adopting it puts it back.
+    let desired = objects(MANIFEST)[0].clone();
+    let mut previous = desired.clone();
+    previous["spec"]["revisionHistoryLimit"] = json!(4);
+    let mut live = served(&desired);
+    live["spec"]["revisionHistoryLimit"] = json!(4);
+    let changes = Differ::new(b"k")
+        .compare(&CompareInput {
+            desired: &desired,
+            live: Some(&live),
+            previous: Some(&previous),
+            facts: &ClusterFacts::default(),
+        })
+        .changes;
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    let (edits, _) = edits_for("Deployment", &changes);
+    assert!(
+        matches!(&edits[0].action, Action::Set(v) | Action::Add(v) if *v == json!(4)),
+        "{edits:?}"
+    );
+    let out = apply(MANIFEST, 0, &[], &edits).unwrap();
+    let (removed, added) = changed_lines(MANIFEST, &out);
+    assert!(removed.is_empty());
+    assert_eq!(added, lines(&["  revisionHistoryLimit: 4"]));
+}
+
+#[test]
+fn removals_keep_the_dash_and_refuse_to_empty_a_mapping() {
+    let text = "kind: ConfigMap\nmetadata:\n  name: x\nitems:\n- a: 1 # first\n  b: 2\n- only: 3\n";
+    let delete = |tokens: &[&str]| Edit {
+        tokens: tokens.iter().map(|t| t.to_string()).collect(),
+        field: tokens.join("."),
+        action: Action::Delete,
+    };
+    // The first field of an item is on the dash's line: the next one moves up to it.
+    let out = apply(text, 0, &[], &[delete(&["items", "0", "a"])]).unwrap();
+    assert_eq!(
+        out,
+        "kind: ConfigMap\nmetadata:\n  name: x\nitems:\n- b: 2\n- only: 3\n"
+    );
+    let err = apply(text, 0, &[], &[delete(&["items", "1", "only"])]).unwrap_err();
+    assert!(err.reason.contains("only field"), "{}", err.reason);
+    // A whole item goes with its lines.
+    let out = apply(text, 0, &[], &[delete(&["items", "0"])]).unwrap();
+    assert_eq!(
+        out,
+        "kind: ConfigMap\nmetadata:\n  name: x\nitems:\n- only: 3\n"
+    );
+}
+
+#[test]
+fn crlf_files_keep_crlf_line_ends() {
+    let text = MANIFEST.replace('\n', "\r\n");
+    let mut live = served(&objects(&text)[0]);
+    live["spec"]["replicas"] = json!(3);
+    live["spec"]["strategy"] = json!({"type": "Recreate"});
+    let (out, _) = adopt(&text, 0, &live);
+    assert!(out.contains("  replicas: 3 # two is enough off-season\r\n"));
+    assert!(
+        out.contains("\r\n  strategy:\r\n    type: Recreate\r\n"),
+        "{out:?}"
+    );
+    assert!(
+        !out.replace("\r\n", "").contains('\n'),
+        "only CRLF line ends"
+    );
+}
