@@ -49,6 +49,9 @@ enum Command {
     Plan(cmd::plan::Args),
     /// Restore a source's committed state in the cluster (dry run unless --apply).
     Reconcile(cmd::reconcile::Args),
+    /// Write accepted drift back into the manifest files a source was committed from
+    /// (a diff unless --write).
+    Adopt(cmd::adopt::Args),
     /// Compare desired files with live object files, offline.
     Check(cmd::check::Args),
     /// Run the cluster simulator (a Kubernetes API server for tests and demos).
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Command::Drift(a) => cmd::drift::run(a),
         Command::Locks(a) => cmd::locks::run(a),
         Command::Check(a) => cmd::check::run(a),
+        Command::Adopt(a) => cmd::adopt::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Reconcile(a) => cmd::reconcile::run(a),
         #[cfg(feature = "sim")]

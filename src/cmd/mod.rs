@@ -1,6 +1,7 @@
 //! One file per subcommand: argument struct (clap) and a `run` that returns the exit code.
 //! Errors returned from `run` are printed by `main` and exit with status 2.
 
+pub mod adopt;
 #[cfg(feature = "sim")]
 pub mod bench;
 pub mod check;

@@ -5,6 +5,7 @@
 
 mod scaffold;
 
+mod adopt;
 mod audit;
 mod bench;
 mod browser;

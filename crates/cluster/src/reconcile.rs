@@ -173,6 +173,32 @@ impl SourceRevision {
         differ: &Differ,
         live: &HashMap<ObjectKey, Value>,
     ) -> Vec<(ObjectKey, Comparison)> {
+        let facts = self.facts(live);
+        let previous = self.previous_objects();
+        plan.steps
+            .iter()
+            .filter_map(|s| self.object(&s.key))
+            .map(|o| {
+                let comparison = differ.compare(&CompareInput {
+                    desired: &o.object,
+                    live: live.get(&o.key),
+                    previous: previous.get(&o.key).copied(),
+                    facts: &facts,
+                });
+                (o.key.clone(), comparison)
+            })
+            .collect()
+    }
+
+    /// The previous revision's objects by key (fields they set and this one dropped are
+    /// drift while live still has them).
+    pub fn previous_objects(&self) -> HashMap<&ObjectKey, &Value> {
+        self.previous.iter().map(|o| (&o.key, &o.object)).collect()
+    }
+
+    /// What the comparison of this revision's objects needs to know beyond each object: the
+    /// scale targets of its HPAs and the schemas of CRDs committed or live.
+    pub fn facts(&self, live: &HashMap<ObjectKey, Value>) -> ClusterFacts {
         let mut facts = ClusterFacts::default();
         for o in self
             .objects
@@ -192,21 +218,7 @@ impl SourceRevision {
         for bad in facts.add_crds(crds) {
             tracing::warn!("a CustomResourceDefinition is compared without its schema: {bad}");
         }
-        let previous: HashMap<&ObjectKey, &Value> =
-            self.previous.iter().map(|o| (&o.key, &o.object)).collect();
-        plan.steps
-            .iter()
-            .filter_map(|s| self.object(&s.key))
-            .map(|o| {
-                let comparison = differ.compare(&CompareInput {
-                    desired: &o.object,
-                    live: live.get(&o.key),
-                    previous: previous.get(&o.key).copied(),
-                    facts: &facts,
-                });
-                (o.key.clone(), comparison)
-            })
-            .collect()
+        facts
     }
 
     /// The steps that write `write` (with Secret values restored from the store) and wait

@@ -210,44 +210,7 @@ pub fn decode_release(secret: &str, data: &[u8]) -> Result<Release, HelmError> {
         secret: secret.to_string(),
         reason,
     };
-    let text: Vec<u8> = data
-        .iter()
-        .copied()
-        .filter(|b| !b.is_ascii_whitespace())
-        .collect();
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(&text)
-        .map_err(|e| fail(format!("data `{DATA_KEY}` is not base64 ({e})")))?;
-    let json = if bytes.starts_with(&GZIP_MAGIC) {
-        let mut out = Vec::new();
-        GzDecoder::new(&bytes[..])
-            .take(MAX_RELEASE_BYTES + 1)
-            .read_to_end(&mut out)
-            .map_err(|e| fail(format!("data `{DATA_KEY}` is not valid gzip ({e})")))?;
-        if out.len() as u64 > MAX_RELEASE_BYTES {
-            return Err(fail(format!(
-                "data `{DATA_KEY}` decompresses to more than {} MiB: refused",
-                MAX_RELEASE_BYTES / (1024 * 1024)
-            )));
-        }
-        out
-    } else {
-        bytes
-    };
-    let raw: RawRelease = serde_json::from_slice(&json).map_err(|e| {
-        // Only the category and position: serde's message may quote a value.
-        let what = match e.classify() {
-            serde_json::error::Category::Io => "unreadable",
-            serde_json::error::Category::Syntax => "not JSON",
-            serde_json::error::Category::Data => "JSON of the wrong shape",
-            serde_json::error::Category::Eof => "truncated JSON",
-        };
-        fail(format!(
-            "the release is {what} (line {}, column {})",
-            e.line(),
-            e.column()
-        ))
-    })?;
+    let raw: RawRelease = parse_release(secret, data)?;
     if raw.name.is_empty() || raw.namespace.is_empty() {
         return Err(fail("the release has no name or namespace".into()));
     }
@@ -278,6 +241,56 @@ pub fn decode_release(secret: &str, data: &[u8]) -> Result<Release, HelmError> {
         chart_version,
         last_deployed,
         manifest: raw.manifest,
+    })
+}
+
+/// The release JSON in a release Secret's `data` (see [`decode_release`]), read as `T`.
+/// Errors never quote the payload.
+pub(crate) fn parse_release<T: serde::de::DeserializeOwned>(
+    secret: &str,
+    data: &[u8],
+) -> Result<T, HelmError> {
+    let fail = |reason: String| HelmError {
+        secret: secret.to_string(),
+        reason,
+    };
+    let text: Vec<u8> = data
+        .iter()
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&text)
+        .map_err(|e| fail(format!("data `{DATA_KEY}` is not base64 ({e})")))?;
+    let json = if bytes.starts_with(&GZIP_MAGIC) {
+        let mut out = Vec::new();
+        GzDecoder::new(&bytes[..])
+            .take(MAX_RELEASE_BYTES + 1)
+            .read_to_end(&mut out)
+            .map_err(|e| fail(format!("data `{DATA_KEY}` is not valid gzip ({e})")))?;
+        if out.len() as u64 > MAX_RELEASE_BYTES {
+            return Err(fail(format!(
+                "data `{DATA_KEY}` decompresses to more than {} MiB: refused",
+                MAX_RELEASE_BYTES / (1024 * 1024)
+            )));
+        }
+        out
+    } else {
+        bytes
+    };
+    serde_json::from_slice(&json).map_err(|e| {
+        // Only the category and position: serde's message may quote a value.
+        let what = match e.classify() {
+            serde_json::error::Category::Io => "unreadable",
+            serde_json::error::Category::Syntax => "not JSON",
+            serde_json::error::Category::Data => "JSON of the wrong shape",
+            serde_json::error::Category::Eof => "truncated JSON",
+        };
+        fail(format!(
+            "the release is {what} (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
     })
 }
 
@@ -402,6 +415,8 @@ impl PendingLock {
         }
     }
 }
+
+pub mod values;
 
 #[cfg(test)]
 mod tests;

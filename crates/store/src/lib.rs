@@ -40,6 +40,7 @@ use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::Value;
 use sqlite::{checkpoint, connection_settings, retry_busy};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -584,6 +585,15 @@ impl Store {
         revision: i64,
     ) -> Result<Vec<(ObjectKey, String, Value)>, StoreError> {
         revisions::revision_objects(&self.conn, revision)
+    }
+
+    /// Where each object of one revision came from: its file as `commit` was given it and
+    /// the 0-based document in that file (what `driftd adopt` edits).
+    pub fn revision_origins(
+        &self,
+        revision: i64,
+    ) -> Result<HashMap<ObjectKey, (String, usize)>, StoreError> {
+        revisions::revision_origins(&self.conn, revision)
     }
 
     /// The CustomResourceDefinitions in the newest revision of every source (for the scopes

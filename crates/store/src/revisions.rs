@@ -468,6 +468,24 @@ pub(super) fn revision_objects(
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+pub(super) fn revision_origins(
+    conn: &Connection,
+    revision: i64,
+) -> Result<HashMap<ObjectKey, (String, usize)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT grp, kind, namespace, name, origin_file, origin_document FROM revision_objects
+         WHERE revision_id = ?1",
+    )?;
+    let rows = stmt.query_map([revision], |row| {
+        let document: i64 = row.get(5)?;
+        Ok((
+            key_from_db(row, 0)?,
+            (row.get(4)?, usize::try_from(document).unwrap_or(0)),
+        ))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// One object of a revision as stored.
 pub(super) struct StoredBody {
     pub revision: i64,

@@ -485,6 +485,10 @@ fn remediations_are_in_the_source_history_and_revision_objects_are_readable() {
     assert_eq!(names, ["a", "b"]);
     assert_eq!(objects[0].1, "v1");
     let key = objects[0].0.clone();
+    // Where each came from, for `driftd adopt`: the second document of the same text.
+    let origins = store.revision_origins(r1.id).unwrap();
+    assert_eq!(origins[&objects[1].0].1, 1);
+    assert_eq!(origins[&key], ("app.yaml".to_string(), 0));
     let at = store.now();
     for (outcome, detail) in [
         (RemediationOutcome::Failed, "conflict"),
