@@ -252,6 +252,37 @@ fn two_peoples_edits_are_named_through_an_audit_log_file() {
     );
     let body = daemon.get("/drift").1;
     assert!(!body.contains("bob-was-here-s3cret"), "{body}");
+    // The drift's episode names each person beside the tool they used, whichever of the
+    // watch event and the audit event came first.
+    let people = wait_for(
+        "/history naming alice and bob",
+        Duration::from_secs(30),
+        || {
+            let (_, body) = daemon.get("/history");
+            let history: Value = serde_json::from_str(&body).ok()?;
+            let mut people: Vec<(String, String)> = history["episodes"]
+                .as_array()?
+                .iter()
+                .flat_map(|e| e["who"].as_array().cloned().unwrap_or_default())
+                .filter_map(|w| {
+                    Some((
+                        w["user"].as_str()?.to_string(),
+                        w["manager"].as_str()?.to_string(),
+                    ))
+                })
+                .collect();
+            people.sort();
+            (people.len() == 2).then_some(people)
+        },
+    );
+    assert_eq!(
+        people,
+        [
+            ("alice".to_string(), "kubectl-patch".to_string()),
+            ("bob".to_string(), "kubectl-patch".to_string())
+        ]
+    );
+    assert!(!daemon.get("/history").1.contains("bob-was-here-s3cret"));
 }
 
 #[test]

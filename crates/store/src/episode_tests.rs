@@ -22,6 +22,7 @@ fn changer(manager: &str, at: &str) -> Changer {
     Changer {
         manager: manager.into(),
         changed_at: Some(at.into()),
+        user: None,
     }
 }
 
@@ -212,6 +213,60 @@ fn who_keeps_every_manager_that_changed_the_drifting_fields() {
         Some("kubectl-client-side-apply")
     );
     assert_eq!((record.opened_at, record.closed_at), (t(0), Some(t(20))));
+}
+
+#[test]
+fn people_named_after_the_drift_was_recorded_join_its_open_episode_only() {
+    let store = Store::open_in_memory().unwrap();
+    let (web, api) = (key("web"), key("api"));
+    let edit = changer("kubectl-edit", "2026-12-01T10:00:00Z");
+    store
+        .write_episodes(&[drifting(
+            &web,
+            "modified",
+            t(0),
+            std::slice::from_ref(&edit),
+        )])
+        .unwrap();
+    let alice = Changer {
+        user: Some("alice".into()),
+        ..edit.clone()
+    };
+    let deleted_by_bob = Changer {
+        manager: String::new(),
+        changed_at: None,
+        user: Some("bob".into()),
+    };
+    store
+        .add_episode_changers(&[
+            (&web, vec![alice.clone()]),
+            (&api, vec![deleted_by_bob.clone()]),
+        ])
+        .unwrap();
+    let records = all(&store);
+    assert_eq!(records.len(), 1, "api had no open episode: none is opened");
+    assert_eq!(records[0].who, std::slice::from_ref(&alice));
+    // A later write of the same manager without a person keeps the person; a newer write
+    // by the same manager is someone's else until named.
+    store
+        .write_episodes(&[drifting(
+            &web,
+            "modified",
+            t(5),
+            std::slice::from_ref(&edit),
+        )])
+        .unwrap();
+    assert_eq!(all(&store)[0].who, [alice]);
+    let newer = changer("kubectl-edit", "2026-12-01T11:00:00Z");
+    store
+        .write_episodes(&[drifting(
+            &web,
+            "modified",
+            t(9),
+            std::slice::from_ref(&newer),
+        )])
+        .unwrap();
+    assert_eq!(all(&store)[0].who, [newer]);
 }
 
 #[test]

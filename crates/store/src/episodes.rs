@@ -103,9 +103,13 @@ impl EpisodeEnd {
 /// learnt about the person (an audit event's user) can be added beside it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Changer {
+    /// Empty for the person who deleted a missing object (no field manager names them).
     pub manager: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed_at: Option<String>,
+    /// The person behind the write (`user.username` of the audit event it was joined to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 /// How an episode ends and who ended it, when known.
@@ -184,7 +188,8 @@ pub struct EpisodeChanges {
     pub closed: Vec<ClosedEpisode>,
 }
 
-/// Adds the managers of `new` that `old` (JSON text) does not have, newest time kept.
+/// Adds the managers of `new` that `old` (JSON text) does not have, newest time kept, and
+/// the person behind a manager's newest write once an audit event named them.
 fn merge_who(old: Option<&str>, new: &[Changer]) -> Option<String> {
     let mut who: Vec<Changer> = old
         .and_then(|text| serde_json::from_str(text).ok())
@@ -194,6 +199,10 @@ fn merge_who(old: Option<&str>, new: &[Changer]) -> Option<String> {
             Some(known) => {
                 if changer.changed_at > known.changed_at {
                     known.changed_at = changer.changed_at.clone();
+                    known.user = changer.user.clone();
+                }
+                if changer.changed_at == known.changed_at && changer.user.is_some() {
+                    known.user = changer.user.clone();
                 }
             }
             None => who.push(changer.clone()),
@@ -419,6 +428,37 @@ impl Store {
             last = last.max(Some(id?));
         }
         Ok(last)
+    }
+
+    /// Adds what is now known of who changed each object to its open episode, if it has
+    /// one: audit events often arrive after the drift they explain was recorded (the
+    /// webhook backend batches for up to 30 s). An object without an open episode is left
+    /// alone: its episode, once recorded, carries its changers from the start.
+    pub fn add_episode_changers(
+        &self,
+        changers: &[(&ObjectKey, Vec<Changer>)],
+    ) -> Result<(), StoreError> {
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+        {
+            let mut open = tx.prepare_cached(
+                "SELECT id, who FROM episodes WHERE resolved_at IS NULL
+                 AND grp = ?1 AND kind = ?2 AND namespace = ?3 AND name = ?4",
+            )?;
+            let mut update = tx.prepare_cached("UPDATE episodes SET who = ?2 WHERE id = ?1")?;
+            for (key, who) in changers {
+                let found = open
+                    .query_row(
+                        params![key.group, key.kind, ns_to_db(&key.namespace), key.name],
+                        |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?)),
+                    )
+                    .optional()?;
+                if let Some((id, old)) = found {
+                    update.execute(params![id, merge_who(old.as_deref(), who)])?;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     /// Writes several episode changes in one transaction: all or none. Returns the

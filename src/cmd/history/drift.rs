@@ -90,7 +90,16 @@ pub fn table(episodes: &[EpisodeRecord], now: Timestamp) -> String {
     .map(|s| s.to_string())
     .collect::<Vec<_>>()];
     for e in episodes {
-        let who: Vec<&str> = e.who.iter().map(|w| w.manager.as_str()).collect();
+        // The person when an audit event named them, with the tool they used.
+        let who: Vec<String> = e
+            .who
+            .iter()
+            .map(|w| match (&w.user, w.manager.as_str()) {
+                (Some(user), "") => user.clone(),
+                (Some(user), manager) => format!("{user} ({manager})"),
+                (None, manager) => manager.to_string(),
+            })
+            .collect();
         rows.push(vec![
             human_age(now, e.opened_at),
             e.source.clone(),
@@ -134,6 +143,7 @@ mod tests {
             who: vec![Changer {
                 manager: "kubectl-edit".into(),
                 changed_at: None,
+                user: (name == "web").then(|| "alice@example.com".into()),
             }],
             ended,
             ended_by: ended.map(|_| "kubectl-client-side-apply".into()),
@@ -176,7 +186,8 @@ mod tests {
                     "shop",
                     "Deployment/shop/web",
                     "modified",
-                    "kubectl-edit",
+                    "alice@example.com",
+                    "(kubectl-edit)",
                     "30m",
                     "reverted",
                     "by",

@@ -2,6 +2,7 @@
 //! daemon's audit intake (the webhook, the audit log), and the entries judged again when a
 //! write that concerns them arrives after their watch event.
 
+use super::episodes::changers;
 use super::Engine;
 use crate::audit_trail::{builtin_kind, AuditTrail};
 use crate::outputs::Outputs;
@@ -9,6 +10,7 @@ use driftd_config::AuditConfig;
 use driftd_core::audit::AuditRecord;
 use driftd_core::report::DriftClass;
 use driftd_k8s::ObjectKey;
+use driftd_store::Changer;
 use driftd_watch::WatchControl;
 use std::collections::BTreeSet;
 use tokio::sync::mpsc;
@@ -65,6 +67,25 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         };
         for key in &drifting {
             self.evaluate(key);
+        }
+        // The drift may have been recorded before its audit events came: name the people
+        // in its open episode too.
+        let named: Vec<(&ObjectKey, Vec<Changer>)> = {
+            let index = self.publication.index.read().unwrap();
+            drifting
+                .iter()
+                .filter_map(|key| {
+                    let entry = index.get(key).filter(|e| e.who.is_some())?;
+                    Some((key, changers(entry)))
+                })
+                .collect()
+        };
+        if !named.is_empty() {
+            if let Err(err) = self.store.add_episode_changers(&named) {
+                tracing::error!(error = %err, "cannot record who changed drifting objects");
+                self.outputs
+                    .store_error("cannot record who changed drifting objects", &err);
+            }
         }
     }
 

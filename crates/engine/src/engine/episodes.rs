@@ -29,6 +29,41 @@ fn ending_of(how: EpisodeEnd, by: Option<&str>) -> Ending<'_> {
 }
 use driftd_watch::WatchControl;
 
+/// Who changed an entry's drifting fields: each field manager its changes cite, with the
+/// person an audit event named for that manager's write, and whoever deleted a missing
+/// object (no manager).
+pub(super) fn changers(entry: &DriftEntry) -> Vec<Changer> {
+    let people = entry.who.as_deref().map_or(&[][..], Vec::as_slice);
+    let person = |manager: &str, changed_at: &Option<String>| {
+        let of_manager = || people.iter().filter(|w| w.manager == manager);
+        of_manager()
+            .find(|w| w.changed_at == *changed_at)
+            .or_else(|| of_manager().next())
+            .map(|w| w.user.username.clone())
+    };
+    let mut changers: Vec<Changer> = entry
+        .changes
+        .writers()
+        .into_iter()
+        .map(|(manager, changed_at)| Changer {
+            user: person(&manager, &changed_at),
+            manager,
+            changed_at,
+        })
+        .collect();
+    changers.extend(
+        people
+            .iter()
+            .filter(|w| w.manager.is_empty())
+            .map(|w| Changer {
+                manager: String::new(),
+                changed_at: None,
+                user: Some(w.user.username.clone()),
+            }),
+    );
+    changers
+}
+
 impl<W: WatchControl, O: Outputs> Engine<W, O> {
     /// Records (episodes) and announces (Events) every drift state that held for the
     /// settle time.
@@ -67,15 +102,7 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         // settles a thousand at a time.
         let who: Vec<Vec<Changer>> =
             par::map_ordered(&settled, |(report, entry, _)| match report.drift {
-                Some(_) => entry
-                    .changes
-                    .writers()
-                    .into_iter()
-                    .map(|(manager, changed_at)| Changer {
-                        manager,
-                        changed_at,
-                    })
-                    .collect(),
+                Some(_) => changers(entry),
                 None => Vec::new(),
             });
         let pending_endings = &mut self.publication.endings;

@@ -28,6 +28,7 @@ fn handles() -> Handles {
     let who = [Changer {
         manager: "kubectl-edit".into(),
         changed_at: Some("2026-12-01T09:59:58Z".into()),
+        user: Some("alice".into()),
     }];
     let paths = ["/spec/replicas".to_string()];
     let (web, api) = (key("web"), key("api"));
@@ -104,7 +105,7 @@ async fn history_lists_each_episode_with_who_and_how_it_ended() {
             "last_seen": "2026-12-01T10:00:00Z",
             "closed_at": "2026-12-01T10:30:00Z",
             "paths": ["/spec/replicas"],
-            "who": [{"manager": "kubectl-edit", "changed_at": "2026-12-01T09:59:58Z"}],
+            "who": [{"manager": "kubectl-edit", "changed_at": "2026-12-01T09:59:58Z", "user": "alice"}],
             "ended": "reverted",
             "ended_by": "kubectl-client-side-apply",
         })
