@@ -68,6 +68,8 @@ struct Drifting {
 #[derive(Default)]
 struct Report {
     adopted: usize,
+    /// The objects edited, by file: recorded as adopted once their file is written.
+    edited: Vec<(PathBuf, ObjectKey)>,
     refused: Vec<String>,
     outside: Vec<String>,
 }
@@ -219,6 +221,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         files::write_atomically(path, after)?;
         println!("wrote {}", path.display());
     }
+    // So that the commit which ends these objects' drift says `adopted` in the history.
+    let written: Vec<ObjectKey> = report
+        .edited
+        .iter()
+        .filter(|(path, _)| edited.iter().any(|(p, ..)| *p == path))
+        .map(|(_, key)| key.clone())
+        .collect();
+    store
+        .record_adoptions(
+            &args.source,
+            revision.revision.id,
+            &written,
+            jiff::Timestamp::now(),
+            &super::common::desired::author_or_user(None),
+        )
+        .context("the files were written, but recording the adoption failed")?;
     if !edited.is_empty() {
         let files: Vec<String> = args
             .files
@@ -324,6 +342,9 @@ impl Comparing<'_> {
             after = edit::apply(&after, document, &prefix, &edits)
                 .map_err(|e| anyhow::anyhow!(at(&e)))?;
             report.adopted += edits.len();
+            if !edits.is_empty() {
+                report.edited.push((path.to_path_buf(), d.key.clone()));
+            }
             for Refusal { field, reason } in refused {
                 report.refused.push(format!(
                     "refused: {} ({shown}: document {document}): field {field}: {reason}",

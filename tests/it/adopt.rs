@@ -8,7 +8,9 @@
 
 use crate::plan::{keyed_config, run, text};
 use crate::scaffold::*;
+use serde_json::Value;
 use std::path::Path;
+use std::time::Duration;
 
 const APP: &str = "\
 # The shop's storefront. Owned by team shop; see the runbook before scaling.
@@ -63,6 +65,24 @@ data:
   mode: blue
 ";
 
+/// The newest drift episode `/history` lists for `kind` `name` once `ready` says it is as
+/// awaited.
+fn episode_of(daemon: &Daemon, kind: &str, name: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    wait_for(
+        &format!("/history listing {kind}/{name} as awaited"),
+        Duration::from_secs(30),
+        || {
+            let history: Value = serde_json::from_str(&daemon.get("/history").1).ok()?;
+            let episode = history["episodes"]
+                .as_array()?
+                .iter()
+                .find(|e| e["object"]["kind"] == kind && e["object"]["name"] == name)?
+                .clone();
+            ready(&episode).then_some(episode)
+        },
+    )
+}
+
 #[test]
 fn adopt_writes_live_values_into_the_manifest_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
@@ -83,6 +103,8 @@ fn adopt_writes_live_values_into_the_manifest_and_nothing_else() {
     );
     assert!(out.status.success(), "{:?}", text(&out));
     sim.kubectl(&["apply", "--server-side", "-f", manifests_arg]);
+    let daemon = Daemon::start(&config, &sim.kubeconfig, &[]);
+    daemon.wait_ready();
 
     let adopt = |extra: &[&str]| {
         let mut args = vec![
@@ -136,6 +158,9 @@ fn adopt_writes_live_values_into_the_manifest_and_nothing_else() {
         "-p",
         r#"{"data":{"mode":"green"}}"#,
     ]);
+
+    // Recorded as drift episodes before anything is adopted.
+    episode_of(&daemon, "Deployment", "web", |e| e["closed_at"].is_null());
 
     // The diff, and nothing written.
     let out = adopt(&[]);
@@ -252,6 +277,20 @@ fn adopt_writes_live_values_into_the_manifest_and_nothing_else() {
         &config,
     );
     assert!(out.status.success(), "{:?}", text(&out));
+    // The commit ended the drift it adopted as `adopted`, by whoever ran adopt; the
+    // ConfigMap it did not adopt still drifts.
+    let adopter = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
+    for kind in ["Deployment", "Secret"] {
+        let name = if kind == "Secret" { "creds" } else { "web" };
+        let ended = episode_of(&daemon, kind, name, |e| !e["closed_at"].is_null());
+        assert_eq!(
+            (ended["ended"].as_str(), ended["ended_by"].as_str()),
+            (Some("adopted"), Some(adopter.as_str())),
+            "{ended}"
+        );
+    }
+    let extra = episode_of(&daemon, "ConfigMap", "extra", |_| true);
+    assert!(extra["closed_at"].is_null(), "{extra}");
     let out = adopt(&["--object", "Deployment/shop/web"]);
     assert!(
         text(&out).0.contains("nothing to adopt"),

@@ -123,7 +123,13 @@ impl Store {
                  SELECT id FROM episodes WHERE resolved_at IS NOT NULL AND resolved_at < ?1
                  ORDER BY resolved_at LIMIT ?2)",
         )?;
-        Ok(prune.execute(rusqlite::params![ts_to_db(before), limit as i64])?)
+        let pruned = prune.execute(rusqlite::params![ts_to_db(before), limit as i64])?;
+        let mut adoptions = self.conn.prepare_cached(
+            "DELETE FROM adoptions WHERE id IN (
+                 SELECT id FROM adoptions WHERE at < ?1 ORDER BY id LIMIT ?2)",
+        )?;
+        adoptions.execute(rusqlite::params![ts_to_db(before), limit as i64])?;
+        Ok(pruned)
     }
 }
 

@@ -270,6 +270,67 @@ fn people_named_after_the_drift_was_recorded_join_its_open_episode_only() {
 }
 
 #[test]
+fn a_commit_ends_drift_as_adopted_only_after_adopt_wrote_the_object_since_it_began() {
+    let store = Store::open_in_memory().unwrap();
+    let (web, api, db) = (key("web"), key("api"), key("db"));
+    // db was adopted during an earlier episode, which a revert ended.
+    store
+        .write_episodes(&[drifting(&db, "modified", t(0), &[])])
+        .unwrap();
+    store
+        .record_adoptions("web", 1, &[db.clone()], t(5), "carol")
+        .unwrap();
+    store
+        .write_episodes(&[resolved(&db, t(8), EpisodeEnd::Reverted)])
+        .unwrap();
+    store
+        .write_episodes(&[
+            drifting(&web, "modified", t(10), &[]),
+            drifting(&api, "modified", t(10), &[]),
+            drifting(&db, "modified", t(10), &[]),
+        ])
+        .unwrap();
+    store
+        .record_adoptions("web", 1, &[web.clone()], t(20), "alice")
+        .unwrap();
+    let committed = |key| EpisodeWrite::Resolved {
+        key,
+        at: t(30),
+        ending: Ending {
+            how: EpisodeEnd::Committed,
+            by: Some("bob"),
+        },
+    };
+    let closed = store
+        .write_episodes(&[committed(&web), committed(&api), committed(&db)])
+        .unwrap();
+    let ended: Vec<(String, Option<EpisodeEnd>, Option<String>)> = all(&store)
+        .into_iter()
+        .filter(|r| r.closed_at == Some(t(30)))
+        .map(|r| (r.object.name, r.ended, r.ended_by))
+        .collect();
+    let expect = |name: &str, how, by: &str| (name.to_string(), Some(how), Some(by.to_string()));
+    let mut ended = ended;
+    ended.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        ended,
+        [
+            expect("api", EpisodeEnd::Committed, "bob"),
+            expect("db", EpisodeEnd::Committed, "bob"),
+            expect("web", EpisodeEnd::Adopted, "alice"),
+        ]
+    );
+    assert_eq!(closed.closed.len(), 3);
+    // Past the retention, adoptions go with the episodes.
+    store.prune_episodes(t(100), 100).unwrap();
+    let left: i64 = store
+        .conn
+        .query_row("SELECT COUNT(*) FROM adoptions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(left, 0);
+}
+
+#[test]
 fn history_takes_the_drift_filters_and_a_window() {
     let store = Store::open_in_memory().unwrap();
     let (a, b, c) = (key("a"), key("b"), key("c"));

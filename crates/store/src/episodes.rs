@@ -56,8 +56,8 @@ pub enum EpisodeEnd {
     Remediated,
     /// A new revision made the desired state equal the live object.
     Committed,
-    /// A new revision written by `driftd adopt` made the desired state equal the live object
-    /// (a commit that adopt marked as its own; plain commits are `committed`).
+    /// A new revision made the desired state equal the live object, and `driftd adopt
+    /// --write` had written the object's manifest since the drift began (`by`: who ran it).
     Adopted,
     /// The live object was deleted (its drift became `missing`, or an object only an intent
     /// wanted is gone).
@@ -248,6 +248,14 @@ fn write_episodes(
                AND r.grp = ?1 AND r.kind = ?2 AND r.namespace = ?3 AND r.name = ?4
              ORDER BY r.id DESC LIMIT 1",
         )?;
+        let mut adopted = tx.prepare_cached(
+            "SELECT a.actor FROM adoptions a JOIN episodes e
+               ON e.grp = a.grp AND e.kind = a.kind AND e.namespace = a.namespace
+              AND e.name = a.name
+             WHERE e.resolved_at IS NULL AND a.at >= e.first_seen
+               AND a.grp = ?1 AND a.kind = ?2 AND a.namespace = ?3 AND a.name = ?4
+             ORDER BY a.id DESC LIMIT 1",
+        )?;
         let mut close = |key: &ObjectKey,
                          at: Timestamp,
                          ending: Ending|
@@ -262,9 +270,19 @@ fn write_episodes(
                     .optional()?,
                 false => None,
             };
-            let (how, by) = match &remediation {
-                Some(actor) => (EpisodeEnd::Remediated, Some(actor.as_str())),
-                None => (ending.how, ending.by),
+            // A commit of files `driftd adopt` wrote since the drift began: adopted.
+            let adoption: Option<String> = match ending.how {
+                EpisodeEnd::Committed => adopted
+                    .query_row(params![key.group, key.kind, namespace, key.name], |r| {
+                        r.get(0)
+                    })
+                    .optional()?,
+                _ => None,
+            };
+            let (how, by) = match (&remediation, &adoption) {
+                (Some(actor), _) => (EpisodeEnd::Remediated, Some(actor.as_str())),
+                (None, Some(actor)) => (EpisodeEnd::Adopted, Some(actor.as_str())),
+                (None, None) => (ending.how, ending.by),
             };
             let closed = resolve
                 .query_row(
@@ -428,6 +446,40 @@ impl Store {
             last = last.max(Some(id?));
         }
         Ok(last)
+    }
+
+    /// Records that `driftd adopt --write` (run by `actor`) wrote `objects` of `source`, as
+    /// committed at `revision`, back into their manifests: the commit that then ends their
+    /// drift ends it as `adopted` rather than `committed`.
+    pub fn record_adoptions(
+        &self,
+        source: &str,
+        revision: i64,
+        objects: &[ObjectKey],
+        at: Timestamp,
+        actor: &str,
+    ) -> Result<(), StoreError> {
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO adoptions (source, revision_id, grp, kind, namespace, name, at, actor)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for key in objects {
+                insert.execute(params![
+                    source,
+                    revision,
+                    key.group,
+                    key.kind,
+                    ns_to_db(&key.namespace),
+                    key.name,
+                    ts_to_db(at),
+                    actor
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     /// Adds what is now known of who changed each object to its open episode, if it has

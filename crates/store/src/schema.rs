@@ -189,6 +189,23 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     CREATE INDEX episodes_closed ON episodes(resolved_at) WHERE resolved_at IS NOT NULL;
     CREATE INDEX episodes_by_first_seen ON episodes(first_seen);
     "#,
+    // 9: objects `driftd adopt --write` wrote back into their manifests, so that the commit
+    // which then ends their drift is told apart as `adopted`. Deleted with the episodes past
+    // the history's retention.
+    r#"
+    CREATE TABLE adoptions (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        source      TEXT NOT NULL,
+        revision_id INTEGER NOT NULL,
+        grp         TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        namespace   TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        at          TEXT NOT NULL,
+        actor       TEXT NOT NULL
+    );
+    CREATE INDEX adoptions_by_object ON adoptions(grp, kind, namespace, name, at);
+    "#,
 ];
 
 /// Steps that rewrite data with Rust code, run right after the SQL step of the same number,
