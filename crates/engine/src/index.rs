@@ -192,12 +192,16 @@ impl DriftIndex {
         if !series.holders.remove(key) || series.holders.len() == series.drifting {
             return; // no slot freed, or nobody waits for one
         }
+        // Drifting entries are among the not-in-sync ones: at a million objects with 5%
+        // drifting, a walk of every entry here took tens of milliseconds per freed slot.
+        let entries = &self.entries;
         let next = self
-            .entries
+            .not_in_sync
             .iter()
-            .filter(|(k, e)| drifting(e) && !series.holders.contains(&***k))
-            .min_by_key(|(k, e)| (e.since, *k))
-            .map(|(k, _)| k.clone());
+            .filter(|k| !series.holders.contains(&***k))
+            .filter_map(|k| Some((entries.get(&**k).filter(|e| drifting(e))?.since, k)))
+            .min()
+            .map(|(_, k)| k.clone());
         series.holders.extend(next);
     }
 
