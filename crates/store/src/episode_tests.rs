@@ -278,7 +278,7 @@ fn a_commit_ends_drift_as_adopted_only_after_adopt_wrote_the_object_since_it_beg
         .write_episodes(&[drifting(&db, "modified", t(0), &[])])
         .unwrap();
     store
-        .record_adoptions("web", 1, &[db.clone()], t(5), "carol")
+        .record_adoptions("web", 1, std::slice::from_ref(&db), t(5), "carol")
         .unwrap();
     store
         .write_episodes(&[resolved(&db, t(8), EpisodeEnd::Reverted)])
@@ -291,7 +291,7 @@ fn a_commit_ends_drift_as_adopted_only_after_adopt_wrote_the_object_since_it_beg
         ])
         .unwrap();
     store
-        .record_adoptions("web", 1, &[web.clone()], t(20), "alice")
+        .record_adoptions("web", 1, std::slice::from_ref(&web), t(20), "alice")
         .unwrap();
     let committed = |key| EpisodeWrite::Resolved {
         key,
