@@ -53,30 +53,6 @@ fn next_second_after(at: f64) {
     });
 }
 
-/// `promtool check metrics` accepts `text` (names, types, units).
-fn promtool_check_metrics(text: &str) {
-    use std::io::Write;
-    let mut lint = std::process::Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("promtool is installed (Debian package prometheus; .ci/run installs it)");
-    lint.stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let lint = lint.wait_with_output().unwrap();
-    assert!(
-        lint.status.success(),
-        "promtool check metrics: {}{}",
-        String::from_utf8_lossy(&lint.stdout),
-        String::from_utf8_lossy(&lint.stderr)
-    );
-}
-
 /// `kubectl apply` (client-side) of the committed web Deployment: a person putting it back.
 fn revert_web(sim: &Sim) {
     let manifest = examples().join("20-web.yaml");

@@ -136,26 +136,7 @@ fn prometheus_scrapes_drift_series() {
 
     // promtool lints the exposition format and metric naming.
     let (_, metrics) = daemon.get("/metrics");
-    let mut lint = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("promtool is installed (Debian package prometheus; .ci/run installs it)");
-    use std::io::Write;
-    lint.stdin
-        .take()
-        .unwrap()
-        .write_all(metrics.as_bytes())
-        .unwrap();
-    let lint = lint.wait_with_output().unwrap();
-    assert!(
-        lint.status.success(),
-        "promtool check metrics: {}{}",
-        String::from_utf8_lossy(&lint.stdout),
-        String::from_utf8_lossy(&lint.stderr)
-    );
+    promtool_check_metrics(&metrics);
 
     // A real Prometheus server scrapes it.
     let prometheus = Prometheus::start(dir.path(), &daemon, None);

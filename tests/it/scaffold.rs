@@ -432,3 +432,27 @@ pub fn shared_dir() -> PathBuf {
         None => panic!("../shared was not found at build time: mark this test as needing it"),
     }
 }
+
+/// `promtool check metrics` accepts `text` (names, types, units).
+pub fn promtool_check_metrics(text: &str) {
+    use std::io::Write;
+    let mut lint = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool is installed (Debian package prometheus; .ci/run installs it)");
+    lint.stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let lint = lint.wait_with_output().unwrap();
+    assert!(
+        lint.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
+}
