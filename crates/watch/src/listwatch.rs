@@ -30,6 +30,15 @@ use kube::api::{ApiResource, ListParams, WatchEvent as ApiEvent, WatchParams};
 use kube::{Api, Resource};
 use std::time::Duration;
 
+/// Sends `$event` to `$outbox`, or ends the list+watch if the engine is gone.
+macro_rules! send_or_end {
+    ($outbox:expr, $event:expr) => {
+        if !$outbox.send($event).await {
+            return (State::Empty, Outcome::End(End::EngineGone));
+        }
+    };
+}
+
 /// Objects per list page (client-go's pager default).
 const PAGE: u32 = 500;
 
@@ -131,13 +140,6 @@ pub async fn step(
     selectors: &Selectors,
     outbox: &Outbox,
 ) -> (State, Outcome) {
-    macro_rules! send {
-        ($event:expr) => {
-            if !outbox.send($event).await {
-                return (State::Empty, Outcome::End(End::EngineGone));
-            }
-        };
-    }
     match state {
         State::Empty => {
             // A fresh list is whatever re-list was asked.
@@ -155,7 +157,7 @@ pub async fn step(
                     Ok(page) => page,
                     Err(err) => {
                         let not_found = is_not_found(&err);
-                        send!(WatchEvent::Error(WatchError::List(err)));
+                        send_or_end!(outbox, WatchEvent::Error(WatchError::List(err)));
                         if not_found {
                             return (State::Empty, Outcome::End(End::NotFound));
                         }
@@ -163,11 +165,11 @@ pub async fn step(
                     }
                 };
                 if first {
-                    send!(WatchEvent::Init);
+                    send_or_end!(outbox, WatchEvent::Init);
                     first = false;
                 }
                 for object in page.items {
-                    send!(outbox.applied(object.into_json(resource)));
+                    send_or_end!(outbox, outbox.applied(object.into_json(resource)));
                 }
                 drop(turn);
                 continue_token = page.metadata.continue_.filter(|c| !c.is_empty());
@@ -175,11 +177,11 @@ pub async fn step(
                     continue;
                 }
                 let Some(rv) = page.metadata.resource_version.filter(|rv| !rv.is_empty()) else {
-                    send!(WatchEvent::Error(WatchError::NoResourceVersion));
+                    send_or_end!(outbox, WatchEvent::Error(WatchError::NoResourceVersion));
                     return (State::Empty, Outcome::Failed);
                 };
-                send!(WatchEvent::InitDone);
-                send!(WatchEvent::Position(rv.clone()));
+                send_or_end!(outbox, WatchEvent::InitDone);
+                send_or_end!(outbox, WatchEvent::Position(rv.clone()));
                 let listed = State::Listed {
                     rv,
                     ask: false,
@@ -197,11 +199,11 @@ pub async fn step(
                 match api.list(&params).await {
                     Ok(list) => {
                         if let Some(current) = list.metadata.resource_version {
-                            send!(WatchEvent::Position(current));
+                            send_or_end!(outbox, WatchEvent::Position(current));
                         }
                     }
                     Err(err) => {
-                        send!(WatchEvent::Error(WatchError::List(err)));
+                        send_or_end!(outbox, WatchEvent::Error(WatchError::List(err)));
                         return (State::Listed { rv, ask, relist }, Outcome::Failed);
                     }
                 }
@@ -216,13 +218,13 @@ pub async fn step(
             }
             match api.watch(&params, &rv).await {
                 Ok(events) => {
-                    send!(WatchEvent::Opened);
+                    send_or_end!(outbox, WatchEvent::Opened);
                     let events = events.boxed();
                     (State::Watching { rv, events, relist }, Outcome::Answered)
                 }
                 Err(err) => {
                     let gone = matches!(&err, kube::Error::Api(s) if s.code == 410);
-                    send!(WatchEvent::Error(WatchError::Watch(err)));
+                    send_or_end!(outbox, WatchEvent::Error(WatchError::Watch(err)));
                     let next = match gone {
                         true => State::Empty,
                         false => State::Listed {
@@ -242,7 +244,7 @@ pub async fn step(
         } => {
             if outbox.relist.take() {
                 // From here on every change counts as seen by the re-list.
-                send!(WatchEvent::Init);
+                send_or_end!(outbox, WatchEvent::Init);
                 let relist = Some(Box::new(InPlace::new(&rv)));
                 return (State::Watching { rv, events, relist }, Outcome::Sent);
             }
@@ -275,20 +277,13 @@ async fn watched(
     resource: &ApiResource,
     outbox: &Outbox,
 ) -> (State, Outcome) {
-    macro_rules! send {
-        ($event:expr) => {
-            if !outbox.send($event).await {
-                return (State::Empty, Outcome::End(End::EngineGone));
-            }
-        };
-    }
     match item {
         Some(Ok(ApiEvent::Added(o) | ApiEvent::Modified(o))) => {
             let rv = o.meta().resource_version.clone().unwrap_or(rv);
             if let Some(relist) = &mut relist {
                 relist.changed(&o);
             }
-            send!(outbox.applied(o.into_json(resource)));
+            send_or_end!(outbox, outbox.applied(o.into_json(resource)));
             (State::Watching { rv, events, relist }, Outcome::Sent)
         }
         Some(Ok(ApiEvent::Deleted(o))) => {
@@ -296,12 +291,12 @@ async fn watched(
             if let Some(relist) = &mut relist {
                 relist.changed(&o);
             }
-            send!(WatchEvent::Delete(o.into_json(resource)));
+            send_or_end!(outbox, WatchEvent::Delete(o.into_json(resource)));
             (State::Watching { rv, events, relist }, Outcome::Sent)
         }
         Some(Ok(ApiEvent::Bookmark(bookmark))) => {
             let rv = bookmark.metadata.resource_version;
-            send!(WatchEvent::Bookmark(rv.clone()));
+            send_or_end!(outbox, WatchEvent::Bookmark(rv.clone()));
             (State::Watching { rv, events, relist }, Outcome::Sent)
         }
         Some(Ok(ApiEvent::Error(status))) => {
@@ -309,7 +304,7 @@ async fn watched(
             // version": the server is behind the position (client-go's reflector
             // lists afresh on both). Anything else: resume after a pause.
             let fresh = status.code == 410 || too_large(&status);
-            send!(WatchEvent::Error(WatchError::Status(status)));
+            send_or_end!(outbox, WatchEvent::Error(WatchError::Status(status)));
             let next = match fresh {
                 true => State::Empty,
                 false => State::Listed {
@@ -321,7 +316,7 @@ async fn watched(
             (next, Outcome::Failed)
         }
         Some(Err(err)) => {
-            send!(WatchEvent::Error(WatchError::Watch(err)));
+            send_or_end!(outbox, WatchEvent::Error(WatchError::Watch(err)));
             let next = State::Listed {
                 rv,
                 ask: true,
