@@ -500,7 +500,11 @@ impl<W: WatchControl, O: Outputs> Engine<W, O> {
         // A list judged what it listed as it came (`Lists::judges`), except, on a re-list,
         // the objects it waited for.
         let first = !self.watching.lists.listed_once(kind);
-        let waiting = self.watching.lists.waiting(kind);
+        // Copied only when a list ends: `Seen` comes once per listed object.
+        let waiting = match event {
+            ListEvent::Done => self.watching.lists.waiting(kind),
+            _ => BTreeSet::new(),
+        };
         if let Some(listed) = self.watching.lists.step(kind, event) {
             let judged_as_listed = |key: &ObjectKey| first || !waiting.contains(key);
             self.list_done(kind, &listed, judged_as_listed);

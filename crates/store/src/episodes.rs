@@ -196,15 +196,11 @@ fn merge_who(old: Option<&str>, new: &[Changer]) -> Option<String> {
         .unwrap_or_default();
     for changer in new {
         match who.iter_mut().find(|c| c.manager == changer.manager) {
-            Some(known) => {
-                if changer.changed_at > known.changed_at {
-                    known.changed_at = changer.changed_at.clone();
-                    known.user = changer.user.clone();
-                }
-                if changer.changed_at == known.changed_at && changer.user.is_some() {
-                    known.user = changer.user.clone();
-                }
+            Some(known) if changer.changed_at > known.changed_at => *known = changer.clone(),
+            Some(known) if changer.changed_at == known.changed_at && changer.user.is_some() => {
+                known.user = changer.user.clone()
             }
+            Some(_) => {}
             None => who.push(changer.clone()),
         }
     }
